@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install MindForge into .venv at the repository root (idempotent).
+#
+# torch is pinned to 2.13.0 and installed first: on these hosts that release's CPU build
+# lies on disk, while an unpinned torch would pull a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+if [[ ! -x .venv/bin/python ]]; then
+  "$PY" -m venv .venv
+fi
+stamp=".venv/.mindforge-installed"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && .venv/bin/python -c "import mindforge" 2>/dev/null; then
+  echo "setup: .venv up to date"
+  exit 0
+fi
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q "torch==2.13.0"
+.venv/bin/pip install -q -e ".[train,test]"
+echo "$want" > "$stamp"
+echo "setup: installed into .venv"

@@ -1,0 +1,321 @@
+"""The model-driven agent: an HCP contract driving a conversation over an OpenAI-compatible API.
+
+The loop renders the system prompt and the instruction from the contract, calls the
+endpoint with the ``openai`` SDK, turns each reply into one action, runs it in the
+sandbox and feeds the observation back, until the model calls ``finish`` or a limit fires
+(``workspace.max_turns``, the task's agent timeout, ``workspace.max_total_tokens``, the
+context window). Replies that cannot be used (unparsable, empty, cut by the length limit)
+and endpoint errors are their own failure classes, never task failures.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import openai
+
+from mindforge.agent import prompts
+from mindforge.agent.actions import Action, ActionParseError, parse_json_action, parse_tool_call, tool_schemas
+from mindforge.agent.base import Agent, AgentOutcome
+from mindforge.agent.shell import PersistentShell
+from mindforge.agent.transcript import TranscriptWriter
+from mindforge.sandbox.base import Sandbox
+from mindforge.tasks.model import Task
+from mindforge.trial import FailureClass, LimitFired
+
+#: consecutive unusable replies (of one kind) before the phase is ended
+MAX_CONSECUTIVE_BAD_REPLIES = 3
+
+
+class _Stop(Exception):
+    def __init__(self, cls: FailureClass, detail: str, limit: LimitFired | None = None) -> None:
+        super().__init__(detail)
+        self.cls, self.detail, self.limit = cls, detail, limit
+
+
+class ModelAgent(Agent):
+    """Runs an HCP contract's harness around a policy endpoint.
+
+    Args:
+        contract: the validated HCP contract (``mindforge.hcp.HCPContract``).
+        base_url: endpoint base URL (``.../v1``); default: the env var named by
+            ``model.base_url_env``, else settings' ``policy_url``.
+        api_key: default: the env var named by ``model.api_key_env``, else ``"EMPTY"``.
+        request_timeout_sec: upper bound on one model call, in seconds.
+    """
+
+    name = "model"
+
+    def __init__(
+        self,
+        contract: Any,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        request_timeout_sec: float = 600.0,
+    ) -> None:
+        from mindforge.settings import get_settings
+
+        self.contract = contract
+        self.contract_hash = contract.content_hash
+        self.adapter = contract.model.adapter or ""
+        m = contract.model
+        self.base_url = base_url or os.environ.get(m.base_url_env or "", "") or get_settings().policy_url
+        self.api_key = api_key or os.environ.get(m.api_key_env or "", "") or "EMPTY"
+        self.request_timeout_sec = request_timeout_sec
+
+    # ------------------------------------------------------------------ run
+    def run(self, task: Task, sandbox: Sandbox, *, timeout_sec: float, artifact_dir: Path) -> AgentOutcome:
+        """Drive the conversation; see :meth:`Agent.run`.
+
+        Returns:
+            the outcome with token totals, turns, the limit that fired and the
+            transcript path (``artifacts["transcript"]``, plus ``trajectory`` in ATIF).
+        """
+        c = self.contract
+        deadline = time.monotonic() + timeout_sec
+        tr = TranscriptWriter(artifact_dir / "transcript.jsonl")
+        out = AgentOutcome(artifacts={"transcript": str(tr.path)})
+        shell = PersistentShell(sandbox, c.workspace.root, user=task.config.agent.user)
+        client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=2)
+        state = _State()
+        try:
+            skills = self._install_skills(sandbox)
+            messages: list[dict[str, Any]] = [
+                {"role": "system", "content": prompts.render_system_prompt(c, skills)},
+                {"role": "user", "content": prompts.render_instruction(c, task.instruction)},
+            ]
+            if c.hooks.plan_first:
+                messages[-1]["content"] += "\n\n" + prompts.PLAN_FIRST
+                state.planning = True
+            self._converse(client, shell, messages, deadline, tr, out, state)
+        except _Stop as stop:
+            out.failure_class, out.failure_detail, out.limit_fired = stop.cls, stop.detail, stop.limit
+        finally:
+            tr.write(
+                "end",
+                failure_class=out.failure_class,
+                detail=out.failure_detail,
+                limit_fired=out.limit_fired,
+                turns=out.num_turns,
+                prompt_tokens=out.prompt_tokens,
+                completion_tokens=out.completion_tokens,
+            )
+            tr.close()
+            self._write_trajectory(tr, artifact_dir, out, task)
+        return out
+
+    # --------------------------------------------------------------- helpers
+    def _install_skills(self, sandbox: Sandbox) -> list[str]:
+        c = self.contract
+        paths = list(getattr(c.skills, "paths", []) or [])
+        if not paths:
+            return []
+        by_path = {r.path: r for r in c.resources.embedded}
+        installed = []
+        for p in paths:
+            target = f"{c.workspace.root.rstrip('/')}/{p}"
+            sandbox.put_file(target, by_path[p].data(), mode=0o755)
+            installed.append(target)
+        return installed
+
+    def _call(self, client: openai.OpenAI, messages: list[dict[str, Any]], deadline: float) -> Any:
+        c = self.contract
+        opts = c.provider_options
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Stop(FailureClass.AGENT_TIMEOUT, "agent timeout reached", LimitFired.AGENT_TIMEOUT)
+        kwargs: dict[str, Any] = {
+            "model": c.model.adapter or c.model.id,
+            "messages": messages,
+            "max_tokens": c.model.max_tokens,
+            "temperature": opts.temperature,
+            "top_p": opts.top_p,
+            "logprobs": True,
+            "extra_body": {"return_token_ids": True},
+            "timeout": min(remaining, self.request_timeout_sec),
+        }
+        if getattr(opts, "seed", None) is not None:
+            kwargs["seed"] = opts.seed
+        if c.tools.action_format == "tool_calls":
+            kwargs["tools"] = tool_schemas(list(c.tools.allow))
+        try:
+            return client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError:
+            if time.monotonic() >= deadline:
+                raise _Stop(FailureClass.AGENT_TIMEOUT, "agent timeout during a model call", LimitFired.AGENT_TIMEOUT)
+            raise _Stop(FailureClass.ENDPOINT_ERROR, "model call timed out") from None
+        except openai.BadRequestError as exc:
+            text = str(exc).lower()
+            if "context" in text and ("length" in text or "window" in text or "maximum" in text):
+                raise _Stop(FailureClass.CONTEXT_OVERFLOW, str(exc)[:500], LimitFired.CONTEXT_WINDOW) from None
+            raise _Stop(FailureClass.ENDPOINT_ERROR, f"bad request: {str(exc)[:500]}") from None
+        except openai.APIError as exc:
+            raise _Stop(FailureClass.ENDPOINT_ERROR, f"{type(exc).__name__}: {str(exc)[:500]}") from None
+
+    def _converse(
+        self,
+        client: openai.OpenAI,
+        shell: PersistentShell,
+        messages: list[dict[str, Any]],
+        deadline: float,
+        tr: TranscriptWriter,
+        out: AgentOutcome,
+        state: "_State",
+    ) -> None:
+        c = self.contract
+        max_turns = c.workspace.max_turns
+        sent = 0
+        for turn in range(1, max_turns + 1):
+            tr.write("request", turn=turn, messages=messages[sent:], model=c.model.adapter or c.model.id)
+            sent = len(messages)
+            resp = self._call(client, messages, deadline)
+            out.num_turns = turn
+            choice = resp.choices[0]
+            self._account(resp, out, tr, turn, choice)
+            msg = choice.message
+            content = msg.content or ""
+            tool_calls = list(msg.tool_calls or [])
+            assistant: dict[str, Any] = {"role": "assistant", "content": content}
+            if tool_calls:
+                assistant["tool_calls"] = [tc.model_dump(exclude_none=True) for tc in tool_calls]
+            messages.append(assistant)
+            if state.planning:
+                state.planning = False
+                self._harness(messages, tr, prompts.PLAN_DONE, tool_calls)
+                continue
+            action = self._action_or_complaint(choice, content, tool_calls, messages, tr, state)
+            if action is None:
+                continue
+            tr.write("action", turn=turn, tool=action.tool, arguments=action.arguments, call_id=action.call_id)
+            if action.tool == "finish":
+                if c.hooks.verify_before_finish and not state.verified:
+                    state.verified = True
+                    self._observe(messages, tr, action, tool_calls, prompts.VERIFY_BEFORE_FINISH, turn, deadline)
+                    continue
+                return
+            text = self._execute(action, shell, deadline)
+            self._observe(messages, tr, action, tool_calls, text, turn, deadline)
+        raise _Stop(FailureClass.MAX_TURNS, f"max_turns ({max_turns}) reached", LimitFired.MAX_TURNS)
+
+    def _account(self, resp: Any, out: AgentOutcome, tr: TranscriptWriter, turn: int, choice: Any) -> None:
+        c = self.contract
+        usage = resp.usage
+        p = usage.prompt_tokens if usage else 0
+        k = usage.completion_tokens if usage else 0
+        out.prompt_tokens += p
+        out.completion_tokens += k
+        logprobs = None
+        if choice.logprobs is not None and choice.logprobs.content:
+            logprobs = [t.logprob for t in choice.logprobs.content]
+        tr.write(
+            "reply",
+            turn=turn,
+            content=choice.message.content,
+            tool_calls=[tc.model_dump() for tc in (choice.message.tool_calls or [])],
+            finish_reason=choice.finish_reason,
+            usage={"prompt_tokens": p, "completion_tokens": k},
+            prompt_token_ids=getattr(resp, "prompt_token_ids", None),
+            completion_token_ids=getattr(choice, "token_ids", None),
+            logprobs=logprobs,
+        )
+        budget = getattr(c.workspace, "max_total_tokens", None)
+        if budget and out.prompt_tokens + out.completion_tokens > budget:
+            raise _Stop(FailureClass.TOKEN_BUDGET, f"token budget {budget} exceeded", LimitFired.TOKEN_BUDGET)
+        if c.model.context_window and p + c.model.max_tokens > c.model.context_window:
+            raise _Stop(
+                FailureClass.CONTEXT_OVERFLOW,
+                f"prompt of {p} tokens + max_tokens {c.model.max_tokens} exceeds the context window "
+                f"{c.model.context_window}",
+                LimitFired.CONTEXT_WINDOW,
+            )
+
+    def _action_or_complaint(self, choice, content, tool_calls, messages, tr, state) -> Action | None:
+        """Parse the reply; on an unusable reply tell the model, count, and stop after too many."""
+        c = self.contract
+        allowed = list(c.tools.allow)
+        kind: FailureClass | None = None
+        reason = ""
+        action = None
+        if choice.finish_reason == "length":
+            kind, reason = FailureClass.TRUNCATED_REPLY, "your reply was cut off by the length limit; be shorter"
+        elif not content.strip() and not tool_calls:
+            kind, reason = FailureClass.EMPTY_REPLY, "your reply was empty"
+        else:
+            try:
+                if c.tools.action_format == "tool_calls":
+                    action = parse_tool_call(tool_calls, allowed)
+                else:
+                    action = parse_json_action(content, allowed, call_id=f"call_{len(messages)}")
+            except ActionParseError as exc:
+                kind, reason = FailureClass.PARSE_ERROR, str(exc)
+        if kind is None:
+            state.bad.clear()
+            return action
+        state.bad[kind] = state.bad.get(kind, 0) + 1
+        tr.write("unusable_reply", failure_class=kind, reason=reason, count=state.bad[kind])
+        if state.bad[kind] >= MAX_CONSECUTIVE_BAD_REPLIES:
+            raise _Stop(kind, f"{state.bad[kind]} consecutive unusable replies: {reason}")
+        self._harness(messages, tr, prompts.parse_error_message(reason, c.tools.action_format), tool_calls)
+        return None
+
+    def _execute(self, action: Action, shell: PersistentShell, deadline: float) -> str:
+        c = self.contract
+        cap = c.tools.max_observation_bytes
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Stop(FailureClass.AGENT_TIMEOUT, "agent timeout reached", LimitFired.AGENT_TIMEOUT)
+        if action.tool == "bash":
+            res = shell.run(
+                action.arguments["command"],
+                timeout_sec=max(1.0, min(c.tools.bash_timeout_sec, remaining)),
+                max_output_bytes=cap,
+            )
+            return prompts.format_exec(res, c.hooks.on_command_error)
+        if action.tool == "read_file":
+            path = shell.resolve(action.arguments["path"])
+            res = shell.run(f"cat -- '{path}'", timeout_sec=min(30.0, max(1.0, remaining)), max_output_bytes=cap)
+            return res.stdout if res.ok else prompts.format_exec(res, "full")
+        if action.tool == "write_file":
+            path = shell.resolve(action.arguments["path"])
+            data = action.arguments["content"].encode()
+            shell.sandbox.put_file(path, data)
+            return f"wrote {len(data)} bytes to {path}"
+        raise ActionParseError(f"unknown tool {action.tool}")  # unreachable: parse checks names
+
+    def _observe(self, messages, tr, action: Action, tool_calls, text: str, turn: int, deadline: float) -> None:
+        c = self.contract
+        text = text + "\n" + prompts.budget_line(turn, c.workspace.max_turns, deadline - time.monotonic())
+        tr.write("observation", turn=turn, tool=action.tool, call_id=action.call_id, content=text)
+        if c.tools.action_format == "tool_calls":
+            for tc in tool_calls:
+                body = text if tc.id == action.call_id else "ignored: one tool call per turn"
+                messages.append({"role": "tool", "tool_call_id": tc.id, "content": body})
+        else:
+            messages.append({"role": "user", "content": prompts.format_json_observation(action.tool, text)})
+
+    def _harness(self, messages, tr, text: str, tool_calls) -> None:
+        tr.write("harness", content=text)
+        for tc in tool_calls:  # every native call needs an answer before the next user turn
+            messages.append({"role": "tool", "tool_call_id": tc.id, "content": "not run"})
+        messages.append({"role": "user", "content": text})
+
+    def _write_trajectory(self, tr: TranscriptWriter, artifact_dir: Path, out: AgentOutcome, task: Task) -> None:
+        try:
+            from mindforge.agent.atif_export import transcript_to_atif
+        except ImportError:  # pragma: no cover - the exporter ships with the package
+            return
+        traj = transcript_to_atif(tr.events, contract=self.contract, task_id=task.id)
+        path = artifact_dir / "trajectory.json"
+        path.write_text(traj.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
+        out.artifacts["trajectory"] = str(path)
+
+
+class _State:
+    def __init__(self) -> None:
+        self.planning = False
+        self.verified = False
+        self.bad: dict[FailureClass, int] = {}

@@ -1,0 +1,1 @@
+"""The ``mindforge`` command: one Typer sub-app per file."""

@@ -1,0 +1,68 @@
+"""``mindforge eval``: run a pair on tasks in-process, with progress, a summary table and a JSON file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mindforge.cli.tasks import _load, _progress
+
+
+def eval_command(
+    tasks: list[Path] = typer.Option(..., "--tasks", "-t", help="Task directories or folders of them."),
+    contract: Path = typer.Option(..., "--contract", "-c", help="HCP contract TOML file."),
+    attempts: int = typer.Option(1, "--attempts", "-n", min=1, help="Trials per task."),
+    concurrency: int = typer.Option(1, "--concurrency", "-j", min=1, help="Trials at once."),
+    base_url: str = typer.Option(None, "--base-url", help="Policy endpoint (.../v1); default from the contract's base_url_env or settings."),
+    out: Path = typer.Option(None, "--out", "-o", help="JSON results file (default: under the run's artifacts)."),
+) -> None:
+    """Run trials of every task under one HCP contract (no Temporal, for quick work)."""
+    from mindforge.agent.loop import ModelAgent
+    from mindforge.evaluate import evaluate
+    from mindforge.hcp import load_contract
+    from mindforge.runner import open_engine
+    from mindforge.settings import get_settings
+
+    hcp = load_contract(contract)
+    loaded, errors = _load(tasks)
+    if errors:
+        raise errors[0][1]
+    settings = get_settings()
+    engine, image_map = open_engine(settings)
+    with _progress(True) as progress:
+        bar = progress.add_task(f"eval {hcp.mindforge.name}@{hcp.mindforge.revision}", total=len(loaded) * attempts)
+        summary = evaluate(
+            loaded,
+            lambda: ModelAgent(hcp, base_url=base_url),
+            engine,
+            attempts=attempts,
+            artifact_root=settings.artifacts,
+            image_map=image_map,
+            concurrency=concurrency,
+            on_trial=lambda _r: progress.advance(bar),
+        )
+    out = out or settings.artifacts / "runs" / summary.run_id / "results.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary.model_dump(mode="json"), indent=2), encoding="utf-8")
+    table = Table(title=f"eval {summary.run_id}  contract {hcp.content_hash[:12]}")
+    for col in ("task", "attempt", "reward", "failure class", "turns", "prompt tok", "compl tok", "seconds"):
+        table.add_column(col)
+    for r in summary.records:
+        table.add_row(
+            r.task_id,
+            str(r.attempt),
+            "-" if r.reward is None else f"{r.reward:g}",
+            str(r.failure_class or ""),
+            str(r.num_turns),
+            str(r.prompt_tokens),
+            str(r.completion_tokens),
+            f"{r.timings.total_sec:.1f}",
+        )
+    console = Console()
+    console.print(table)
+    rate = "-" if summary.pass_rate is None else f"{summary.pass_rate:.2f}"
+    console.print(f"pass rate {rate}; solved {len(summary.solved_tasks)}/{len(loaded)} tasks; results: {out}")

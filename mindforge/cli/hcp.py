@@ -1,0 +1,147 @@
+"""``mindforge hcp``: validate, show, diff, hash and register HCP contracts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from mindforge.errors import InputError
+from mindforge.hcp import ContractRegistry, HCPContract, diff_contracts, format_diff, load_contract
+from mindforge.hcp.diff import flatten
+
+app = typer.Typer(help="HCP contracts: validate, show, diff, hash, register.", no_args_is_help=True)
+
+_PREVIEW_CHARS = 70
+
+
+def _err(message: str) -> None:
+    Console(stderr=True).print(f"[red]error[/red] {escape(message)}")
+
+
+def _load_or_exit(path: Path) -> HCPContract:
+    try:
+        return load_contract(path)
+    except InputError as exc:
+        _err(str(exc))
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def validate(files: list[Path] = typer.Argument(..., help="Contract files (TOML).")) -> None:
+    """Validate contracts; exit 1 if any is invalid. Unknown keys are kept and listed."""
+    console = Console()
+    failed = 0
+    for path in files:
+        try:
+            contract = load_contract(path)
+        except InputError as exc:
+            _err(str(exc))
+            failed += 1
+            continue
+        console.print(f"[green]ok[/green] {escape(str(path))}  {escape(contract.ref)}  {contract.content_hash[:16]}")
+        unknown = contract.unknown_keys()
+        if unknown:
+            console.print(f"   kept unknown keys: {escape(', '.join(unknown))}")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _preview(value: Any) -> str:
+    if isinstance(value, str):
+        lines = value.splitlines() or [""]
+        text = lines[0]
+        if len(lines) > 1 or len(text) > _PREVIEW_CHARS:
+            text = f"{text[:_PREVIEW_CHARS]}... ({len(lines)} line(s), {len(value)} chars)"
+        return json.dumps(text, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@app.command()
+def show(file: Path = typer.Argument(..., help="Contract file (TOML).")) -> None:
+    """Show a contract section by section, with its identity and content hash."""
+    contract = _load_or_exit(file)
+    console = Console()
+    ident = contract.mindforge
+    console.print(f"[bold]{escape(contract.ref)}[/bold]  (HCP version {contract.version})  {escape(str(file))}")
+    console.print(f"  content hash  {contract.content_hash}")
+    console.print(f"  parent        {escape(ident.parent or '(root)')}")
+    if ident.edit:
+        console.print(f"  edit          {escape(ident.edit)}")
+    if ident.description:
+        console.print(f"  description   {escape(ident.description)}")
+    document = contract.to_document()
+    for section, body in document.items():
+        if section in ("version", "mindforge"):
+            continue
+        table = Table(title=escape(f"[{section}]"), title_justify="left", show_header=False, expand=False)
+        table.add_column("key", style="cyan", no_wrap=True)
+        table.add_column("value")
+        embedded = body.pop("embedded", []) if section == "resources" and isinstance(body, dict) else []
+        rows = flatten(body) if isinstance(body, dict) else {"": body}
+        for key, value in rows.items():
+            table.add_row(escape(key), escape(_preview(value)))
+        console.print(table)
+        if embedded:
+            files = Table(title=escape("[[resources.embedded]]"), title_justify="left")
+            for column in ("path", "kind", "encoding", "bytes", "sha256"):
+                files.add_column(column)
+            for item in contract.resources.embedded:
+                files.add_row(escape(item.path), escape(item.kind), item.encoding, str(len(item.data)), item.sha256[:16])
+            console.print(files)
+    unknown = contract.unknown_keys()
+    if unknown:
+        console.print(f"kept unknown keys: {escape(', '.join(unknown))}")
+
+
+@app.command()
+def diff(
+    a: Path = typer.Argument(..., help="The old contract."),
+    b: Path = typer.Argument(..., help="The new contract."),
+    identity: bool = typer.Option(True, help="Include [mindforge] (name, revision, parent, edit)."),
+) -> None:
+    """Print what changed from A to B, one line per key path (+ added, - removed, ~ changed)."""
+    changes = diff_contracts(_load_or_exit(a), _load_or_exit(b), include_identity=identity)
+    typer.echo(format_diff(changes) if changes else "no differences")
+
+
+@app.command("hash")
+def hash_(files: list[Path] = typer.Argument(..., help="Contract files (TOML).")) -> None:
+    """Print each contract's content hash (sha256 of its canonical form) and path."""
+    failed = 0
+    for path in files:
+        try:
+            typer.echo(f"{load_contract(path).content_hash}  {path}")
+        except InputError as exc:
+            _err(str(exc))
+            failed += 1
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def register(
+    files: list[Path] = typer.Argument(..., help="Contract files (TOML)."),
+    registry: Path | None = typer.Option(None, help="Registry directory; default <data_dir>/contracts."),
+) -> None:
+    """Register contracts (immutable: same name@revision with other content is refused)."""
+    if registry is None:
+        from mindforge.settings import get_settings
+
+        registry = get_settings().data_dir / "contracts"
+    store = ContractRegistry(registry)
+    failed = 0
+    for path in files:
+        try:
+            contract = load_contract(path)
+            typer.echo(f"{contract.ref}  {contract.content_hash[:16]}  {store.register(contract)}")
+        except InputError as exc:
+            _err(str(exc))
+            failed += 1
+    if failed:
+        raise typer.Exit(1)

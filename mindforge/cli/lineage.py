@@ -1,0 +1,231 @@
+"""``mindforge lineage``: start, watch, pause, resume and cancel lineages on Temporal.
+
+This module talks to Temporal only through ``workers.main.connect``; workflow classes are
+named by string so the CLI never imports workflow code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mindforge.errors import InputError
+
+app = typer.Typer(help="Lineages: N generations of a model-harness pair, run durably on Temporal.", no_args_is_help=True)
+console = Console()
+
+
+def workflow_id_for(name: str) -> str:
+    """The LineageWorkflow id of lineage ``name``."""
+    return f"lineage-{name}"
+
+
+def ui_link(settings, workflow_id: str) -> str:
+    """Temporal Web UI link of a workflow."""
+    return f"{settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}/workflows/{workflow_id}"
+
+
+def build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size):
+    """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract checked).
+
+    Raises:
+        InputError: a missing path, an invalid contract or an unknown stage.
+    """
+    from mindforge.hcp import load_contract
+    from mindforge.orchestration import LineageSpec, Stage
+
+    for p in tasks:
+        if not p.exists():
+            raise InputError(p, "--tasks", "no such file or directory")
+    load_contract(contract)  # fails early with file + key path + reason
+    try:
+        stage_list = [Stage(s.strip()) for s in stages.split(",") if s.strip()]
+    except ValueError as exc:
+        raise InputError("--stages", "stages", str(exc)) from None
+    return LineageSpec(
+        name=name,
+        tasks=[str(p.resolve()) for p in tasks],
+        contract_path=str(contract.resolve()),
+        generations=generations,
+        attempts=attempts,
+        held_out_fraction=held_out,
+        seed=seed,
+        policy_url=policy_url,
+        stages=stage_list,
+        trial_batch_size=batch_size,
+    )
+
+
+async def start_lineage(spec, settings) -> str:
+    """Start the LineageWorkflow for ``spec``; returns its workflow id."""
+    from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput
+    from workers.main import connect
+    from workflows.options import search_attributes
+
+    client = await connect(settings)
+    wid = workflow_id_for(spec.name)
+    await client.start_workflow(
+        "LineageWorkflow",
+        LineageInput(lineage_id=spec.name, spec=spec),
+        id=wid,
+        task_queue=ORCHESTRATION_QUEUE,
+        search_attributes=search_attributes(spec.name),
+    )
+    return wid
+
+
+async def wait_lineage(settings, wid: str, show: bool = True) -> dict:
+    """Wait for a lineage workflow to finish, showing the query status; returns the final status."""
+    from workers.main import connect
+
+    client = await connect(settings)
+    handle = client.get_workflow_handle(wid)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), disable=not show) as progress:
+        bar = progress.add_task(f"{wid}: starting")
+        result_task = asyncio.create_task(handle.result())
+        while not result_task.done():
+            await asyncio.sleep(2)
+            try:
+                st = await handle.query("status")
+                progress.update(bar, description=f"{wid}: {st['state']} generation {st['generation'] + 1}/{st['generations']}")
+            except Exception:  # noqa: BLE001 - between runs (continue-as-new) the query may miss
+                pass
+        result = result_task.result()
+    return result if isinstance(result, dict) else json.loads(json.dumps(result, default=lambda o: o.__dict__))
+
+
+@app.command()
+def start(
+    name: str = typer.Option(..., "--name", help="Unique lineage name."),
+    tasks: list[Path] = typer.Option(..., "--tasks", help="Task directories or folders of them."),
+    contract: Path = typer.Option(..., "--contract", help="Root HCP contract (TOML)."),
+    generations: int = typer.Option(1, "--generations", min=1),
+    attempts: int = typer.Option(2, "--attempts", min=1, help="Trials per task per generation (group size)."),
+    held_out: float = typer.Option(0.0, "--held-out", min=0.0, max=0.99, help="Fraction of tasks held out."),
+    seed: int = typer.Option(0, "--seed"),
+    policy_url: str = typer.Option(None, "--policy-url", help="OpenAI-compatible endpoint (.../v1)."),
+    stages: str = typer.Option("discovery,expansion,update", "--stages", help="Stages to run, comma-separated."),
+    batch_size: int = typer.Option(16, "--batch-size", min=1, help="Trials per run_trials activity."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
+) -> None:
+    """Start a lineage and print its Temporal Web UI link."""
+    from mindforge.settings import get_settings
+
+    settings = get_settings()
+    spec = build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size)
+    wid = asyncio.run(start_lineage(spec, settings))
+    console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
+    if wait:
+        final = asyncio.run(wait_lineage(settings, wid))
+        console.print(f"lineage {name}: {final.get('state')}")
+        _print_store_status(name)
+
+
+def _print_store_status(name: str) -> None:
+    from mindforge.settings import get_settings
+    from mindforge.store import engine as se
+    from mindforge.store import lineages
+
+    settings = get_settings()
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        lin = lineages.get_lineage(session=s, lineage_id=name)
+        if lin is None:
+            raise InputError("lineage", "name", f"no lineage {name!r} in {settings.db_url}")
+        table = Table(title=f"lineage {name}: {lin.status}  generation {lin.current_generation}")
+        for col in ("generation", "status", "stages run", "stages skipped", "trials", "passed", "solved"):
+            table.add_column(col)
+        for g in lineages.list_generations(session=s, lineage_id=name):
+            exp = g.record.get("expansion", {})
+            table.add_row(
+                str(g.index),
+                str(g.status),
+                ", ".join(g.stages_run),
+                ", ".join(g.record.get("stages_skipped", [])),
+                str(exp.get("trials", "")),
+                str(exp.get("passed", "")),
+                f"{exp.get('solved_tasks', '')}/{exp.get('tasks', '')}",
+            )
+        console.print(table)
+    console.print(f"Web UI: {ui_link(settings, workflow_id_for(name))}")
+
+
+@app.command()
+def status(name: str = typer.Argument(..., help="Lineage name.")) -> None:
+    """Show a lineage's generations and which stages ran."""
+    _print_store_status(name)
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """List lineages in the store."""
+    from mindforge.settings import get_settings
+    from mindforge.store import engine as se
+    from mindforge.store import lineages
+
+    eng = se.init_db(get_settings().db_url)
+    table = Table(title="lineages")
+    for col in ("name", "status", "generation", "workflow", "created"):
+        table.add_column(col)
+    with se.session_scope(eng) as s:
+        for lin in lineages.list_lineages(session=s):
+            table.add_row(lin.name, str(lin.status), str(lin.current_generation), lin.workflow_id or "", str(lin.created_at)[:19])
+    console.print(table)
+
+
+def _signal(name: str, signal: str) -> None:
+    from mindforge.settings import get_settings
+    from workers.main import connect
+
+    settings = get_settings()
+
+    async def go() -> None:
+        client = await connect(settings)
+        await client.get_workflow_handle(workflow_id_for(name)).signal(signal)
+
+    asyncio.run(go())
+    console.print(f"sent {signal} to lineage {name}\nWeb UI: {ui_link(settings, workflow_id_for(name))}")
+
+
+@app.command()
+def pause(name: str = typer.Argument(...)) -> None:
+    """Pause before the next generation starts."""
+    _signal(name, "pause")
+
+
+@app.command()
+def resume(name: str = typer.Argument(...)) -> None:
+    """Resume a paused lineage."""
+    _signal(name, "resume")
+
+
+@app.command()
+def cancel(name: str = typer.Argument(...)) -> None:
+    """Cancel the running generation and end the lineage."""
+    _signal(name, "cancel")
+
+
+def wait_for_status(name: str, wanted: set[str], timeout_sec: float) -> str:
+    """Poll the store until the lineage's status is in ``wanted`` (for scripts and tests)."""
+    from mindforge.settings import get_settings
+    from mindforge.store import engine as se
+    from mindforge.store import lineages
+
+    eng = se.init_db(get_settings().db_url)
+    deadline = time.monotonic() + timeout_sec
+    status = ""
+    while time.monotonic() < deadline:
+        with se.session_scope(eng) as s:
+            lin = lineages.get_lineage(session=s, lineage_id=name)
+            status = str(lin.status) if lin else ""
+        if status in wanted:
+            return status
+        time.sleep(1)
+    return status

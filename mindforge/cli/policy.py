@@ -1,0 +1,50 @@
+"""``mindforge policy``: serve the embedded OpenAI-compatible policy server, build the tiny model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+app = typer.Typer(help="The policy endpoint: an OpenAI-compatible server with runtime LoRA adapters.", no_args_is_help=True)
+
+
+@app.command()
+def serve(
+    model: str = typer.Option(
+        "Qwen/Qwen2.5-0.5B-Instruct",
+        "--model",
+        "-m",
+        help="Hub id, local model directory, or 'tiny' (the offline tiny model: exercises the loop, solves nothing).",
+    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, help="TCP port."),
+    device: str = typer.Option("auto", "--device", help="auto (CUDA when available, else CPU), cpu, cuda, cuda:N."),
+) -> None:
+    """Serve one base model and its LoRA adapters on /v1 (chat completions, models, load/unload adapter)."""
+    from mindforge.policy.server import HubUnreachableError, serve as run_server
+
+    console = Console(stderr=True)
+    console.print(f"loading {escape(model)} on {escape(device)}; serving http://{host}:{port}/v1", highlight=False)
+    try:
+        run_server(model, host, port, device)
+    except HubUnreachableError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
+    except FileNotFoundError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+@app.command("build-tiny")
+def build_tiny(
+    out: Path = typer.Option(None, "--out", "-o", help="Directory (default: the cache under the data dir)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
+) -> None:
+    """Build the tiny offline model (random weights, local BPE tokenizer) and print its directory."""
+    from mindforge.policy.tiny import build_tiny_model, ensure_tiny_model
+
+    path = build_tiny_model(out, seed=seed) if out else ensure_tiny_model(seed=seed)
+    typer.echo(str(path))

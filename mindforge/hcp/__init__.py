@@ -1,0 +1,77 @@
+"""HCP (Harness Context Protocol) contracts: model, TOML load/dump, hashing, diff, lineage.
+
+An HCP contract is a TOML file carrying everything the harness decides around the
+model (endpoint, model and adapter, prompts, tools, skills, hooks, workspace). The shape
+follows Mind Lab's draft HCP RFC-0002, plus MindForge's ``[mindforge]`` section for
+identity and lineage (see shared HCP.md).
+
+Typical use::
+
+    contract = load_contract("hcp_contracts/baseline.toml")   # validated at load
+    contract.content_hash                                    # sha256 hex
+    child = derive(contract, revision="1.1.0", edit="plan first", changes={"hooks.plan_first": True})
+    print(format_diff(diff_contracts(contract, child)))
+    ContractRegistry(root).register(child)
+"""
+
+from mindforge.hcp.derive import apply_changes, derive, make_embedded
+from mindforge.hcp.diff import ContractChange, diff_contracts, flatten, format_diff
+from mindforge.hcp.io import (
+    ContractError,
+    contract_from_document,
+    dump_contract,
+    find_secrets,
+    load_contract,
+    loads_contract,
+    save_contract,
+)
+from mindforge.hcp.model import HCP_VERSION, HCPContract, canonical_json
+from mindforge.hcp.registry import ContractImmutableError, ContractRegistry, check_registration, parse_ref
+from mindforge.hcp.sections import (
+    KNOWN_TOOLS,
+    EmbeddedResource,
+    HooksSection,
+    MindForgeSection,
+    ModelSection,
+    PromptsSection,
+    ProviderOptions,
+    ResourcesSection,
+    SkillsSection,
+    ToolsSection,
+    WorkspaceSection,
+)
+
+__all__ = [
+    "HCP_VERSION",
+    "KNOWN_TOOLS",
+    "ContractChange",
+    "ContractError",
+    "ContractImmutableError",
+    "ContractRegistry",
+    "EmbeddedResource",
+    "HCPContract",
+    "HooksSection",
+    "MindForgeSection",
+    "ModelSection",
+    "PromptsSection",
+    "ProviderOptions",
+    "ResourcesSection",
+    "SkillsSection",
+    "ToolsSection",
+    "WorkspaceSection",
+    "apply_changes",
+    "canonical_json",
+    "check_registration",
+    "contract_from_document",
+    "derive",
+    "diff_contracts",
+    "dump_contract",
+    "find_secrets",
+    "flatten",
+    "format_diff",
+    "load_contract",
+    "loads_contract",
+    "make_embedded",
+    "parse_ref",
+    "save_contract",
+]

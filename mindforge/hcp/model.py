@@ -1,0 +1,136 @@
+"""Pydantic model of an HCP (Harness Context Protocol) contract.
+
+The shape follows Mind Lab's draft HCP RFC-0002: a top-level integer ``version = 1`` and
+sections among ``run``, ``env``, ``model``, ``provider_options``, ``tools``, ``skills``,
+``prompts``, ``resources``, ``workspace``, ``mcp``, ``hooks`` and ``session``, plus
+MindForge's own ``[mindforge]`` section (identity and lineage; see shared HCP.md).
+
+Every section keeps keys it does not know and the contract keeps sections it does not
+know, so that rewriting a file loses nothing (an RFC rule). Values are validated
+strictly: a string where a number is expected is an error, not coerced. Loading from
+TOML, secret checks and error reporting live in :mod:`mindforge.hcp.io`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date, datetime, time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mindforge.hcp.sections import (
+    HooksSection,
+    MindForgeSection,
+    ModelSection,
+    PromptsSection,
+    ProviderOptions,
+    ResourcesSection,
+    SkillsSection,
+    ToolsSection,
+    WorkspaceSection,
+)
+
+#: the HCP major version this MindForge reads and writes
+HCP_VERSION = 1
+
+#: RFC sections MindForge keeps verbatim without interpreting them
+OPAQUE_SECTIONS: tuple[str, ...] = ("run", "env", "mcp", "session")
+
+
+class FieldProblem(Exception):
+    """A cross-field defect found after field validation, at a known key path.
+
+    Deliberately not a ``ValueError``, so pydantic lets it through unchanged and the
+    loader reports it at ``field`` instead of at the document root.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}")
+
+
+class HCPContract(BaseModel):
+    """A whole HCP contract. Immutable; unknown top-level sections are kept as extras.
+
+    Build one with :func:`mindforge.hcp.loads_contract` / ``load_contract`` (which map
+    errors to key paths) rather than by hand.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+
+    version: Literal[1]
+    mindforge: MindForgeSection
+    model: ModelSection
+    provider_options: ProviderOptions = Field(default_factory=ProviderOptions)
+    tools: ToolsSection = Field(default_factory=ToolsSection)
+    resources: ResourcesSection = Field(default_factory=ResourcesSection)
+    skills: SkillsSection = Field(default_factory=SkillsSection)
+    hooks: HooksSection = Field(default_factory=HooksSection)
+    workspace: WorkspaceSection = Field(default_factory=WorkspaceSection)
+    prompts: PromptsSection = Field(default_factory=PromptsSection)
+    run: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, Any] = Field(default_factory=dict)
+    mcp: dict[str, Any] = Field(default_factory=dict)
+    session: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> HCPContract:
+        embedded = {item.path for item in self.resources.embedded}
+        for index, path in enumerate(self.skills.paths):
+            if path not in embedded:
+                raise FieldProblem(f"skills.paths[{index}]", f"{path!r} is not the path of a [[resources.embedded]] entry")
+        if self.mindforge.parent and not self.mindforge.edit.strip():
+            raise FieldProblem("mindforge.edit", "a derived contract (parent set) must record the edit that produced it")
+        if self.mindforge.parent == self.ref:
+            raise FieldProblem("mindforge.parent", f"a contract cannot be its own parent ({self.ref})")
+        return self
+
+    @property
+    def ref(self) -> str:
+        """``"name@revision"``."""
+        return f"{self.mindforge.name}@{self.mindforge.revision}"
+
+    def to_document(self) -> dict[str, Any]:
+        """The full TOML document as plain data, defaults filled in, unknown keys kept.
+
+        Returns:
+            a dict ready for ``tomli_w``; None values and empty opaque RFC sections
+            (``run``, ``env``, ``mcp``, ``session``) are left out.
+        """
+        doc = self.model_dump(mode="python", exclude_none=True)
+        for name in OPAQUE_SECTIONS:
+            if not doc.get(name):
+                doc.pop(name, None)
+        return doc
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 (hex) of the canonical JSON of :meth:`to_document` (sorted keys)."""
+        return hashlib.sha256(canonical_json(self.to_document()).encode("utf-8")).hexdigest()
+
+    def unknown_keys(self) -> list[str]:
+        """Key paths MindForge keeps but does not interpret (unknown sections and keys)."""
+        found = [str(key) for key in (self.__pydantic_extra__ or {})]
+        for name in type(self).model_fields:
+            section = getattr(self, name)
+            if isinstance(section, BaseModel):
+                found += [f"{name}.{key}" for key in (section.__pydantic_extra__ or {})]
+        for index, item in enumerate(self.resources.embedded):
+            found += [f"resources.embedded[{index}].{key}" for key in (item.__pydantic_extra__ or {})]
+        return found
+
+
+def _json_default(value: object) -> object:
+    # TOML dates and times have no JSON type; tag them so that a date and the string
+    # of the same date do not hash alike
+    if isinstance(value, (datetime, date, time)):
+        return {"$" + type(value).__name__: value.isoformat()}
+    raise TypeError(f"cannot hash a value of type {type(value).__name__}")
+
+
+def canonical_json(document: dict[str, Any]) -> str:
+    """Canonical serialisation used for content hashes: JSON, sorted keys, no spaces."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default)

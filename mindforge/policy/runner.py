@@ -1,0 +1,173 @@
+"""Run a policy server in-process (uvicorn in a thread) or as a subprocess, and wait for it.
+
+Both the embedded server (:mod:`mindforge.policy.server`) and the scripted test policy
+(:mod:`mindforge.policy.scripted`) are FastAPI apps; this module starts either one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from mindforge.errors import InfraError
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago (another process may still take it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_ready(base_url: str, timeout_sec: float, proc: subprocess.Popen | None = None) -> None:
+    """Poll ``{base_url}/models`` until it answers 200.
+
+    Args:
+        base_url: the server's OpenAI base URL, ending in ``/v1``.
+        timeout_sec: how long to wait, in seconds.
+        proc: the server process, if any; its early exit ends the wait.
+
+    Raises:
+        InfraError: the server did not answer in time, or its process exited.
+    """
+    deadline = time.monotonic() + timeout_sec
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise InfraError(f"policy server exited with code {proc.returncode} before {base_url} answered")
+        try:
+            resp = httpx.get(f"{base_url}/models", timeout=2.0)
+            if resp.status_code == 200:
+                return
+            last = f"HTTP {resp.status_code}"
+        except httpx.HTTPError as exc:
+            last = type(exc).__name__
+        time.sleep(0.1)
+    raise InfraError(f"policy server at {base_url} did not answer within {timeout_sec:.0f} s ({last})")
+
+
+class ServerHandle:
+    """A FastAPI app served by uvicorn in a background thread.
+
+    Attributes:
+        app: the served app.
+        host / port: where it listens (the real port when 0 was asked for).
+        base_url: the OpenAI base URL, ``http://host:port/v1``.
+    """
+
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, *, ready_timeout_sec: float = 30.0) -> None:
+        self.app = app
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((host, port))
+        self.host = host
+        self.port = int(self._sock.getsockname()[1])
+        self.base_url = f"http://{host}:{self.port}/v1"
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, name=f"policy-server-{self.port}", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + ready_timeout_sec
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise InfraError(f"policy server on {host}:{self.port} did not start")
+            time.sleep(0.02)
+
+    def stop(self, timeout_sec: float = 10.0) -> None:
+        """Ask uvicorn to exit and wait up to ``timeout_sec`` seconds for the thread."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout_sec)
+        self._sock.close()
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class PolicyServerProcess:
+    """A policy server in a child process (``python -m <module> ... --port N``).
+
+    Use it where the server must outlive or be isolated from the caller, e.g. for Ray
+    workers in other processes. The child's output goes to ``log_path`` (or is dropped).
+
+    Args:
+        module: ``mindforge.policy.server`` or ``mindforge.policy.scripted``.
+        args: extra command-line arguments (``--model tiny``, ``--script FILE``).
+        host: address to listen on.
+        port: TCP port; 0 picks a free one.
+        ready_timeout_sec: how long :meth:`start` waits for ``/v1/models``, in seconds.
+        log_path: file for the child's stdout and stderr.
+        env: extra environment variables for the child.
+    """
+
+    def __init__(
+        self,
+        module: str,
+        args: list[str],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ready_timeout_sec: float = 120.0,
+        log_path: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.module = module
+        self.args = list(args)
+        self.host = host
+        self.port = port or free_port(host)
+        self.base_url = f"http://{host}:{self.port}/v1"
+        self.ready_timeout_sec = ready_timeout_sec
+        self.log_path = log_path
+        self.env = dict(env or {})
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> PolicyServerProcess:
+        """Start the child and wait until it answers.
+
+        Raises:
+            InfraError: it exited or did not answer within ``ready_timeout_sec``.
+        """
+        cmd = [sys.executable, "-m", self.module, *self.args, "--host", self.host, "--port", str(self.port)]
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
+        finally:
+            if self.log_path:
+                out.close()
+        try:
+            wait_until_ready(self.base_url, self.ready_timeout_sec, self.proc)
+        except InfraError:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout_sec: float = 10.0) -> None:
+        """Terminate the child (SIGTERM, then SIGKILL after ``timeout_sec`` seconds)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout_sec)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout_sec)
+
+    def __enter__(self) -> PolicyServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,205 @@
+"""The embedded policy server: an OpenAI-compatible HTTP API over transformers + PEFT.
+
+One base model (CPU, or CUDA in bf16 when available) and any number of LoRA adapters
+loaded and unloaded by name at run time, as vLLM does with ``--enable-lora`` and
+``VLLM_ALLOW_RUNTIME_LORA_UPDATING``. Endpoints: ``GET /v1/models``,
+``POST /v1/chat/completions``, ``POST /v1/load_lora_adapter``,
+``POST /v1/unload_lora_adapter`` (shapes in :mod:`mindforge.policy.protocol`).
+
+Why not ``transformers serve``: we checked transformers' own OpenAI-compatible server
+(docs "Serve CLI", and ``transformers/cli/serving/`` of the installed 5.x release). It
+serves chat completions and loads models by name, but it rejects ``logprobs`` and
+``top_logprobs`` (listed as unsupported fields), returns no token ids, and has no
+runtime LoRA load/unload by adapter name. GRPO needs all three, so this module serves
+the same API itself, with vLLM's field names, and a deployment at scale swaps it for
+vLLM without touching the callers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from mindforge.policy.protocol import (
+    ChatCompletionRequest,
+    LoadLoRAAdapterRequest,
+    UnloadLoRAAdapterRequest,
+    error_response,
+    install_error_handlers,
+    model_card,
+)
+from mindforge.policy.runner import ServerHandle
+
+DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+TINY = "tiny"
+
+
+class HubUnreachableError(RuntimeError):
+    """The model is neither local nor cached, and the Hugging Face hub cannot be reached."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        super().__init__(
+            f"cannot reach the Hugging Face hub to load {model}; use --model tiny for the offline tiny "
+            "model that exercises the loop but will not solve tasks"
+        )
+
+
+def _hub_reachable(timeout_sec: float = 5.0) -> bool:
+    import httpx
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    try:
+        httpx.head(constants.ENDPOINT, timeout=timeout_sec, follow_redirects=True)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
+def load_engine(model: str, device: str = "auto", served_name: str | None = None):
+    """Load the base model behind the server.
+
+    Args:
+        model: ``tiny`` (the locally built tiny model), a local model directory, or a
+            hub id (used from the local cache, else downloaded).
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        served_name: name in ``/v1/models``; default ``model`` as given.
+
+    Returns:
+        a :class:`mindforge.policy.engine.PolicyEngine`.
+
+    Raises:
+        HubUnreachableError: a hub id that is not cached while the hub cannot be reached.
+        FileNotFoundError: ``model`` looks like a path and no such directory exists.
+    """
+    served_name = served_name or model
+    if model == TINY:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the tiny model never needs the hub
+        from mindforge.policy.tiny import ensure_tiny_model
+
+        path = ensure_tiny_model()
+        from mindforge.policy.engine import PolicyEngine
+
+        return PolicyEngine(str(path), served_name=served_name, device=device, local_files_only=True)
+
+    from mindforge.policy.engine import PolicyEngine
+
+    if Path(model).is_dir():
+        return PolicyEngine(model, served_name=served_name, device=device, local_files_only=True)
+    if model.startswith(("/", "./", "../", "~")):
+        raise FileNotFoundError(f"{model}: no such model directory")
+    try:  # a cached copy works without the hub
+        return PolicyEngine(model, served_name=served_name, device=device, local_files_only=True)
+    except OSError:
+        pass
+    if not _hub_reachable():
+        raise HubUnreachableError(model)
+    try:
+        return PolicyEngine(model, served_name=served_name, device=device)
+    except OSError as exc:
+        if "connect" in str(exc).lower():
+            raise HubUnreachableError(model) from exc
+        raise
+
+
+def create_app(engine: Any) -> FastAPI:
+    """The FastAPI app over a loaded :class:`~mindforge.policy.engine.PolicyEngine`.
+
+    Handlers are plain functions, so FastAPI runs them in its thread pool; the engine's
+    lock serialises model use.
+    """
+    from mindforge.policy.engine import PolicyRequestError
+
+    app = FastAPI(title="MindForge policy server")
+    app.state.engine = engine
+    install_error_handlers(app)
+
+    @app.exception_handler(PolicyRequestError)
+    async def _refused(_request, exc: PolicyRequestError) -> JSONResponse:
+        return error_response(exc.status, str(exc), exc.err_type, exc.param)
+
+    @app.get("/v1/models")
+    def list_models() -> dict:
+        cards = [model_card(engine.base_name, root=engine.model_path, max_model_len=engine.max_model_len)]
+        for name, (path, _sha) in list(engine.adapters.loaded.items()):
+            cards.append(model_card(name, root=path, parent=engine.base_name))
+        return {"object": "list", "data": cards}
+
+    @app.get("/health")
+    def health() -> dict:
+        return {"status": "ok"}
+
+    @app.post("/v1/chat/completions")
+    def chat_completions(req: ChatCompletionRequest) -> dict:
+        return engine.chat(req)
+
+    @app.post("/v1/load_lora_adapter", response_class=PlainTextResponse)
+    def load_lora_adapter(req: LoadLoRAAdapterRequest) -> str:
+        return engine.load_adapter(req.lora_name, req.lora_path)
+
+    @app.post("/v1/unload_lora_adapter", response_class=PlainTextResponse)
+    def unload_lora_adapter(req: UnloadLoRAAdapterRequest) -> str:
+        return engine.unload_adapter(req.lora_name)
+
+    return app
+
+
+def start_policy_server(
+    model: str = TINY, host: str = "127.0.0.1", port: int = 0, *, device: str = "auto"
+) -> ServerHandle:
+    """Load ``model`` and serve it from a background thread of this process.
+
+    Args:
+        model: see :func:`load_engine`.
+        host: address to listen on.
+        port: TCP port; 0 picks a free one (read it from the handle).
+
+    Returns:
+        a handle with ``.base_url`` (``http://host:port/v1``), ``.app.state.engine`` and
+        ``.stop()``.
+
+    Raises:
+        HubUnreachableError: see :func:`load_engine`.
+    """
+    return ServerHandle(create_app(load_engine(model, device)), host, port)
+
+
+def serve(model: str, host: str, port: int, device: str = "auto") -> None:
+    """Load ``model`` and serve it in the foreground until interrupted.
+
+    Raises:
+        HubUnreachableError: see :func:`load_engine`.
+    """
+    import uvicorn
+
+    app = create_app(load_engine(model, device))
+    uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mindforge.policy.server --model M --host H --port P [--device D]``."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m mindforge.policy.server")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--device", default="auto")
+    ns = parser.parse_args(argv)
+    try:
+        serve(ns.model, ns.host, ns.port, ns.device)
+    except HubUnreachableError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,199 @@
+"""Run one trial end to end: build, start, agent phase, verifier, teardown.
+
+The runner is the single place that turns phases into a :class:`TrialRecord`; it is used
+by ``mindforge tasks run|validate``, ``mindforge eval`` and, inside Ray tasks, by the
+lineage activities. It never raises for anything that happened inside the trial: every
+failure becomes a failure class in the record. Containers are always removed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+
+from mindforge.agent.base import Agent, AgentOutcome
+from mindforge.errors import InfraError
+from mindforge.sandbox.docker import BuildFailed, BuildTimeout, DockerEngine, SandboxStartError
+from mindforge.tasks.image_map import ImageMap
+from mindforge.tasks.model import Task
+from mindforge.trial import FailureClass, LimitFired, PhaseTimings, TrialRecord, utcnow
+from mindforge.verify import run_verifier
+
+
+def trial_dir(artifact_root: Path, run_id: str, trial_id: str) -> Path:
+    """Artifact directory of one trial: ``<root>/runs/<run_id>/<trial_id>``."""
+    return artifact_root / "runs" / _safe(run_id) / _safe(trial_id)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-@" else "_" for c in name)
+
+
+def run_trial(
+    task: Task,
+    agent: Agent,
+    engine: DockerEngine,
+    *,
+    run_id: str,
+    trial_id: str,
+    artifact_root: Path,
+    attempt: int = 0,
+    image_map: ImageMap | None = None,
+) -> TrialRecord:
+    """Run ``agent`` on ``task`` in a fresh sandbox and verify the result.
+
+    Args:
+        task: the loaded task.
+        agent: oracle, nop or the model-driven agent.
+        engine: the Docker engine wrapper (builds are cached by content hash).
+        run_id / trial_id: identity; written to container labels and the record.
+        artifact_root: root of big files; this trial's go to :func:`trial_dir`.
+        attempt: 0-based attempt index within its group.
+        image_map: rewrites public ``FROM`` images to local ones, or None.
+
+    Returns:
+        the trial record (also written as ``record.json`` in the trial's directory).
+    """
+    out = trial_dir(artifact_root, run_id, trial_id)
+    (out / "agent").mkdir(parents=True, exist_ok=True)
+    (out / "verifier").mkdir(parents=True, exist_ok=True)
+    rec = TrialRecord(
+        trial_id=trial_id,
+        run_id=run_id,
+        task_id=task.id,
+        task_hash=task.content_hash,
+        agent=agent.name,
+        contract_hash=agent.contract_hash,
+        adapter=agent.adapter,
+        attempt=attempt,
+        artifacts={"dir": str(out)},
+    )
+    timings = PhaseTimings()
+    try:
+        _run_phases(task, agent, engine, rec, timings, out, image_map)
+    except InfraError as exc:
+        _fail(rec, FailureClass.INFRA_ERROR, str(exc))
+    except Exception as exc:  # noqa: BLE001 - the record must say what happened, whatever it was
+        (out / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        _fail(rec, FailureClass.INFRA_ERROR, f"{type(exc).__name__}: {exc}")
+    rec.timings = timings
+    rec.finished_at = utcnow()
+    (out / "record.json").write_text(rec.model_dump_json(indent=2), encoding="utf-8")
+    return rec
+
+
+def _fail(rec: TrialRecord, cls: FailureClass, detail: str, limit: LimitFired | None = None) -> None:
+    rec.reward = None
+    rec.failure_class = cls
+    rec.failure_detail = detail[:2000]
+    if limit is not None:
+        rec.limit_fired = limit
+
+
+def _run_phases(
+    task: Task,
+    agent: Agent,
+    engine: DockerEngine,
+    rec: TrialRecord,
+    timings: PhaseTimings,
+    out: Path,
+    image_map: ImageMap | None,
+) -> None:
+    t0 = time.monotonic()
+    build_log = out / "build.log"
+    try:
+        engine.build_image(task, image_map=image_map, log_path=build_log)
+    except BuildTimeout as exc:
+        timings.build_sec = time.monotonic() - t0
+        rec.artifacts["build_log"] = str(build_log)
+        return _fail(rec, FailureClass.ENV_BUILD_FAILED, str(exc), LimitFired.BUILD_TIMEOUT)
+    except BuildFailed as exc:
+        timings.build_sec = time.monotonic() - t0
+        rec.artifacts["build_log"] = str(build_log)
+        return _fail(rec, FailureClass.ENV_BUILD_FAILED, str(exc))
+    timings.build_sec = time.monotonic() - t0
+
+    t0 = time.monotonic()
+    try:
+        sandbox = engine.start(task, run_id=rec.run_id, trial_id=rec.trial_id)
+    except SandboxStartError as exc:
+        timings.start_sec = time.monotonic() - t0
+        return _fail(rec, FailureClass.ENV_START_FAILED, str(exc))
+    timings.start_sec = time.monotonic() - t0
+    try:
+        outcome = _agent_phase(task, agent, sandbox, rec, timings, out)
+        if outcome is None:
+            return
+        t0 = time.monotonic()
+        result = run_verifier(task, sandbox, log_dir=out / "verifier")
+        timings.verify_sec = time.monotonic() - t0
+        rec.artifacts["verifier_output"] = str(out / "verifier" / "test-output.txt")
+        if result.failure_class is not None:
+            return _fail(rec, result.failure_class, result.detail, result.limit_fired)
+        rec.reward = result.reward
+        rec.reward_details = result.details
+        if rec.passed:
+            rec.failure_class = None
+        elif outcome.failure_class is not None:
+            # the agent phase failed (timeout, parse error, ...): that is why it scored below 1
+            rec.failure_class = outcome.failure_class
+            rec.failure_detail = outcome.failure_detail
+        else:
+            rec.failure_class = FailureClass.TASK_FAILED
+            rec.failure_detail = f"verifier reward {result.reward:g}"
+    finally:
+        timings.teardown_sec = sandbox.close()
+
+
+def _agent_phase(
+    task: Task, agent: Agent, sandbox, rec: TrialRecord, timings: PhaseTimings, out: Path
+) -> AgentOutcome | None:
+    """Run the agent; returns None when the trial must stop here (infra failure)."""
+    t0 = time.monotonic()
+    try:
+        outcome = agent.run(task, sandbox, timeout_sec=task.config.agent.timeout_sec, artifact_dir=out / "agent")
+    except InfraError as exc:
+        timings.agent_sec = time.monotonic() - t0
+        _fail(rec, FailureClass.INFRA_ERROR, str(exc))
+        return None
+    except Exception as exc:  # noqa: BLE001 - an agent bug is the agent's failure, not the runner's
+        timings.agent_sec = time.monotonic() - t0
+        (out / "agent" / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        outcome = AgentOutcome(failure_class=FailureClass.AGENT_ERROR, failure_detail=f"{type(exc).__name__}: {exc}")
+    timings.agent_sec = time.monotonic() - t0
+    rec.prompt_tokens = outcome.prompt_tokens
+    rec.completion_tokens = outcome.completion_tokens
+    rec.num_turns = outcome.num_turns
+    rec.limit_fired = outcome.limit_fired
+    rec.artifacts.update(outcome.artifacts)
+    if outcome.failure_class is not None:
+        rec.failure_class = outcome.failure_class
+        rec.failure_detail = outcome.failure_detail
+    return outcome
+
+
+def write_records(records: list[TrialRecord], path: Path) -> None:
+    """Write trial records as a JSON list (for ``--json`` output files)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([r.model_dump(mode="json") for r in records], indent=2), encoding="utf-8")
+
+
+def open_engine(settings) -> tuple[DockerEngine, ImageMap | None]:
+    """The Docker engine (orphans reaped on start-up) and the image map, if it is on.
+
+    Args:
+        settings: :class:`mindforge.settings.Settings`.
+
+    Returns:
+        (engine, image map or None when ``image_map_enabled`` is false).
+
+    Raises:
+        InfraError: no Docker engine answers.
+        InputError: the image map file is malformed.
+    """
+    from mindforge.tasks.image_map import default_image_map
+
+    engine = DockerEngine.from_settings(settings)
+    return engine, (default_image_map(settings) if settings.image_map_enabled else None)

@@ -1,0 +1,1 @@
+"""Sandboxes: an abstract interface (``base``) and the Docker implementation (``docker``)."""

@@ -1,0 +1,107 @@
+"""Settings, built on demand from environment variables (``MINDFORGE_*``) and an optional TOML file.
+
+Nothing reads settings at import time: call :func:`get_settings` (cached) where needed.
+The settings file is ``$MINDFORGE_DATA_DIR/settings.toml`` (written by ``mindforge dev up``
+for machine-specific facts such as whether the image map is on); environment variables
+win over it.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_data_dir() -> Path:
+    return REPO_ROOT / ".mindforge"
+
+
+class Settings(BaseSettings):
+    """Where things are and how to reach them.
+
+    Attributes:
+        data_dir: root of local state (database, artifacts, dev-stack logs).
+        artifact_root: big files (transcripts, logs, adapters); default ``data_dir/artifacts``.
+        database_url: SQLAlchemy URL; default a SQLite file under ``data_dir``.
+        base_image: tag of the locally built Debian base image.
+        image_map_file: TOML file mapping public base images to local ones.
+        image_map_enabled: rewrite ``FROM`` lines through the image map (set by
+            ``mindforge dev up`` where no registry answers).
+        temporal_address: ``host:port`` of the Temporal frontend.
+        temporal_namespace: Temporal namespace.
+        temporal_ui_url: base URL of the Temporal Web UI.
+        ray_address: ``auto``/``ray://...``/``host:port`` of a Ray cluster, or ``local``
+            to start an in-process local cluster.
+        policy_url: OpenAI-compatible base URL (``.../v1``) of the policy endpoint.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MINDFORGE_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    artifact_root: Path | None = None
+    database_url: str | None = None
+    base_image: str = "mindforge/base:bookworm"
+    image_map_file: Path = REPO_ROOT / "deploy" / "image_map.toml"
+    image_map_enabled: bool = True
+    docker_pids_limit: int = 512
+    temporal_address: str = "localhost:7233"
+    temporal_namespace: str = "default"
+    temporal_ui_url: str = "http://localhost:8233"
+    ray_address: str = "local"
+    policy_url: str = "http://127.0.0.1:8000/v1"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _FileSource(settings_cls))
+
+    @property
+    def artifacts(self) -> Path:
+        """Resolved artifact root."""
+        return self.artifact_root or self.data_dir / "artifacts"
+
+    @property
+    def db_url(self) -> str:
+        """Resolved database URL."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'mindforge.db'}"
+
+    @property
+    def settings_file(self) -> Path:
+        """The machine-local settings file."""
+        return self.data_dir / "settings.toml"
+
+
+class _FileSource(PydanticBaseSettingsSource):
+    """Reads ``$MINDFORGE_DATA_DIR/settings.toml`` (or the default data dir's)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        import os
+
+        data_dir = Path(os.environ.get("MINDFORGE_DATA_DIR") or _default_data_dir())
+        path = data_dir / "settings.toml"
+        if not path.is_file():
+            return {}
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+
+
+@functools.lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings (cached; call ``get_settings.cache_clear()`` after changing env)."""
+    return Settings()

@@ -1,0 +1,372 @@
+"""SQLModel tables of the store: lineages, generations, contracts, adapters, tasks, trials,
+audits and configuration-search jobs.
+
+One schema serves SQLite (default) and Postgres: JSON columns use SQLAlchemy's ``JSON``,
+timestamps are aware UTC (:class:`~mindforge.store.columns.UTCDateTime`), status fields
+are string enums stored as ``VARCHAR``. Idempotency lives in keys, after SkyRL's
+``tinker/db_models.py``: a trial's primary key is its deterministic ``trial_id``, so a
+retried activity cannot store one attempt twice. Tables are changed only through
+Alembic migrations (``mindforge/store/migrations``).
+
+JSON columns are not mutation-tracked: assign a new dict or list, never edit in place.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import JSON, Field, SQLModel
+
+from mindforge.store.columns import UTCDateTime, str_enum
+from mindforge.trial import FailureClass, LimitFired, PhaseTimings, TrialRecord, utcnow
+
+# Named constraints make later migrations (batch mode on SQLite) predictable.
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def new_id() -> str:
+    """A fresh random id (32 hex characters)."""
+    return uuid.uuid4().hex
+
+
+class RunStatus(StrEnum):
+    """Status of a lineage, a generation or a search job."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class TaskSource(StrEnum):
+    """Where a task came from."""
+
+    BUNDLED = "bundled"
+    IMPORTED = "imported"
+    DISCOVERED = "discovered"
+
+
+class PoolSplit(StrEnum):
+    """Which part of a lineage's pool a task is in: searched/trained on, or held out for lift."""
+
+    SEARCH = "search"
+    HELD_OUT = "held_out"
+
+
+class AuditOwner(StrEnum):
+    """Who owns a failure, per the audit: the infrastructure, the task, the harness config or the model."""
+
+    INFRA = "infra"
+    TASK = "task"
+    CONFIG = "config"
+    MODEL = "model"
+
+
+def _created_at() -> Any:
+    return Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+def _json_dict() -> Any:
+    return Field(default_factory=dict, sa_type=JSON)
+
+
+def _json_list() -> Any:
+    return Field(default_factory=list, sa_type=JSON)
+
+
+_GENERATION_FK = ("generations.lineage_id", "generations.index")
+
+
+class LineageCreate(SQLModel):
+    """What a caller gives to start a lineage.
+
+    Attributes:
+        name: unique human name of the lineage.
+        spec: the lineage spec as JSON (tasks path, contract, generations, attempts,
+            held_out_fraction, budgets, ...); its model belongs to the caller.
+        workflow_id: the Temporal workflow id driving the lineage, once known.
+    """
+
+    name: str = Field(unique=True, index=True)
+    spec: dict[str, Any] = _json_dict()
+    workflow_id: str | None = None
+
+
+class Lineage(LineageCreate, table=True):
+    """A lineage: a chain of generations of one model-harness pair.
+
+    Attributes:
+        id: random id.
+        status: lifecycle status.
+        current_generation: index of the generation in progress (or last finished).
+        stages_run: generation index (as text, JSON keys are strings) -> names of the
+            stages completed in it, in order.
+        created_at / updated_at: aware UTC.
+    """
+
+    __tablename__ = "lineages"
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    status: RunStatus = Field(default=RunStatus.PENDING, sa_type=str_enum(RunStatus), index=True)
+    current_generation: int = 0
+    stages_run: dict[str, list[str]] = _json_dict()
+    created_at: datetime = _created_at()
+    updated_at: datetime = _created_at()
+
+
+class Generation(SQLModel, table=True):
+    """One generation of a lineage: the pair (adapter revision, contract) and what happened to it.
+
+    Attributes:
+        index: 0-based, unique within the lineage.
+        adapter_revision_id: the adapter in use; None = base weights.
+        contract_hash: the HCP contract in use.
+        stages_run: names of completed stages, in order.
+        record: summary as JSON (counts, budget spent, stop reason, coverage,
+            held-out lift, ...).
+    """
+
+    __tablename__ = "generations"
+    __table_args__ = (sa.UniqueConstraint("lineage_id", "index"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    lineage_id: str = Field(foreign_key="lineages.id", index=True)
+    index: int = Field(ge=0)
+    status: RunStatus = Field(default=RunStatus.PENDING, sa_type=str_enum(RunStatus))
+    adapter_revision_id: str | None = Field(default=None, foreign_key="adapter_revisions.id")
+    contract_hash: str | None = Field(default=None, foreign_key="contracts.hash")
+    stages_run: list[str] = _json_list()
+    record: dict[str, Any] = _json_dict()
+    created_at: datetime = _created_at()
+    started_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class Contract(SQLModel, table=True):
+    """A registered, immutable HCP contract revision (see shared HCP.md).
+
+    Attributes:
+        hash: the contract's content hash (hex), primary key.
+        name / revision: identity; ``name@revision`` is unique.
+        parent_hash: the contract it was derived from, None for a root.
+        edit: the recorded edit that produced it from the parent.
+        toml_text: the contract file verbatim.
+    """
+
+    __tablename__ = "contracts"
+    __table_args__ = (sa.UniqueConstraint("name", "revision"),)
+
+    hash: str = Field(primary_key=True)
+    name: str = Field(index=True)
+    revision: str
+    parent_hash: str | None = Field(default=None, foreign_key="contracts.hash")
+    edit: str = ""
+    toml_text: str = Field(sa_type=sa.Text)
+    created_at: datetime = _created_at()
+
+
+class AdapterRevisionCreate(SQLModel):
+    """What a trainer gives to register a LoRA adapter revision.
+
+    Attributes:
+        name: versioned serving name (what the endpoint loads it as), unique.
+        base_model: the frozen base model id.
+        lineage_id: the lineage that trained it (None for an imported adapter).
+        revision: revision number within the lineage (0-based).
+        parent_id: the adapter revision it was trained from, None for the first.
+        path: the adapter directory under the artifact root.
+        sha256: hash over the adapter's weight files (hex).
+        rank / alpha: LoRA rank and scaling alpha.
+        target_modules: module names LoRA was applied to.
+        training_config: trainer hyperparameters as JSON.
+        trial_ids: the trials whose trajectories it was trained on.
+    """
+
+    name: str = Field(unique=True, index=True)
+    base_model: str
+    lineage_id: str | None = Field(default=None, foreign_key="lineages.id", index=True)
+    revision: int = Field(default=0, ge=0)
+    parent_id: str | None = Field(default=None, foreign_key="adapter_revisions.id")
+    path: str
+    sha256: str
+    rank: int = Field(gt=0)
+    alpha: float = Field(gt=0)
+    target_modules: list[str] = _json_list()
+    training_config: dict[str, Any] = _json_dict()
+    trial_ids: list[str] = _json_list()
+
+
+class AdapterRevision(AdapterRevisionCreate, table=True):
+    """A registered, immutable LoRA adapter revision."""
+
+    __tablename__ = "adapter_revisions"
+    __table_args__ = (sa.UniqueConstraint("lineage_id", "revision"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    created_at: datetime = _created_at()
+
+
+class StoredTask(SQLModel, table=True):
+    """A task known to the store, keyed by content (named apart from ``mindforge.tasks.model.Task``).
+
+    Attributes:
+        id: the task's content hash (sha256 hex over all its files).
+        task_id: the task's id (its directory name).
+        path: the task directory when registered.
+        source: bundled, imported or discovered.
+        provenance: for discovered tasks, where it came from (generation, the pair that
+            proposed it, validation evidence).
+    """
+
+    __tablename__ = "tasks"
+
+    id: str = Field(primary_key=True)
+    task_id: str = Field(index=True)
+    path: str
+    category: str = "uncategorized"
+    difficulty: str = "unknown"
+    source: TaskSource = Field(sa_type=str_enum(TaskSource))
+    provenance: dict[str, Any] = _json_dict()
+    created_at: datetime = _created_at()
+
+
+class PoolMembership(SQLModel, table=True):
+    """A task in a lineage's pool, on one split; a task is in a pool at most once."""
+
+    __tablename__ = "pool_memberships"
+
+    lineage_id: str = Field(foreign_key="lineages.id", primary_key=True)
+    task_hash: str = Field(foreign_key="tasks.id", primary_key=True)
+    split: PoolSplit = Field(sa_type=str_enum(PoolSplit))
+    added_generation: int = Field(default=0, ge=0)
+    created_at: datetime = _created_at()
+
+
+class Trial(SQLModel, table=True):
+    """A stored trial: the fields of :class:`mindforge.trial.TrialRecord` plus where it ran.
+
+    ``trial_id`` is the primary key and is computed by the caller deterministically
+    (:func:`mindforge.store.trials.make_trial_id`), so an activity retried after a
+    partial write stores nothing twice. ``(lineage_id, generation_index)`` references
+    a generation row when both are set; trials outside lineages leave them None.
+    Timings are columns in seconds.
+    """
+
+    __tablename__ = "trials"
+    __table_args__ = (
+        sa.ForeignKeyConstraint(["lineage_id", "generation_index"], list(_GENERATION_FK)),
+        sa.Index("ix_trials_lineage_generation_stage", "lineage_id", "generation_index", "stage"),
+    )
+
+    trial_id: str = Field(primary_key=True)
+    lineage_id: str | None = Field(default=None, foreign_key="lineages.id")
+    generation_index: int | None = None
+    stage: str = ""
+    run_id: str = Field(index=True)
+    task_id: str
+    task_hash: str = Field(index=True)
+    agent: str
+    contract_hash: str | None = Field(default=None, index=True)
+    adapter: str = ""
+    attempt: int = 0
+    reward: float | None = None
+    reward_details: dict[str, float] = _json_dict()
+    failure_class: FailureClass | None = Field(default=None, sa_type=str_enum(FailureClass))
+    failure_detail: str = Field(default="", sa_type=sa.Text)
+    limit_fired: LimitFired | None = Field(default=None, sa_type=str_enum(LimitFired))
+    build_sec: float = 0.0
+    start_sec: float = 0.0
+    agent_sec: float = 0.0
+    verify_sec: float = 0.0
+    teardown_sec: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    num_turns: int = 0
+    artifacts: dict[str, str] = _json_dict()
+    started_at: datetime = Field(sa_type=UTCDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    created_at: datetime = _created_at()
+
+    @classmethod
+    def from_record(
+        cls, record: TrialRecord, *, lineage_id: str | None, generation_index: int | None, stage: str
+    ) -> Trial:
+        """Build a row from a trial record and where it ran."""
+        data = record.model_dump(exclude={"timings"})
+        data.update(record.timings.model_dump())
+        return cls(**data, lineage_id=lineage_id, generation_index=generation_index, stage=stage)
+
+    def to_record(self) -> TrialRecord:
+        """The row as a :class:`~mindforge.trial.TrialRecord` (store-only fields dropped)."""
+        timings = PhaseTimings(**{name: getattr(self, name) for name in PhaseTimings.model_fields})
+        data = {name: getattr(self, name) for name in TrialRecord.model_fields if name != "timings"}
+        return TrialRecord(**data, timings=timings)
+
+
+class Audit(SQLModel, table=True):
+    """The audit verdict on one failed trial (at most one per trial).
+
+    Attributes:
+        failure_class: the class the audit settled on (may refine the trial's).
+        owner: who owns the failure.
+        evidence: JSON evidence (log excerpts, rule ids, judge rationale).
+        judged_by: ``"rules"`` or ``"judge:<model>"``.
+    """
+
+    __tablename__ = "audits"
+
+    trial_id: str = Field(foreign_key="trials.trial_id", primary_key=True)
+    failure_class: FailureClass = Field(sa_type=str_enum(FailureClass))
+    owner: AuditOwner = Field(sa_type=str_enum(AuditOwner), index=True)
+    evidence: dict[str, Any] = _json_dict()
+    judged_by: str
+    created_at: datetime = _created_at()
+
+
+class SearchJob(SQLModel, table=True):
+    """A configuration-search job within one generation, resumable from ``state``.
+
+    Attributes:
+        budget / spent: limits and consumption as JSON (trials, tokens, seconds...).
+        stop_reason: why the job stopped (budget, coverage, cancelled...).
+        state: the last committed search step, enough to resume.
+    """
+
+    __tablename__ = "search_jobs"
+    __table_args__ = (sa.ForeignKeyConstraint(["lineage_id", "generation_index"], list(_GENERATION_FK)),)
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    lineage_id: str = Field(foreign_key="lineages.id", index=True)
+    generation_index: int
+    status: RunStatus = Field(default=RunStatus.PENDING, sa_type=str_enum(RunStatus))
+    budget: dict[str, Any] = _json_dict()
+    spent: dict[str, Any] = _json_dict()
+    stop_reason: str | None = None
+    state: dict[str, Any] = _json_dict()
+    created_at: datetime = _created_at()
+    updated_at: datetime = _created_at()
+
+
+class SearchCandidate(SQLModel, table=True):
+    """A candidate contract of a search job, with the edit that derived it (once per job)."""
+
+    __tablename__ = "search_candidates"
+
+    job_id: str = Field(foreign_key="search_jobs.id", primary_key=True)
+    contract_hash: str = Field(foreign_key="contracts.hash", primary_key=True)
+    parent_hash: str | None = Field(default=None, foreign_key="contracts.hash")
+    edit: str = ""
+    step: int = Field(default=0, ge=0)
+    created_at: datetime = _created_at()

@@ -1,0 +1,154 @@
+"""Registries of immutable things: HCP contract revisions and LoRA adapter revisions.
+
+Registering is idempotent (the same content again returns the stored row) and a name
+never changes meaning: the same ``name@revision`` (contract) or adapter ``name`` with
+different content raises. Functions only flush; the caller's session scope commits.
+"""
+
+from __future__ import annotations
+
+from sqlmodel import Session, col, select
+
+from mindforge.store._insert import insert_ignore
+from mindforge.store.errors import AdapterImmutableError, ContractImmutableError
+from mindforge.store.models import AdapterRevision, AdapterRevisionCreate, Contract
+
+
+def register_contract(
+    *,
+    session: Session,
+    name: str,
+    revision: str,
+    content_hash: str,
+    toml_text: str,
+    parent_hash: str | None = None,
+    edit: str = "",
+) -> Contract:
+    """Register an HCP contract revision, or return it when already registered.
+
+    The hash is the caller's (``mindforge.hcp`` computes it over the contract's
+    content); the store keys on it and does not recompute it.
+
+    Args:
+        session: the unit of work.
+        name / revision: the contract's identity (``[mindforge]`` section).
+        content_hash: content hash (hex), the primary key.
+        toml_text: the contract file verbatim.
+        parent_hash: the registered parent's hash; None for a root.
+        edit: the recorded edit that derived it from the parent.
+
+    Returns:
+        The stored contract.
+
+    Raises:
+        ContractImmutableError: ``name@revision`` is registered with another hash, or
+            this hash is registered under another identity or parent.
+        sqlalchemy.exc.IntegrityError: ``parent_hash`` is not registered.
+    """
+    row = Contract(
+        hash=content_hash, name=name, revision=revision, parent_hash=parent_hash, edit=edit, toml_text=toml_text
+    )
+    # the insert skips on either key (hash or name@revision); the checks below tell which
+    insert_ignore(session, row)
+    stored = session.get(Contract, content_hash)
+    if stored is None:
+        other = get_contract_by_name(session=session, name=name, revision=revision)
+        held = other.hash if other is not None else "?"
+        raise ContractImmutableError(
+            f"contract {name}@{revision} is registered with hash {held}, not {content_hash}: "
+            "a registered revision never changes, derive a new revision"
+        )
+    if (stored.name, stored.revision, stored.parent_hash) != (name, revision, parent_hash):
+        raise ContractImmutableError(
+            f"contract hash {content_hash} is registered as {stored.name}@{stored.revision} "
+            f"(parent {stored.parent_hash}), not {name}@{revision} (parent {parent_hash})"
+        )
+    return stored
+
+
+def get_contract(*, session: Session, content_hash: str) -> Contract | None:
+    """The contract with this hash, or None."""
+    return session.get(Contract, content_hash)
+
+
+def get_contract_by_name(*, session: Session, name: str, revision: str) -> Contract | None:
+    """The contract ``name@revision``, or None."""
+    statement = select(Contract).where(Contract.name == name, Contract.revision == revision)
+    return session.exec(statement).first()
+
+
+def list_contracts(*, session: Session, name: str | None = None) -> list[Contract]:
+    """Registered contracts, oldest first, optionally of one name."""
+    statement = select(Contract).order_by(col(Contract.created_at), col(Contract.hash))
+    if name is not None:
+        statement = statement.where(Contract.name == name)
+    return list(session.exec(statement).all())
+
+
+def contract_ancestry(*, session: Session, content_hash: str) -> list[Contract]:
+    """The contract and its ancestors, the contract first and the root last.
+
+    Returns:
+        An empty list when ``content_hash`` is not registered.
+    """
+    chain: list[Contract] = []
+    current = session.get(Contract, content_hash)
+    while current is not None:
+        chain.append(current)
+        current = session.get(Contract, current.parent_hash) if current.parent_hash else None
+    return chain
+
+
+def register_adapter(*, session: Session, adapter_in: AdapterRevisionCreate) -> AdapterRevision:
+    """Register a LoRA adapter revision, or return it when the same name and sha256 are stored.
+
+    Args:
+        session: the unit of work.
+        adapter_in: the revision's identity, location and training facts.
+
+    Returns:
+        The stored adapter revision.
+
+    Raises:
+        AdapterImmutableError: the name is registered with another sha256, or the
+            lineage's revision number is taken by another adapter.
+        sqlalchemy.exc.IntegrityError: the lineage or parent adapter is unknown.
+    """
+    row = AdapterRevision.model_validate(adapter_in)
+    insert_ignore(session, row)
+    stored = get_adapter_by_name(session=session, name=row.name)
+    if stored is None:
+        statement = select(AdapterRevision).where(
+            AdapterRevision.lineage_id == row.lineage_id, AdapterRevision.revision == row.revision
+        )
+        other = session.exec(statement).first()
+        held = other.name if other is not None else "?"
+        raise AdapterImmutableError(
+            f"adapter revision {row.revision} of lineage {row.lineage_id!r} is registered as {held!r}, not {row.name!r}"
+        )
+    if stored.sha256 != row.sha256:
+        raise AdapterImmutableError(
+            f"adapter name {row.name!r} is registered with sha256 {stored.sha256}, not {row.sha256}: "
+            "register new weights under a new versioned name"
+        )
+    return stored
+
+
+def get_adapter(*, session: Session, adapter_id: str) -> AdapterRevision | None:
+    """The adapter revision with this id, or None."""
+    return session.get(AdapterRevision, adapter_id)
+
+
+def get_adapter_by_name(*, session: Session, name: str) -> AdapterRevision | None:
+    """The adapter revision with this serving name, or None."""
+    return session.exec(select(AdapterRevision).where(AdapterRevision.name == name)).first()
+
+
+def list_adapters(*, session: Session, lineage_id: str | None = None) -> list[AdapterRevision]:
+    """Adapter revisions, by lineage and revision number, optionally of one lineage."""
+    statement = select(AdapterRevision).order_by(
+        col(AdapterRevision.lineage_id), col(AdapterRevision.revision), col(AdapterRevision.created_at)
+    )
+    if lineage_id is not None:
+        statement = statement.where(AdapterRevision.lineage_id == lineage_id)
+    return list(session.exec(statement).all())

@@ -1,0 +1,131 @@
+"""The trainer's settings and result records (pure pydantic; no torch).
+
+Both cross process boundaries (Temporal activity input/result, Ray task arguments), so
+they hold plain numbers, strings and paths only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: the attention and MLP projections of Llama/Qwen2-style decoders
+DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+class TrainerConfig(BaseModel):
+    """GRPO-on-LoRA hyper-parameters.
+
+    Attributes:
+        lora_rank: LoRA rank r.
+        lora_alpha: LoRA scaling numerator (the update is scaled by alpha / r).
+        lora_dropout: dropout on the LoRA input, probability in [0, 1).
+        target_modules: module names PEFT wraps with LoRA.
+        learning_rate: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        max_grad_norm: gradient-norm clip per optimizer step (0 disables).
+        epochs: passes over the samples (GRPO's "iterations" per batch of rollouts).
+        max_steps: stop after this many optimizer steps (None: run all epochs).
+        batch_size: samples per optimizer step.
+        micro_batch_size: samples per forward/backward (gradients accumulate over
+            ``batch_size / micro_batch_size`` micro-batches); None = ``batch_size``.
+        clip_eps_low: PPO clip below: ratios under ``1 - clip_eps_low`` stop pushing.
+        clip_eps_high: PPO clip above (DAPO's "clip-higher" when larger than low).
+        kl_coef: weight of the k3 KL estimate to the base model (adapter disabled);
+            0 skips the reference forward.
+        icepop_low / icepop_high: IcePop band; a model token whose training/rollout
+            probability ratio ``exp(logp_train - logp_rollout)`` falls outside
+            ``[icepop_low, icepop_high]`` gets no gradient and is counted.
+        adv_eps: epsilon in the group-advantage denominator ``std + adv_eps``.
+        seed: seeds LoRA init, dropout and sample order.
+        max_seq_len: longest sample in tokens; longer samples are dropped.
+        use_bf16: load the base in bfloat16 on CUDA when supported (CPU is always fp32).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    lora_rank: int = Field(default=16, ge=1)
+    lora_alpha: float = Field(default=32.0, gt=0)
+    lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    target_modules: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGET_MODULES))
+    learning_rate: float = Field(default=1e-5, gt=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    max_grad_norm: float = Field(default=1.0, ge=0)
+    epochs: int = Field(default=1, ge=1)
+    max_steps: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=8, ge=1)
+    micro_batch_size: int | None = Field(default=None, ge=1)
+    clip_eps_low: float = Field(default=0.2, gt=0, lt=1)
+    clip_eps_high: float = Field(default=0.28, gt=0)
+    kl_coef: float = Field(default=0.0, ge=0)
+    icepop_low: float = Field(default=0.5, gt=0)
+    icepop_high: float = Field(default=5.0, gt=0)
+    adv_eps: float = Field(default=1e-6, gt=0)
+    seed: int = 0
+    max_seq_len: int = Field(default=8192, ge=2)
+    use_bf16: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainerConfig:
+        if not self.icepop_low < 1.0 < self.icepop_high:
+            raise ValueError("IcePop band must contain 1: icepop_low < 1 < icepop_high")
+        if self.micro_batch_size is not None and self.micro_batch_size > self.batch_size:
+            raise ValueError("micro_batch_size must not exceed batch_size")
+        if not self.target_modules:
+            raise ValueError("target_modules must name at least one module")
+        return self
+
+
+class RewardStats(BaseModel):
+    """Reward summary over the training samples (rewards in [0, 1])."""
+
+    num_samples: int
+    num_groups: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    #: groups whose rewards are all equal (zero advantage: no policy-gradient signal)
+    flat_groups: int
+
+
+class TrainResult(BaseModel):
+    """What :func:`mindforge.trainer.grpo.train_grpo` produced.
+
+    Attributes:
+        adapter_dir: the saved PEFT adapter (``adapter_config.json`` +
+            ``adapter_model.safetensors``).
+        base_model_path: the frozen base the adapter applies to.
+        parent_adapter: the adapter training started from, if any.
+        steps: optimizer steps taken.
+        mean_loss: mean of the per-step losses.
+        losses: per-step loss (token-mean GRPO objective, see grpo.py).
+        tokens_trained: model tokens that received gradient, summed over steps.
+        icepop_masked_tokens: model tokens masked by IcePop, summed over steps.
+        clipped_tokens: model tokens whose PPO ratio was clipped, summed over steps.
+        samples_used: samples with a non-zero advantage (the ones trained on).
+        zero_advantage_samples: samples skipped because their group was flat.
+        reward: reward statistics of the input samples.
+        device / dtype: where and in what precision training ran.
+        wall_sec: training wall time in seconds (model load included).
+        lora_rank: rank of the saved adapter.
+    """
+
+    adapter_dir: Path
+    base_model_path: Path
+    parent_adapter: Path | None = None
+    steps: int
+    mean_loss: float
+    losses: list[float]
+    tokens_trained: int
+    icepop_masked_tokens: int
+    clipped_tokens: int
+    samples_used: int
+    zero_advantage_samples: int
+    reward: RewardStats
+    device: str
+    dtype: str
+    wall_sec: float
+    lora_rank: int
+    seed: int

@@ -1,0 +1,129 @@
+"""Base model, tokenizer and LoRA wrapping (PEFT), and per-token log-probabilities.
+
+A training module: imports torch, transformers and PEFT at module level, so only code
+that trains (or validates adapters) imports it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+from trl.trainer.utils import selective_log_softmax
+
+from mindforge.errors import InputError
+from mindforge.trainer.config import TrainerConfig
+
+
+def pick_device(use_bf16: bool = True) -> tuple[torch.device, torch.dtype]:
+    """CUDA with bfloat16 when available (and ``use_bf16``), else CPU with float32.
+
+    Returns:
+        ``(device, dtype)`` for the base model's weights.
+    """
+    if torch.cuda.is_available():
+        dtype = torch.bfloat16 if use_bf16 and torch.cuda.is_bf16_supported() else torch.float32
+        return torch.device("cuda"), dtype
+    return torch.device("cpu"), torch.float32
+
+
+def load_tokenizer(base_model_path: Path):
+    """The base model's tokenizer (``AutoTokenizer``), with a pad token guaranteed.
+
+    Raises:
+        InputError: the directory holds no loadable tokenizer.
+    """
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(base_model_path))
+    except (OSError, ValueError) as exc:
+        raise InputError(base_model_path, "", f"cannot load tokenizer: {exc}") from exc
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_base(base_model_path: Path, device: torch.device, dtype: torch.dtype) -> PreTrainedModel:
+    """Load the frozen base causal LM onto ``device`` in ``dtype``.
+
+    Raises:
+        InputError: the directory holds no loadable model.
+    """
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(base_model_path), dtype=dtype)
+    except (OSError, ValueError) as exc:
+        raise InputError(base_model_path, "", f"cannot load base model: {exc}") from exc
+    return model.to(device)
+
+
+def lora_config(config: TrainerConfig) -> LoraConfig:
+    """PEFT ``LoraConfig`` from the trainer settings (causal LM, no bias, no extra modules)."""
+    return LoraConfig(
+        r=config.lora_rank,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.target_modules),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+
+
+def wrap_lora(base: PreTrainedModel, config: TrainerConfig, parent_adapter: Path | None = None) -> PeftModel:
+    """Wrap ``base`` with a trainable LoRA adapter.
+
+    A fresh adapter is initialised from ``config`` under ``torch.manual_seed(config.seed)``
+    (A random, B zero, as in Hu et al. 2021). With ``parent_adapter`` the parent's
+    weights and its own LoRA shape are loaded and trained further, so a new revision
+    continues its lineage.
+
+    Raises:
+        InputError: ``parent_adapter`` is not a loadable PEFT adapter.
+    """
+    torch.manual_seed(config.seed)
+    if parent_adapter is None:
+        model = get_peft_model(base, lora_config(config))
+    else:
+        try:
+            model = PeftModel.from_pretrained(base, str(parent_adapter), is_trainable=True)
+        except (OSError, ValueError) as exc:
+            raise InputError(parent_adapter, "", f"cannot load parent adapter: {exc}") from exc
+    for name, param in model.named_parameters():  # only LoRA matrices learn
+        param.requires_grad_("lora_" in name)
+    return model
+
+
+def lora_parameters(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
+    """The trainable LoRA parameters by name."""
+    return {n: p for n, p in model.named_parameters() if p.requires_grad}
+
+
+def per_token_logps(
+    model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, first: int = 1
+) -> torch.Tensor:
+    """Log-probability of each token given its prefix.
+
+    Only positions ``>= first`` are computed (``logits_to_keep``), which spares the
+    vocabulary-sized logits of the prompt.
+
+    Args:
+        model: a causal LM.
+        input_ids: shape (B, L).
+        attention_mask: shape (B, L), 1 on real tokens (right padding).
+        first: first position whose log-prob is needed (>= 1).
+
+    Returns:
+        float32 tensor of shape (B, L): ``out[b, t] = log p(input_ids[b, t] | input_ids[b, :t])``
+        for ``t >= first``, 0 for ``t < first``.
+    """
+    first = max(1, first)
+    length = input_ids.shape[1]
+    keep = length - first + 1  # logits at positions first-1 .. L-1; the last one predicts nothing
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep).logits
+    targets = input_ids[:, first:]
+    # one row at a time in float32: exact enough for probability ratios, and the peak is
+    # one row's (L, vocab) float copy rather than the batch's
+    logps = torch.stack(
+        [selective_log_softmax(logits[b, :-1, :].float(), targets[b]) for b in range(input_ids.shape[0])]
+    )
+    return torch.nn.functional.pad(logps, (first, 0), value=0.0)

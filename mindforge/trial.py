@@ -1,0 +1,140 @@
+"""The trial record: one attempt of one task under one agent (and, later, one pair).
+
+A trial record is a small pydantic object that workflows and the store pass around;
+logs, transcripts and verifier output stay files under the artifact root and the record
+holds their paths.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class FailureClass(StrEnum):
+    """Closed set of reasons a trial did not yield a clean reward, or yielded 0.
+
+    Infrastructure and verifier errors carry no real reward: they never feed search
+    scores or training. ``task_failed`` is the ordinary outcome of a run whose verifier
+    gave a reward below 1.
+    """
+
+    ENV_BUILD_FAILED = "env_build_failed"
+    ENV_START_FAILED = "env_start_failed"
+    AGENT_TIMEOUT = "agent_timeout"
+    AGENT_ERROR = "agent_error"
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    VERIFIER_ERROR = "verifier_error"
+    INFRA_ERROR = "infra_error"
+    # model-driven agent (HCP harness) outcomes
+    MAX_TURNS = "max_turns"
+    TOKEN_BUDGET = "token_budget"
+    CONTEXT_OVERFLOW = "context_overflow"
+    PARSE_ERROR = "parse_error"
+    EMPTY_REPLY = "empty_reply"
+    TRUNCATED_REPLY = "truncated_reply"
+    ENDPOINT_ERROR = "endpoint_error"
+    # verifier ran cleanly and the reward is below 1
+    TASK_FAILED = "task_failed"
+
+
+#: classes whose trial has no real reward (reward is None)
+NO_REWARD_CLASSES = frozenset(
+    {
+        FailureClass.ENV_BUILD_FAILED,
+        FailureClass.ENV_START_FAILED,
+        FailureClass.VERIFIER_TIMEOUT,
+        FailureClass.VERIFIER_ERROR,
+        FailureClass.INFRA_ERROR,
+    }
+)
+
+
+class LimitFired(StrEnum):
+    """Which limit ended a phase early, if any."""
+
+    BUILD_TIMEOUT = "build_timeout"
+    AGENT_TIMEOUT = "agent_timeout"
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    MAX_TURNS = "max_turns"
+    TOKEN_BUDGET = "token_budget"
+    CONTEXT_WINDOW = "context_window"
+
+
+class PhaseTimings(BaseModel):
+    """Wall time of each trial phase, in seconds (0.0 when the phase did not run)."""
+
+    build_sec: float = 0.0
+    start_sec: float = 0.0
+    agent_sec: float = 0.0
+    verify_sec: float = 0.0
+    teardown_sec: float = 0.0
+
+    @property
+    def total_sec(self) -> float:
+        """Sum of all phases, in seconds."""
+        return self.build_sec + self.start_sec + self.agent_sec + self.verify_sec + self.teardown_sec
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(timezone.utc)
+
+
+class TrialRecord(BaseModel):
+    """One attempt of one task.
+
+    Attributes:
+        trial_id: unique, deterministic where the caller derives it (for idempotent
+            retries: lineage / generation / task / contract / attempt).
+        run_id: the run (validation, eval, lineage stage) the trial belongs to.
+        task_id: the task's id (its directory name by default).
+        task_hash: sha256 over all of the task's files.
+        agent: ``oracle``, ``nop`` or ``model``.
+        contract_hash: the HCP contract's content hash for model trials, else None.
+        adapter: the adapter name served by the endpoint ("" = base weights).
+        attempt: 0-based attempt index within its group.
+        reward: verifier reward in [0, 1], or None when no real reward exists.
+        reward_details: named sub-scores from ``reward.json``.
+        failure_class: why the trial did not pass, or None when reward == 1.
+        failure_detail: one or two lines of evidence for the failure class.
+        limit_fired: the limit that ended a phase early, if any.
+        timings: per-phase wall time in seconds.
+        prompt_tokens / completion_tokens: totals over all model calls (0 for
+            oracle and nop).
+        artifacts: name -> path of files under the artifact root (agent log,
+            verifier stdout, transcript, ...).
+    """
+
+    trial_id: str
+    run_id: str
+    task_id: str
+    task_hash: str
+    agent: str
+    contract_hash: str | None = None
+    adapter: str = ""
+    attempt: int = 0
+    reward: float | None = None
+    reward_details: dict[str, float] = Field(default_factory=dict)
+    failure_class: FailureClass | None = None
+    failure_detail: str = ""
+    limit_fired: LimitFired | None = None
+    timings: PhaseTimings = Field(default_factory=PhaseTimings)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    num_turns: int = 0
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+    @property
+    def passed(self) -> bool:
+        """True when the verifier gave the full reward (1.0)."""
+        return self.reward is not None and self.reward >= 1.0
+
+    @property
+    def has_real_reward(self) -> bool:
+        """True when the reward came from a clean verifier run (usable for search/training)."""
+        return self.reward is not None

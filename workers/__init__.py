@@ -1,0 +1,1 @@
+"""Temporal worker entrypoints and activity implementations; activities fan trials out to Ray."""

@@ -1,0 +1,277 @@
+"""Lineage activities: store bookkeeping on the orchestration queue, trial fan-out on the sandbox queue.
+
+Activities take small inputs (ids, specs), do the I/O, and return small results; trial
+records go to the store, big artifacts stay files. ``run_trials`` submits one Ray task per
+trial that has no stored record yet, heartbeats while it waits, and stores each record as
+it arrives, so a retried activity (after a worker crash) never runs or counts a finished
+trial twice. Bad input raises non-retryable ``ApplicationError``s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from mindforge.errors import InputError
+from mindforge.orchestration import (
+    ExpansionInput,
+    ExpansionResult,
+    GenerationEvent,
+    LineageEvent,
+    PrepareLineageInput,
+    PrepareLineageResult,
+    RunTrialsInput,
+    RunTrialsResult,
+    Stage,
+    TrialSpec,
+)
+from mindforge.store import engine as store_engine
+from mindforge.store import lineages, pool, registry, trials
+from mindforge.store.models import Lineage, PoolSplit, RunStatus, TaskSource
+from mindforge.trial import TrialRecord, utcnow
+
+
+def _non_retryable(exc: Exception) -> ApplicationError:
+    return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)
+
+
+def split_pool(hashes: list[str], held_out_fraction: float, seed: int) -> set[str]:
+    """The held-out subset of a pool: ``round(n * fraction)`` hashes drawn with ``seed``.
+
+    Deterministic for the same hashes (in any order), fraction and seed.
+    """
+    ordered = sorted(hashes)
+    k = round(len(ordered) * held_out_fraction)
+    return set(random.Random(seed).sample(ordered, k)) if k else set()
+
+
+class LineageActivities:
+    """Activities bound to one store.
+
+    Args:
+        db_url: SQLAlchemy URL of the store (migrated on construction).
+    """
+
+    def __init__(self, db_url: str) -> None:
+        self.engine = store_engine.init_db(db_url)
+
+    # ------------------------------------------------------------ orchestration queue
+    @activity.defn(name="prepare_lineage")
+    async def prepare_lineage(self, inp: PrepareLineageInput) -> PrepareLineageResult:
+        """Register the lineage, its root contract and its task pool (idempotent).
+
+        Raises:
+            ApplicationError: non-retryable, for an unreadable contract or task.
+        """
+        try:
+            return await asyncio.to_thread(self._prepare, inp)
+        except InputError as exc:
+            raise _non_retryable(exc) from exc
+
+    def _prepare(self, inp: PrepareLineageInput) -> PrepareLineageResult:
+        from mindforge.hcp import load_contract
+        from mindforge.tasks.loader import load_tasks
+
+        spec = inp.spec
+        contract = load_contract(spec.contract_path)
+        tasks = load_tasks([Path(p) for p in spec.tasks])
+        held = split_pool([t.content_hash for t in tasks], spec.held_out_fraction, spec.seed)
+        with store_engine.session_scope(self.engine) as s:
+            if s.get(Lineage, inp.lineage_id) is None:
+                s.add(Lineage(id=inp.lineage_id, name=spec.name, spec=spec.model_dump(mode="json"), workflow_id=inp.workflow_id))
+                s.flush()
+            registry.register_contract(
+                session=s,
+                name=contract.mindforge.name,
+                revision=contract.mindforge.revision,
+                content_hash=contract.content_hash,
+                toml_text=Path(spec.contract_path).read_text(encoding="utf-8"),
+                edit=contract.mindforge.edit,
+            )
+            for t in tasks:
+                pool.add_task(session=s, task=t, source=TaskSource.BUNDLED)
+                split = PoolSplit.HELD_OUT if t.content_hash in held else PoolSplit.SEARCH
+                pool.add_to_pool(session=s, lineage_id=inp.lineage_id, task_hash=t.content_hash, split=split, added_generation=0)
+        return PrepareLineageResult(
+            contract_hash=contract.content_hash, search_tasks=len(tasks) - len(held), held_out_tasks=len(held)
+        )
+
+    @activity.defn(name="set_lineage_status")
+    async def set_lineage_status(self, event: LineageEvent) -> None:
+        """Write a lineage's status and current generation."""
+
+        def work() -> None:
+            with store_engine.session_scope(self.engine) as s:
+                lineages.update_lineage(
+                    session=s,
+                    lineage_id=event.lineage_id,
+                    status=RunStatus(event.status),
+                    current_generation=event.current_generation,
+                )
+
+        await asyncio.to_thread(work)
+
+    @activity.defn(name="record_generation")
+    async def record_generation(self, event: GenerationEvent) -> None:
+        """Create or update a generation row: status, pair, stages run and skipped, record."""
+
+        def work() -> None:
+            with store_engine.session_scope(self.engine) as s:
+                lineages.create_generation(
+                    session=s, lineage_id=event.lineage_id, index=event.index, contract_hash=event.contract_hash, exist_ok=True
+                )
+                running = event.status == "running"
+                lineages.update_generation(
+                    session=s,
+                    lineage_id=event.lineage_id,
+                    index=event.index,
+                    status=RunStatus(event.status),
+                    record={**event.record, "stages_skipped": event.stages_skipped} if not running else None,
+                    started_at=utcnow() if running else None,
+                    finished_at=None if running else utcnow(),
+                )
+                for stage in event.stages_run:
+                    lineages.mark_stage_run(
+                        session=s, lineage_id=event.lineage_id, generation_index=event.index, stage=stage
+                    )
+
+        await asyncio.to_thread(work)
+
+    @activity.defn(name="plan_trials")
+    async def plan_trials(self, inp: ExpansionInput) -> list[TrialSpec]:
+        """Trial specs for ``attempts`` trials of every search-split task, with deterministic ids."""
+
+        def work() -> list[TrialSpec]:
+            with store_engine.session_scope(self.engine) as s:
+                tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
+                return [
+                    TrialSpec(
+                        trial_id=trials.make_trial_id(
+                            lineage_id=inp.lineage_id,
+                            generation_index=inp.generation,
+                            stage=Stage.EXPANSION.value,
+                            task_hash=t.id,
+                            contract_hash=inp.contract_hash,
+                            adapter=inp.adapter,
+                            attempt=a,
+                        ),
+                        task_path=t.path,
+                        task_hash=t.id,
+                        attempt=a,
+                    )
+                    for t in tasks
+                    for a in range(inp.spec.attempts)
+                ]
+
+        return await asyncio.to_thread(work)
+
+    @activity.defn(name="summarize_expansion")
+    async def summarize_expansion(self, inp: ExpansionInput) -> ExpansionResult:
+        """Coverage of the pair on the search split from the stored trials; written to the generation record."""
+
+        def work() -> ExpansionResult:
+            with store_engine.session_scope(self.engine) as s:
+                rows = trials.list_trials(
+                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=Stage.EXPANSION.value
+                )
+                n_tasks = len(pool.list_pool(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH))
+                passed = [r for r in rows if r.reward is not None and r.reward >= 1.0]
+                result = ExpansionResult(
+                    trials=len(rows), passed=len(passed), solved_tasks=len({r.task_hash for r in passed}), tasks=n_tasks
+                )
+                lineages.update_generation(
+                    session=s,
+                    lineage_id=inp.lineage_id,
+                    index=inp.generation,
+                    record={"expansion": result.model_dump(mode="json")},
+                )
+                return result
+
+        return await asyncio.to_thread(work)
+
+    # ------------------------------------------------------------------ sandbox queue
+    @activity.defn(name="run_trials")
+    async def run_trials(self, inp: RunTrialsInput) -> RunTrialsResult:
+        """Run the batch's trials on Ray; store each record as it arrives.
+
+        Trials whose id is already stored are skipped (a retry after a crash). Heartbeats
+        carry the number of trials done. On cancellation the Ray tasks are cancelled
+        (their sandboxes are removed by the runner, or reaped on the next engine start).
+
+        Raises:
+            ApplicationError: non-retryable when the contract is not registered.
+        """
+        import ray
+
+        todo, skipped, toml_text = await asyncio.to_thread(self._todo, inp)
+        payloads = [self._payload(inp, t, toml_text) for t in todo]
+        refs = [run_trial_ref(p) for p in payloads]
+        ran = passed = errors = 0
+        pending = list(refs)
+        try:
+            while pending:
+                activity.heartbeat({"done": ran, "pending": len(pending)})
+                ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1, timeout=2.0)
+                for ref in ready:
+                    out: dict[str, Any] = ray.get(ref)
+                    out.pop("worker", None)
+                    rec = TrialRecord.model_validate(out)
+                    await asyncio.to_thread(self._store, inp, rec)
+                    ran += 1
+                    passed += int(rec.passed)
+                    errors += int(not rec.has_real_reward)
+        except asyncio.CancelledError:
+            for ref in pending:
+                ray.cancel(ref)
+            raise
+        return RunTrialsResult(ran=ran, skipped_existing=skipped, passed=passed, errors=errors)
+
+    def _todo(self, inp: RunTrialsInput) -> tuple[list[TrialSpec], int, str]:
+        with store_engine.session_scope(self.engine) as s:
+            contract = registry.get_contract(session=s, content_hash=inp.contract_hash)
+            if contract is None:
+                raise ApplicationError(f"contract {inp.contract_hash} is not registered", type="InputError", non_retryable=True)
+            todo = [t for t in inp.trials if not trials.trial_exists(session=s, trial_id=t.trial_id)]
+            return todo, len(inp.trials) - len(todo), contract.toml_text
+
+    @staticmethod
+    def _payload(inp: RunTrialsInput, t: TrialSpec, toml_text: str) -> dict[str, Any]:
+        return {
+            "task_path": t.task_path,
+            "trial_id": t.trial_id,
+            "run_id": f"{inp.lineage_id}/g{inp.generation}/{inp.stage.value}",
+            "attempt": t.attempt,
+            "agent": "model",
+            "contract_toml": toml_text,
+            "contract_hash": inp.contract_hash,
+            "policy_url": inp.policy_url,
+        }
+
+    def _store(self, inp: RunTrialsInput, rec: TrialRecord) -> None:
+        with store_engine.session_scope(self.engine) as s:
+            trials.insert_trial(
+                session=s, record=rec, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=inp.stage.value
+            )
+
+    def all(self) -> list[Any]:
+        """Every activity of this class, for worker registration."""
+        return [
+            self.prepare_lineage,
+            self.set_lineage_status,
+            self.record_generation,
+            self.plan_trials,
+            self.summarize_expansion,
+            self.run_trials,
+        ]
+
+
+def run_trial_ref(payload: dict[str, Any]) -> Any:
+    """Submit one trial to Ray; returns its ObjectRef."""
+    from workers.ray_trials import run_trial_task
+
+    return run_trial_task.remote(payload)

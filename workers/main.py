@@ -1,0 +1,105 @@
+"""The MindForge worker: Temporal workers for the orchestration and sandbox task queues.
+
+One process runs both (``mindforge worker``); at scale, run ``--queue orchestration`` and
+``--queue sandbox`` workers separately, each pointed at the Temporal cluster and the Ray
+cluster by settings. SIGTERM / SIGINT shut down gracefully: no new tasks are polled,
+in-flight activities get ``graceful_shutdown_sec`` to finish, then are cancelled (which
+cancels their Ray tasks; the runner removes their containers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
+from mindforge.orchestration import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
+from mindforge.settings import Settings, get_settings
+from workers.activities import LineageActivities
+from workflows.expansion import ExpansionWorkflow
+from workflows.generation import GenerationWorkflow
+from workflows.lineage import LineageWorkflow
+
+log = logging.getLogger("mindforge.worker")
+
+WORKFLOWS = [LineageWorkflow, GenerationWorkflow, ExpansionWorkflow]
+
+
+async def connect(settings: Settings) -> Client:
+    """A Temporal client with the pydantic data converter, from settings."""
+    return await Client.connect(
+        settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
+    )
+
+
+def init_ray(address: str) -> None:
+    """Connect to Ray: ``local`` starts an in-process local cluster, anything else is an address."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address == "local":
+        ray.init(include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
+
+
+def build_workers(client: Client, acts: LineageActivities, queues: list[str], graceful_shutdown_sec: float) -> list[Worker]:
+    """Worker objects for the requested queues (``orchestration``, ``sandbox``)."""
+    workers = []
+    store_acts = [a for a in acts.all() if a is not acts.run_trials]
+    if "orchestration" in queues:
+        workers.append(
+            Worker(
+                client,
+                task_queue=ORCHESTRATION_QUEUE,
+                workflows=WORKFLOWS,
+                activities=store_acts,
+                graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_sec),
+            )
+        )
+    if "sandbox" in queues:
+        workers.append(
+            Worker(
+                client,
+                task_queue=SANDBOX_QUEUE,
+                activities=[acts.run_trials],
+                max_concurrent_activities=8,
+                graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_sec),
+            )
+        )
+    return workers
+
+
+async def run_worker(
+    settings: Settings | None = None, queues: list[str] | None = None, graceful_shutdown_sec: float = 30.0
+) -> None:
+    """Run until SIGTERM/SIGINT, then shut down gracefully.
+
+    Args:
+        settings: default :func:`get_settings`.
+        queues: subset of ``["orchestration", "sandbox"]`` (default both).
+        graceful_shutdown_sec: seconds in-flight activities get before cancellation.
+    """
+    settings = settings or get_settings()
+    queues = queues or ["orchestration", "sandbox"]
+    client = await connect(settings)
+    if "sandbox" in queues:
+        init_ray(settings.ray_address)
+    acts = LineageActivities(settings.db_url)
+    workers = build_workers(client, acts, queues, graceful_shutdown_sec)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runs = [asyncio.create_task(w.run()) for w in workers]
+    log.info("worker polling %s on %s", queues, settings.temporal_address)
+    await stop.wait()
+    log.info("shutting down")
+    await asyncio.gather(*(w.shutdown() for w in workers))
+    await asyncio.gather(*runs, return_exceptions=True)

@@ -1,0 +1,72 @@
+"""GenerationWorkflow: Discovery -> Expansion -> Update as child workflows.
+
+Child ids derive from the lineage id (``<lineage>-gen-<i>-<stage>``). A stage that is
+enabled in the lineage spec but has no workflow registered yet is skipped and reported
+in ``stages_skipped``, so the lineage's status says exactly which stages ran.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from mindforge.orchestration import (
+        ExpansionInput,
+        ExpansionResult,
+        GenerationEvent,
+        GenerationInput,
+        GenerationResult,
+        Stage,
+    )
+    from workflows import options as o
+    from workflows.expansion import ExpansionWorkflow
+
+#: stages whose workflows exist in this build
+IMPLEMENTED_STAGES = frozenset({Stage.EXPANSION})
+
+
+@workflow.defn(name="GenerationWorkflow")
+class GenerationWorkflow:
+    """One generation of a lineage."""
+
+    @workflow.run
+    async def run(self, inp: GenerationInput) -> GenerationResult:
+        """Run the enabled stages in order and record the generation in the store."""
+        await self._record(inp, "running")
+        ran: list[str] = []
+        skipped: list[str] = [s.value for s in inp.spec.stages if s not in IMPLEMENTED_STAGES]
+        result = GenerationResult(
+            index=inp.index, stages_run=ran, stages_skipped=skipped, contract_hash=inp.contract_hash, adapter=inp.adapter
+        )
+        if Stage.EXPANSION in inp.spec.stages:
+            exp: ExpansionResult = await workflow.execute_child_workflow(
+                ExpansionWorkflow.run,
+                ExpansionInput(
+                    lineage_id=inp.lineage_id,
+                    generation=inp.index,
+                    spec=inp.spec,
+                    contract_hash=inp.contract_hash,
+                    adapter=inp.adapter,
+                ),
+                id=o.child_id(inp.lineage_id, inp.index, Stage.EXPANSION.value),
+                search_attributes=o.search_attributes(inp.lineage_id, inp.index, Stage.EXPANSION.value),
+            )
+            ran.append(Stage.EXPANSION.value)
+            result.trials, result.passed, result.solved_tasks = exp.trials, exp.passed, exp.solved_tasks
+        await self._record(inp, "completed", result)
+        return result
+
+    async def _record(self, inp: GenerationInput, status: str, result: GenerationResult | None = None) -> None:
+        event = GenerationEvent(
+            lineage_id=inp.lineage_id,
+            index=inp.index,
+            status=status,
+            contract_hash=inp.contract_hash,
+            adapter=inp.adapter,
+            stages_run=result.stages_run if result else [],
+            stages_skipped=result.stages_skipped if result else [],
+            record=result.model_dump(mode="json") if result else {},
+        )
+        await workflow.execute_activity(
+            o.RECORD_GENERATION, event, start_to_close_timeout=o.STORE_TIMEOUT, retry_policy=o.STORE_RETRY
+        )

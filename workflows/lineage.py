@@ -1,0 +1,140 @@
+"""LineageWorkflow: N generations of one model-harness pair, durable across crashes.
+
+One generation per run, then continue-as-new with the successor pair, so the history
+stays small however many generations run. Signals: ``pause`` (takes effect before the
+next generation starts), ``resume``, ``cancel`` (cancels the running generation and ends
+the lineage as cancelled). Query: ``status``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import workflow
+from temporalio.exceptions import ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from mindforge.orchestration import (
+        GenerationInput,
+        GenerationResult,
+        LineageEvent,
+        LineageInput,
+        LineageStatus,
+        PrepareLineageInput,
+        PrepareLineageResult,
+    )
+    from workflows import options as o
+    from workflows.generation import GenerationWorkflow
+
+
+@workflow.defn(name="LineageWorkflow")
+class LineageWorkflow:
+    """Runs a lineage's generations."""
+
+    def __init__(self) -> None:
+        self._paused = False
+        self._cancel = False
+        self._state = "starting"
+        self._inp: LineageInput | None = None
+        self._stages: dict[int, list[str]] = {}
+        self._child: workflow.ChildWorkflowHandle | None = None
+
+    @workflow.signal
+    def pause(self) -> None:
+        """Pause before the next generation starts."""
+        self._paused = True
+
+    @workflow.signal
+    def resume(self) -> None:
+        """Resume a paused lineage."""
+        self._paused = False
+
+    @workflow.signal
+    def cancel(self) -> None:
+        """Cancel the running generation and end the lineage."""
+        self._cancel = True
+        if self._child is not None:
+            self._child.cancel()
+
+    @workflow.query
+    def status(self) -> LineageStatus:
+        """Current state, generation and the stages each generation ran."""
+        inp = self._inp
+        return LineageStatus(
+            lineage_id=inp.lineage_id if inp else "",
+            state=self._state,
+            generation=inp.next_generation if inp else 0,
+            generations=inp.spec.generations if inp else 0,
+            paused=self._paused,
+            stages_run=self._stages,
+        )
+
+    @workflow.run
+    async def run(self, inp: LineageInput) -> LineageStatus:
+        """Run the next generation, then continue-as-new; finish after ``spec.generations``."""
+        self._inp = inp
+        self._paused = self._paused or inp.paused
+        if not inp.prepared:
+            prep: PrepareLineageResult = await workflow.execute_activity(
+                o.PREPARE_LINEAGE,
+                PrepareLineageInput(lineage_id=inp.lineage_id, spec=inp.spec, workflow_id=workflow.info().workflow_id),
+                result_type=PrepareLineageResult,
+                start_to_close_timeout=o.STORE_TIMEOUT,
+                retry_policy=o.STORE_RETRY,
+            )
+            inp.contract_hash, inp.prepared = prep.contract_hash, True
+        if inp.next_generation >= inp.spec.generations:
+            return await self._finish(inp, "completed")
+        if self._paused:
+            self._state = "paused"
+            await self._set_status(inp, "paused")
+            await workflow.wait_condition(lambda: not self._paused or self._cancel)
+        if self._cancel:
+            return await self._finish(inp, "cancelled")
+        self._state = "running"
+        await self._set_status(inp, "running")
+        gen = inp.next_generation
+        self._child = await workflow.start_child_workflow(
+            GenerationWorkflow.run,
+            GenerationInput(
+                lineage_id=inp.lineage_id, index=gen, spec=inp.spec, contract_hash=inp.contract_hash, adapter=inp.adapter
+            ),
+            id=o.child_id(inp.lineage_id, gen),
+            search_attributes=o.search_attributes(inp.lineage_id, gen),
+        )
+        try:
+            result: GenerationResult = await self._child
+        except (ChildWorkflowError, asyncio.CancelledError):
+            if self._cancel:
+                return await self._finish(inp, "cancelled")
+            await self._set_status(inp, "failed")
+            raise
+        self._child = None
+        self._stages[gen] = result.stages_run
+        if self._cancel:
+            return await self._finish(inp, "cancelled")
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(
+            LineageInput(
+                lineage_id=inp.lineage_id,
+                spec=inp.spec,
+                next_generation=gen + 1,
+                contract_hash=result.contract_hash,
+                adapter=result.adapter,
+                paused=self._paused,
+                prepared=True,
+            )
+        )
+
+    async def _set_status(self, inp: LineageInput, status: str) -> None:
+        await workflow.execute_activity(
+            o.SET_LINEAGE_STATUS,
+            LineageEvent(lineage_id=inp.lineage_id, status=status, current_generation=inp.next_generation),
+            start_to_close_timeout=o.STORE_TIMEOUT,
+            retry_policy=o.STORE_RETRY,
+        )
+
+    async def _finish(self, inp: LineageInput, status: str) -> LineageStatus:
+        self._state = status
+        await self._set_status(inp, status)
+        return self.status()

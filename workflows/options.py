@@ -1,0 +1,64 @@
+"""Activity names, options and search-attribute keys shared by the workflows.
+
+Activities are called by stable name with typed Input/Result models, so no workflow
+imports activity code.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+
+with workflow.unsafe.imports_passed_through():
+    from mindforge.orchestration import SA_GENERATION, SA_LINEAGE, SA_STAGE
+
+# stable activity names
+PREPARE_LINEAGE = "prepare_lineage"
+SET_LINEAGE_STATUS = "set_lineage_status"
+RECORD_GENERATION = "record_generation"
+PLAN_TRIALS = "plan_trials"
+RUN_TRIALS = "run_trials"
+SUMMARIZE_EXPANSION = "summarize_expansion"
+
+#: error types that never retry: bad input, task and model failures
+NON_RETRYABLE = ["InputError", "ContractError", "ContractImmutableError", "ValueError"]
+
+#: store-only activities: quick, retried with backoff
+STORE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=10,
+    non_retryable_error_types=NON_RETRYABLE,
+)
+#: infra failures while running trials retry with backoff; finished trials are not re-run
+TRIALS_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=2),
+    maximum_attempts=20,
+    non_retryable_error_types=NON_RETRYABLE,
+)
+STORE_TIMEOUT = timedelta(minutes=5)
+
+KEY_LINEAGE = SearchAttributeKey.for_keyword(SA_LINEAGE)
+KEY_GENERATION = SearchAttributeKey.for_int(SA_GENERATION)
+KEY_STAGE = SearchAttributeKey.for_keyword(SA_STAGE)
+
+
+def search_attributes(lineage_id: str, generation: int | None = None, stage: str | None = None) -> TypedSearchAttributes:
+    """Typed search attributes that make a run findable in the Web UI."""
+    pairs = [SearchAttributePair(KEY_LINEAGE, lineage_id)]
+    if generation is not None:
+        pairs.append(SearchAttributePair(KEY_GENERATION, generation))
+    if stage is not None:
+        pairs.append(SearchAttributePair(KEY_STAGE, stage))
+    return TypedSearchAttributes(pairs)
+
+
+def child_id(lineage_id: str, generation: int, stage: str | None = None) -> str:
+    """Child workflow ids derived from the lineage id: ``<lineage>-gen-<i>[-<stage>]``."""
+    base = f"{lineage_id}-gen-{generation}"
+    return f"{base}-{stage}" if stage else base
