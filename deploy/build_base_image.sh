@@ -7,13 +7,15 @@
 # builds trust a TLS-intercepting proxy.
 #
 # Usage: deploy/build_base_image.sh [TAG]   (default mindforge/base:bookworm)
+# Environment: MINDFORGE_BASE_PACKAGES (comma-separated debootstrap --include list),
+# MINDFORGE_BASE_SUITE, MINDFORGE_DEBIAN_MIRROR, MINDFORGE_REBUILD_BASE=1 to rebuild.
 # Idempotent: exits at once when the tag exists and MINDFORGE_REBUILD_BASE is unset.
 set -euo pipefail
 
 TAG="${1:-${MINDFORGE_BASE_IMAGE:-mindforge/base:bookworm}}"
 SUITE="${MINDFORGE_BASE_SUITE:-bookworm}"
 MIRROR="${MINDFORGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-PACKAGES="python3,python3-pytest,python3-pip,python3-venv,python-is-python3,tmux,procps,curl,ca-certificates,git,sqlite3,less,xz-utils"
+PACKAGES="${MINDFORGE_BASE_PACKAGES:-python3,python3-pytest,python3-pip,python3-venv,python-is-python3,tmux,procps,curl,ca-certificates,git,sqlite3,less,xz-utils}"
 
 if [[ -z "${MINDFORGE_REBUILD_BASE:-}" ]] && docker image inspect "$TAG" >/dev/null 2>&1; then
   echo "base image $TAG present"

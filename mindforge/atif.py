@@ -328,7 +328,8 @@ def parse_trajectory(data: Any, *, path: Path | str = "<trajectory>") -> Traject
     try:
         return Trajectory.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        # of a union's failed branches, the deepest error is the one that explains most
+        first = max(exc.errors(), key=lambda e: len(e["loc"]))
         raise InputError(path, _field_path(tuple(first["loc"])), first["msg"]) from exc
 
 

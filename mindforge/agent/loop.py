@@ -114,11 +114,10 @@ class ModelAgent(Agent):
         paths = list(getattr(c.skills, "paths", []) or [])
         if not paths:
             return []
-        by_path = {r.path: r for r in c.resources.embedded}
         installed = []
         for p in paths:
             target = f"{c.workspace.root.rstrip('/')}/{p}"
-            sandbox.put_file(target, by_path[p].data(), mode=0o755)
+            sandbox.put_file(target, c.resources.resource(p).data, mode=0o755)
             installed.append(target)
         return installed
 

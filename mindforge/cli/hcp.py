@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,7 +21,7 @@ _PREVIEW_CHARS = 70
 
 
 def _err(message: str) -> None:
-    Console(stderr=True).print(f"[red]error[/red] {escape(message)}")
+    Console(stderr=True, soft_wrap=True).print(f"[red]error[/red] {escape(message)}")
 
 
 def _load_or_exit(path: Path) -> HCPContract:
@@ -33,7 +33,7 @@ def _load_or_exit(path: Path) -> HCPContract:
 
 
 @app.command()
-def validate(files: list[Path] = typer.Argument(..., help="Contract files (TOML).")) -> None:
+def validate(files: Annotated[list[Path], typer.Argument(help="Contract files (TOML).")]) -> None:
     """Validate contracts; exit 1 if any is invalid. Unknown keys are kept and listed."""
     console = Console()
     failed = 0
@@ -63,7 +63,7 @@ def _preview(value: Any) -> str:
 
 
 @app.command()
-def show(file: Path = typer.Argument(..., help="Contract file (TOML).")) -> None:
+def show(file: Annotated[Path, typer.Argument(help="Contract file (TOML).")]) -> None:
     """Show a contract section by section, with its identity and content hash."""
     contract = _load_or_exit(file)
     console = Console()
@@ -92,7 +92,9 @@ def show(file: Path = typer.Argument(..., help="Contract file (TOML).")) -> None
             for column in ("path", "kind", "encoding", "bytes", "sha256"):
                 files.add_column(column)
             for item in contract.resources.embedded:
-                files.add_row(escape(item.path), escape(item.kind), item.encoding, str(len(item.data)), item.sha256[:16])
+                files.add_row(
+                    escape(item.path), escape(item.kind), item.encoding, str(len(item.data)), item.sha256[:16]
+                )
             console.print(files)
     unknown = contract.unknown_keys()
     if unknown:
@@ -101,9 +103,9 @@ def show(file: Path = typer.Argument(..., help="Contract file (TOML).")) -> None
 
 @app.command()
 def diff(
-    a: Path = typer.Argument(..., help="The old contract."),
-    b: Path = typer.Argument(..., help="The new contract."),
-    identity: bool = typer.Option(True, help="Include [mindforge] (name, revision, parent, edit)."),
+    a: Annotated[Path, typer.Argument(help="The old contract.")],
+    b: Annotated[Path, typer.Argument(help="The new contract.")],
+    identity: Annotated[bool, typer.Option(help="Include [mindforge] (name, revision, parent, edit).")] = True,
 ) -> None:
     """Print what changed from A to B, one line per key path (+ added, - removed, ~ changed)."""
     changes = diff_contracts(_load_or_exit(a), _load_or_exit(b), include_identity=identity)
@@ -111,7 +113,7 @@ def diff(
 
 
 @app.command("hash")
-def hash_(files: list[Path] = typer.Argument(..., help="Contract files (TOML).")) -> None:
+def hash_(files: Annotated[list[Path], typer.Argument(help="Contract files (TOML).")]) -> None:
     """Print each contract's content hash (sha256 of its canonical form) and path."""
     failed = 0
     for path in files:
@@ -126,8 +128,8 @@ def hash_(files: list[Path] = typer.Argument(..., help="Contract files (TOML).")
 
 @app.command()
 def register(
-    files: list[Path] = typer.Argument(..., help="Contract files (TOML)."),
-    registry: Path | None = typer.Option(None, help="Registry directory; default <data_dir>/contracts."),
+    files: Annotated[list[Path], typer.Argument(help="Contract files (TOML).")],
+    registry: Annotated[Path | None, typer.Option(help="Registry directory; default <data_dir>/contracts.")] = None,
 ) -> None:
     """Register contracts (immutable: same name@revision with other content is refused)."""
     if registry is None:

@@ -15,14 +15,23 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from mindforge.hcp.io import ContractError, validation_problems, contract_from_document
+from mindforge.hcp.io import ContractError, contract_from_document, validation_problems
 from mindforge.hcp.model import HCPContract
 from mindforge.hcp.sections import EmbeddedResource
 
 # task time limits and resources belong to the task, never to the harness: changing
 # them would make results incomparable with anyone else's (shared HCP.md)
 _TASK_LIMIT_KEYS = frozenset(
-    {"timeout_sec", "agent_timeout_sec", "verifier_timeout_sec", "build_timeout_sec", "cpus", "memory_mb", "storage_mb", "gpus"}
+    {
+        "timeout_sec",
+        "agent_timeout_sec",
+        "verifier_timeout_sec",
+        "build_timeout_sec",
+        "cpus",
+        "memory_mb",
+        "storage_mb",
+        "gpus",
+    }
 )
 _IDENTITY_KEYS_ALLOWED = frozenset({"mindforge.description"})
 
@@ -135,7 +144,13 @@ def make_embedded(kind: str, path: str, data: bytes | str) -> EmbeddedResource:
         content, encoding = raw.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         content, encoding = base64.b64encode(raw).decode("ascii"), "base64"
-    fields = {"kind": kind, "path": path, "encoding": encoding, "content": content, "sha256": hashlib.sha256(raw).hexdigest()}
+    fields = {
+        "kind": kind,
+        "path": path,
+        "encoding": encoding,
+        "content": content,
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }
     try:
         return EmbeddedResource.model_validate(fields)
     except ValidationError as exc:

@@ -111,7 +111,9 @@ def _unified(change: ContractChange) -> list[str]:
     old, new = change.old, change.new
     if not (isinstance(old, str) and isinstance(new, str) and (_is_long(old) or _is_long(new))):
         return []
-    return list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{change.key}", f"b/{change.key}", lineterm=""))
+    return list(
+        difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{change.key}", f"b/{change.key}", lineterm="")
+    )
 
 
 def format_diff(changes: list[ContractChange]) -> str:

@@ -102,10 +102,11 @@ def find_secrets(document: dict[str, Any]) -> list[tuple[str, str]]:
         elif _SECRET_VALUE_RE.fullmatch(value.strip()):
             found.append((path, f"the value looks like an API key; never write secrets into a contract: {_USE_ENV}"))
         elif lowered.endswith("_env") and value and not _ENV_NAME_RE.fullmatch(value):
-            found.append((path, f"{value!r} is not an environment variable name; `{key}` holds the NAME of a variable"))
+            # the value is not echoed: it may be the secret itself
+            found.append((path, f"not an environment variable name; `{key}` holds the NAME of a variable"))
         elif section in _URL_SECTIONS and lowered in _URL_KEYS:
             found.append(
-                (path, "an endpoint written as a value; set `base_url_env` to the NAME of an environment variable holding it")
+                (path, "an endpoint written as a value; set `base_url_env` to the NAME of a variable holding it")
             )
     return found
 
@@ -140,13 +141,17 @@ def validation_problems(error: ValidationError) -> list[tuple[str, str]]:
 
 def _check_version(document: dict[str, Any], source: str) -> None:
     if "version" not in document:
-        raise ContractError(source, "version", f"required key is missing; an HCP contract starts with `version = {HCP_VERSION}`")
+        raise ContractError(
+            source, "version", f"required key is missing; an HCP contract starts with `version = {HCP_VERSION}`"
+        )
     version = document["version"]
     if type(version) is not int:
         raise ContractError(source, "version", f"must be an integer (got {type(version).__name__} {_short(version)})")
     if version > HCP_VERSION:
         raise ContractError(
-            source, "version", f"HCP major version {version} is newer than this MindForge reads ({HCP_VERSION}); upgrade MindForge"
+            source,
+            "version",
+            f"HCP major version {version} is newer than this MindForge reads ({HCP_VERSION}); upgrade MindForge",
         )
     if version < 1:
         raise ContractError(source, "version", f"must be {HCP_VERSION} (got {version})")

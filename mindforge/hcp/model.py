@@ -81,9 +81,13 @@ class HCPContract(BaseModel):
         embedded = {item.path for item in self.resources.embedded}
         for index, path in enumerate(self.skills.paths):
             if path not in embedded:
-                raise FieldProblem(f"skills.paths[{index}]", f"{path!r} is not the path of a [[resources.embedded]] entry")
+                raise FieldProblem(
+                    f"skills.paths[{index}]", f"{path!r} is not the path of a [[resources.embedded]] entry"
+                )
         if self.mindforge.parent and not self.mindforge.edit.strip():
-            raise FieldProblem("mindforge.edit", "a derived contract (parent set) must record the edit that produced it")
+            raise FieldProblem(
+                "mindforge.edit", "a derived contract (parent set) must record the edit that produced it"
+            )
         if self.mindforge.parent == self.ref:
             raise FieldProblem("mindforge.parent", f"a contract cannot be its own parent ({self.ref})")
         return self
@@ -108,7 +112,13 @@ class HCPContract(BaseModel):
 
     @property
     def content_hash(self) -> str:
-        """sha256 (hex) of the canonical JSON of :meth:`to_document` (sorted keys)."""
+        """sha256 (hex) of the canonical JSON of :meth:`to_document` (sorted keys).
+
+        The hash covers the resolved document, unknown sections included: a file that
+        spells out a default and one that omits it hash alike, key order and comments do
+        not count, and a default changed in MindForge changes the hash of contracts that
+        rely on it (their behaviour changed too).
+        """
         return hashlib.sha256(canonical_json(self.to_document()).encode("utf-8")).hexdigest()
 
     def unknown_keys(self) -> list[str]:

@@ -79,31 +79,31 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
         FileNotFoundError: ``model`` looks like a path and no such directory exists.
     """
     served_name = served_name or model
+    local_only = True
     if model == TINY:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the tiny model never needs the hub
         from mindforge.policy.tiny import ensure_tiny_model
 
-        path = ensure_tiny_model()
-        from mindforge.policy.engine import PolicyEngine
+        path = str(ensure_tiny_model())
+    elif Path(model).expanduser().is_dir():
+        path = str(Path(model).expanduser())
+    elif model.startswith(("/", "./", "../", "~")):
+        raise FileNotFoundError(f"{model}: no such model directory")
+    else:
+        from huggingface_hub import try_to_load_from_cache
 
-        return PolicyEngine(str(path), served_name=served_name, device=device, local_files_only=True)
-
+        path = model
+        if not isinstance(try_to_load_from_cache(model, "config.json"), str):  # not cached
+            if not _hub_reachable():
+                raise HubUnreachableError(model)
+            local_only = False
+    # torch, transformers and peft are imported only now that a model is to be loaded
     from mindforge.policy.engine import PolicyEngine
 
-    if Path(model).is_dir():
-        return PolicyEngine(model, served_name=served_name, device=device, local_files_only=True)
-    if model.startswith(("/", "./", "../", "~")):
-        raise FileNotFoundError(f"{model}: no such model directory")
-    try:  # a cached copy works without the hub
-        return PolicyEngine(model, served_name=served_name, device=device, local_files_only=True)
-    except OSError:
-        pass
-    if not _hub_reachable():
-        raise HubUnreachableError(model)
     try:
-        return PolicyEngine(model, served_name=served_name, device=device)
+        return PolicyEngine(path, served_name=served_name, device=device, local_files_only=local_only)
     except OSError as exc:
-        if "connect" in str(exc).lower():
+        if not local_only and "connect" in str(exc).lower():
             raise HubUnreachableError(model) from exc
         raise
 
@@ -151,7 +151,7 @@ def create_app(engine: Any) -> FastAPI:
 
 
 def start_policy_server(
-    model: str = TINY, host: str = "127.0.0.1", port: int = 0, *, device: str = "auto"
+    model: str = TINY, host: str = "127.0.0.1", port: int = 0, *, device: str = "auto", served_name: str | None = None
 ) -> ServerHandle:
     """Load ``model`` and serve it from a background thread of this process.
 
@@ -159,6 +159,8 @@ def start_policy_server(
         model: see :func:`load_engine`.
         host: address to listen on.
         port: TCP port; 0 picks a free one (read it from the handle).
+        device: see :func:`load_engine`.
+        served_name: the base model's name in requests; default ``model``.
 
     Returns:
         a handle with ``.base_url`` (``http://host:port/v1``), ``.app.state.engine`` and
@@ -167,7 +169,7 @@ def start_policy_server(
     Raises:
         HubUnreachableError: see :func:`load_engine`.
     """
-    return ServerHandle(create_app(load_engine(model, device)), host, port)
+    return ServerHandle(create_app(load_engine(model, device, served_name)), host, port)
 
 
 def serve(model: str, host: str, port: int, device: str = "auto") -> None:

@@ -39,5 +39,7 @@ def insert_ignore(session: Session, row: SQLModel) -> bool:
         raise StoreError(f"unsupported database dialect {bind.dialect.name!r}: use SQLite or Postgres")
     table = type(row).__table__  # type: ignore[attr-defined]
     values = {column.name: getattr(row, column.name) for column in table.columns}
-    result = session.exec(insert(table).values(**values).on_conflict_do_nothing())
+    statement = insert(table).values(**values).on_conflict_do_nothing()
+    # rowcount of an INSERT is only kept when asked for (SQLAlchemy 2.0.28+)
+    result = session.exec(statement.execution_options(preserve_rowcount=True))
     return result.rowcount == 1

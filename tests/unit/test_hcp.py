@@ -6,9 +6,10 @@ import hashlib
 import math
 import subprocess
 import tomllib
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import tomli_w
@@ -38,6 +39,8 @@ SHIPPED = Path(__file__).resolve().parents[2] / "hcp_contracts"
 BASELINE = SHIPPED / "baseline.toml"
 SCRIPT = "#!/bin/sh\necho hello\n"
 FAKE_KEY = "sk-proj-" + "a1B2c3D4" * 4
+TEMPLATE = "resources.instruction_template"
+PARENT = "mindforge.parent"
 
 
 def baseline_doc() -> dict[str, Any]:
@@ -77,20 +80,25 @@ def _both(*mutations: Callable[[dict], None]) -> Callable[[dict], None]:
     return mutate
 
 
+def _embed_again(doc: dict) -> None:
+    doc["resources"]["embedded"].append(dict(doc["resources"]["embedded"][0]))
+
+
 def _drop_version(doc: dict) -> None:
     del doc["version"]
 
 
 # (case id, mutation of the baseline document, expected key path, expected words in the reason)
+# fmt: off
 MALFORMED = [
-    ("wrong type number", _set("tools.bash_timeout_sec", "60"), "tools.bash_timeout_sec", "valid number (got str '60')"),
+    ("wrong type number", _set("tools.bash_timeout_sec", "6"), "tools.bash_timeout_sec", "valid number (got str '6')"),
     ("wrong type bool", _set("hooks.plan_first", 1), "hooks.plan_first", "valid boolean"),
     ("wrong type table", _set("tools", "bash"), "tools", "valid dictionary"),
     ("negative limit", _set("tools.max_observation_bytes", -1), "tools.max_observation_bytes", "greater than 0"),
     ("infinite timeout", _set("tools.bash_timeout_sec", math.inf), "tools.bash_timeout_sec", "finite number"),
     ("zero turns", _set("workspace.max_turns", 0), "workspace.max_turns", "greater than 0"),
     ("zero token budget", _set("workspace.max_total_tokens", 0), "workspace.max_total_tokens", "greater than 0"),
-    ("temperature range", _set("provider_options.temperature", 2.5), "provider_options.temperature", "less than or equal to 2"),
+    ("temperature range", _set("provider_options.temperature", 2.5), "provider_options.temperature", "or equal to 2"),
     ("top_p range", _set("provider_options.top_p", 1.5), "provider_options.top_p", "less than or equal to 1"),
     ("max_tokens over window", _set("model.max_tokens", 40000), "model.max_tokens", "does not fit the context window"),
     ("missing model id", lambda d: d["model"].pop("id"), "model.id", "required key is missing"),
@@ -106,30 +114,26 @@ MALFORMED = [
     ("key-shaped value anywhere", _set("x_vendor.auth", FAKE_KEY), "x_vendor.auth", "looks like an API key"),
     ("key in *_env", _set("model.api_key_env", FAKE_KEY), "model.api_key_env", "api_key_env"),
     ("url in base_url", _set("model.base_url", "http://localhost:8000/v1"), "model.base_url", "base_url_env"),
-    ("url in base_url_env", _set("model.base_url_env", "http://h:8000/v1"), "model.base_url_env", "not an environment variable name"),
+    ("url in base_url_env", _set("model.base_url_env", "http://h:80/v1"), "model.base_url_env", "not an environment"),
     ("embedded path escape", _embed(path="../etc/passwd"), "resources.embedded[0].path", "escapes the workspace"),
     ("embedded absolute path", _embed(path="/etc/passwd"), "resources.embedded[0].path", "is absolute"),
     ("skills path escape", _set("skills.paths", ["skills/../../x.sh"]), "skills.paths", "escapes the workspace"),
-    ("skill not embedded", _set("skills.paths", ["skills/none.sh"]), "skills.paths[0]", "not the path of a [[resources.embedded]]"),
-    ("duplicate embedded path", lambda d: _embed()(d) or d["resources"]["embedded"].append(d["resources"]["embedded"][0]),
-     "resources.embedded", "listed twice"),  # fmt: skip
+    ("skill not embedded", _set("skills.paths", ["skills/no.sh"]), "skills.paths[0]", "not the path of a [[resources"),
+    ("duplicate embedded path", _both(_embed(), _embed_again), "resources.embedded", "listed twice"),
     ("relative workspace root", _set("workspace.root", "app"), "workspace.root", "not an absolute POSIX path"),
     ("unknown tool", _set("tools.allow", ["bash", "python"]), "tools.allow[1]", "got str 'python'"),
     ("duplicate tool", _set("tools.allow", ["bash", "bash"]), "tools.allow", "listed twice: bash"),
     ("unknown action format", _set("tools.action_format", "xml"), "tools.action_format", "'json' or 'tool_calls'"),
-    ("unknown on_command_error", _set("hooks.on_command_error", "all"), "hooks.on_command_error", "'tail', 'full' or 'none'"),
-    ("template without placeholder", _set("resources.instruction_template", "Do it."), "resources.instruction_template",
-     "must contain the {instruction}"),  # fmt: skip
-    ("template unknown placeholder", _set("resources.instruction_template", "{instruction} in {workdir}"),
-     "resources.instruction_template", "unknown placeholder {workdir}"),  # fmt: skip
-    ("template malformed brace", _set("resources.instruction_template", "{instruction"), "resources.instruction_template",
-     "malformed placeholder"),  # fmt: skip
+    ("unknown error hook", _set("hooks.on_command_error", "all"), "hooks.on_command_error", "'tail', 'full' or 'none'"),
+    ("template without placeholder", _set(TEMPLATE, "Do it."), TEMPLATE, "must contain the {instruction}"),
+    ("template unknown placeholder", _set(TEMPLATE, "{instruction} in {workdir}"), TEMPLATE, "placeholder {workdir}"),
+    ("template malformed brace", _set(TEMPLATE, "{instruction"), TEMPLATE, "malformed placeholder"),
     ("parent without edit", _set("mindforge.parent", "baseline@0.9"), "mindforge.edit", "must record the edit"),
-    ("parent not a ref", _both(_set("mindforge.parent", "baseline"), _set("mindforge.edit", "x")), "mindforge.parent",
-     "not 'name@revision'"),  # fmt: skip
+    ("parent not a ref", _both(_set(PARENT, "b"), _set("mindforge.edit", "x")), PARENT, "not 'name@revision'"),
     ("bad name", _set("mindforge.name", "Base Line"), "mindforge.name", "not a contract name"),
     ("revision with slash", _set("mindforge.revision", "1/2"), "mindforge.revision", "not a revision"),
 ]
+# fmt: on
 
 
 @pytest.mark.parametrize(("mutate", "field", "words"), [c[1:] for c in MALFORMED], ids=[c[0] for c in MALFORMED])
@@ -144,6 +148,7 @@ def test_malformed_contract_names_key_and_reason(mutate, field, words, tmp_path)
     assert info.value.field == field, info.value
     assert words in info.value.reason
     assert str(path) in str(info.value) and field in str(info.value)
+    assert FAKE_KEY not in str(info.value)  # errors never echo a secret
 
 
 def test_secret_check_spares_ordinary_keys():
@@ -257,7 +262,13 @@ def test_shipped_show_tree_skill_runs(tmp_path):
     (tmp_path / "src" / "pkg" / "mod.py").write_text("x = 1\n")
     (tmp_path / ".git").mkdir()
     out = subprocess.run(["bash", str(script), str(tmp_path)], capture_output=True, text=True, check=True).stdout
-    assert out.splitlines() == ["skills/", "  show_tree.sh (%d bytes)" % len(skill.data), "src/", "  pkg/", "    mod.py (6 bytes)"]
+    assert out.splitlines() == [
+        "skills/",
+        f"  show_tree.sh ({len(skill.data)} bytes)",
+        "src/",
+        "  pkg/",
+        "    mod.py (6 bytes)",
+    ]
 
 
 def test_diff_and_text_form():
@@ -266,11 +277,20 @@ def test_diff_and_text_form():
         base,
         revision="1.1.0",
         edit="plan first, fewer turns, terse system prompt",
-        changes={"hooks.plan_first": True, "workspace.max_turns": 20, "resources.system_prompt": "Be terse.\nAct.",
-                 "provider_options.seed": 7},  # fmt: skip
+        changes={
+            "hooks.plan_first": True,
+            "workspace.max_turns": 20,
+            "resources.system_prompt": "Be terse.\nAct.",
+            "provider_options.seed": 7,
+        },  # fmt: skip
     )
     changes = {c.key: c for c in diff_contracts(base, child, include_identity=False)}
-    assert set(changes) == {"hooks.plan_first", "workspace.max_turns", "resources.system_prompt", "provider_options.seed"}
+    assert set(changes) == {
+        "hooks.plan_first",
+        "workspace.max_turns",
+        "resources.system_prompt",
+        "provider_options.seed",
+    }
     assert (changes["workspace.max_turns"].old, changes["workspace.max_turns"].new) == (30, 20)
     assert changes["provider_options.seed"].kind == "added"
     text = format_diff(list(changes.values()))
@@ -375,11 +395,20 @@ def test_cli_show_diff_register(tmp_path):
     native = SHIPPED / "native-tools.toml"
     result = runner.invoke(app, ["show", str(native)])
     assert result.exit_code == 0, result.output
-    for words in ("native-tools@1.0.0", load_contract(native).content_hash, "[tools]", "[hooks]", "skills/show_tree.sh"):
+    for words in (
+        "native-tools@1.0.0",
+        load_contract(native).content_hash,
+        "[tools]",
+        "[hooks]",
+        "skills/show_tree.sh",
+    ):
         assert words in result.output
     result = runner.invoke(app, ["diff", str(BASELINE), str(SHIPPED / "planner.toml"), "--no-identity"])
     assert result.exit_code == 0
-    assert result.output.splitlines() == ["~ hooks.plan_first: false -> true", "~ hooks.verify_before_finish: false -> true"]
+    assert result.output.splitlines() == [
+        "~ hooks.plan_first: false -> true",
+        "~ hooks.verify_before_finish: false -> true",
+    ]
     assert runner.invoke(app, ["diff", str(BASELINE), str(BASELINE)]).output.strip() == "no differences"
     assert runner.invoke(app, ["show", str(tmp_path / "none.toml")]).exit_code == 1
     registry = tmp_path / "reg"

@@ -1,0 +1,52 @@
+"""Shared fixtures: settings in a temporary data dir, the real Docker engine, and the repo paths.
+
+Tests run against the real stack that ``mindforge dev up`` brings up (README's test
+command does that first). No engine is mocked; a missing engine fails the Docker tests
+instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_TASKS = REPO / "tests" / "fixtures" / "tasks"
+BUNDLED_TASKS = REPO / "tasks"
+
+
+@pytest.fixture(scope="session")
+def session_data_dir(tmp_path_factory) -> Path:
+    """A data dir for the whole test session (SQLite file, artifacts)."""
+    return tmp_path_factory.mktemp("mindforge-data")
+
+
+@pytest.fixture(scope="session")
+def settings(session_data_dir):
+    """Settings pointing at the session's data dir, with the image map on."""
+    from mindforge.settings import Settings, get_settings
+
+    os.environ["MINDFORGE_DATA_DIR"] = str(session_data_dir)
+    os.environ["MINDFORGE_IMAGE_MAP_ENABLED"] = "true"
+    get_settings.cache_clear()
+    return get_settings()
+
+
+@pytest.fixture(scope="session")
+def engine_and_map(settings):
+    """The real Docker engine (orphans reaped) and the image map."""
+    from mindforge.runner import open_engine
+
+    return open_engine(settings)
+
+
+@pytest.fixture(scope="session")
+def docker_engine(engine_and_map):
+    return engine_and_map[0]
+
+
+@pytest.fixture(scope="session")
+def image_map(engine_and_map):
+    return engine_and_map[1]
