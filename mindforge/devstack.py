@@ -114,13 +114,26 @@ def _is_root() -> bool:
 
 
 class DockerComponent(Component):
-    """The Docker engine (``dockerd``)."""
+    """The Docker engine (``dockerd``).
+
+    Args:
+        settings: the settings (``data_dir`` holds the pid file and the log).
+        dockerd_argv: the command that starts an engine listening at the address
+            ``DOCKER_HOST`` names (a private engine: its own ``--host``, ``--data-root``,
+            ``--exec-root`` and ``--pidfile``). Default: plain ``dockerd``, which serves
+            the default socket and so is only started when ``DOCKER_HOST`` is unset or
+            names that socket.
+    """
 
     name = "docker"
     #: seconds to wait for a started dockerd to answer
     start_timeout_sec = 60.0
     #: seconds to wait for dockerd to exit after SIGTERM
     stop_timeout_sec = 30.0
+
+    def __init__(self, settings: Settings, dockerd_argv: list[str] | None = None) -> None:
+        super().__init__(settings)
+        self.dockerd_argv = dockerd_argv
 
     @property
     def address(self) -> str:
@@ -166,22 +179,23 @@ class DockerComponent(Component):
     def up(self, say: Say) -> ComponentStatus:
         if self.answers():
             return self.status()
-        if self.address != DEFAULT_DOCKER_SOCKET:
+        if self.dockerd_argv is None and self.address != DEFAULT_DOCKER_SOCKET:
             raise DevStackError(f"DOCKER_HOST={self.address} does not answer; start that engine or unset DOCKER_HOST")
         if not _is_root():
             raise DevStackError("no Docker engine answers and starting dockerd needs root: run `sudo mindforge dev up`")
-        if shutil.which("dockerd") is None:
+        argv = self.dockerd_argv or ["dockerd"]
+        if shutil.which(argv[0]) is None:
             _run_script("install_docker.sh", [], self.settings.data_dir / "logs" / "install_docker.log", say, "installing docker.io")
-        self._start_dockerd(say)
+        self._start_dockerd(argv, say)
         return self.status()
 
-    def _start_dockerd(self, say: Say) -> None:
+    def _start_dockerd(self, argv: list[str], say: Say) -> None:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         say(f"starting dockerd (log: {self.log_file}) ...")
         with self.log_file.open("ab") as log:
             proc = subprocess.Popen(
-                ["dockerd"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         self.pid_file.write_text(json.dumps({"pid": proc.pid, "start": process_start_time(proc.pid)}))
         deadline = time.monotonic() + self.start_timeout_sec

@@ -41,7 +41,7 @@ def _print(rows, as_json: bool) -> None:
         return
     table = Table(title="MindForge dev stack")
     for col in ("component", "address", "answers", "detail"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for r in rows:
         mark = "[green]yes[/]" if r.up else ("[red]no[/]" if r.required else "[yellow]no[/]")
         table.add_row(r.name, r.address, mark, r.detail)

@@ -8,6 +8,8 @@ migrations run from the installed package, without an ``alembic.ini``.
 
 from __future__ import annotations
 
+import fcntl
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +25,11 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 #: how long a SQLite writer waits for a lock before failing, in milliseconds
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+#: Postgres advisory lock key held while migrating ("mindforge" in ASCII, truncated)
+_PG_MIGRATION_LOCK_KEY = 0x6D696E64666F72
+
+_ALEMBIC_LOCK = threading.Lock()
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
@@ -126,19 +133,59 @@ def upgrade_db(url: str, revision: str = "head") -> None:
     """
     engine = make_engine(url)
     try:
-        command.upgrade(alembic_config(engine=engine), revision)
+        _upgrade(engine, revision)
     finally:
         engine.dispose()
 
 
+def _upgrade(engine: Engine, revision: str) -> None:
+    # Alembic's ``context``/``op`` proxies are module globals: one migration per process
+    with _ALEMBIC_LOCK, _migration_lock(engine):
+        command.upgrade(alembic_config(engine=engine), revision)
+
+
+@contextmanager
+def _migration_lock(engine: Engine) -> Iterator[None]:
+    """Serialize migrations of one database across processes (workers and CLI start together).
+
+    Alembic takes no lock itself, and SQLite DDL is not transactional under pysqlite,
+    so two racing upgrades could both try to create the first table.
+    """
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as connection:
+            connection.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": _PG_MIGRATION_LOCK_KEY})
+            try:
+                yield
+            finally:
+                connection.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_MIGRATION_LOCK_KEY})
+        return
+    database = engine.url.database or ""
+    if engine.dialect.name != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
+        yield
+        return
+    with open(f"{database}.migrate.lock", "a") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+
 def init_db(url: str) -> Engine:
-    """Migrate the database at ``url`` to the latest schema and return an engine for it.
+    """Migrate the database at ``url`` to the latest schema and return the engine that did it.
+
+    Works for in-memory SQLite too (``sqlite://``), since the same engine is returned.
 
     Args:
         url: SQLAlchemy database URL.
 
     Returns:
-        A new engine from :func:`make_engine`.
+        A new engine from :func:`make_engine`; dispose of it when done.
     """
-    upgrade_db(url)
-    return make_engine(url)
+    engine = make_engine(url)
+    try:
+        _upgrade(engine, "head")
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine

@@ -99,7 +99,7 @@ class LineageCreate(SQLModel):
         workflow_id: the Temporal workflow id driving the lineage, once known.
     """
 
-    name: str = Field(unique=True, index=True)
+    name: str = Field(unique=True, index=True, min_length=1)
     spec: dict[str, Any] = _json_dict()
     workflow_id: str | None = None
 

@@ -142,7 +142,7 @@ def _from_recorded(trajectory: Trajectory, calls: list[Step], tokenizer: Any | N
     logprobs = [0.0] * len(ids)
     # prompt_{k+1} must start with prompt_k + completion_k; the sequence itself closes the chain
     prompts = [s.metrics.prompt_token_ids for s in calls[1:]] + [ids]
-    for step, next_prompt in zip(calls, prompts):
+    for step, next_prompt in zip(calls, prompts, strict=True):
         m = step.metrics
         start, end = len(m.prompt_token_ids), len(m.prompt_token_ids) + len(m.completion_token_ids)
         if next_prompt[:end] != list(m.prompt_token_ids) + list(m.completion_token_ids):
@@ -183,13 +183,19 @@ def _messages_and_calls(trajectory: Trajectory) -> tuple[list[dict], list[int]]:
         message: dict[str, Any] = {"role": "assistant", "content": _text(step.message)}
         if step.tool_calls:
             message["tool_calls"] = [
-                {"id": c.tool_call_id, "type": "function", "function": {"name": c.function_name, "arguments": c.arguments}}
+                {
+                    "id": c.tool_call_id,
+                    "type": "function",
+                    "function": {"name": c.function_name, "arguments": c.arguments},
+                }
                 for c in step.tool_calls
             ]
         messages.append(message)
         for result in step.observation.results if step.observation else []:
             if result.source_call_id is not None:
-                messages.append({"role": "tool", "tool_call_id": result.source_call_id, "content": _text(result.content)})
+                messages.append(
+                    {"role": "tool", "tool_call_id": result.source_call_id, "content": _text(result.content)}
+                )
             else:
                 messages.append({"role": "user", "content": _text(result.content)})
     return messages, call_positions

@@ -188,3 +188,16 @@ def test_lora_adapters_load_switch_and_unload(server, client, model_dir, tmp_pat
     # and an adapter loads again after the last one was unloaded
     assert httpx.post(f"{url}/load_lora_adapter", json={"lora_name": "rev1", "lora_path": str(ad1)}).status_code == 200
     assert first_top(chat(client, "rev1", max_tokens=1)) == pytest.approx(adapted, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_serves_from_a_subprocess(model_dir: Path) -> None:
+    """``python -m mindforge.policy.server --model tiny`` (what ``mindforge policy serve`` runs) answers."""
+    from mindforge.policy.runner import PolicyServerProcess
+
+    data_dir = model_dir.parents[1]  # <data_dir>/models/tiny, already built by the fixture
+    env = {"MINDFORGE_DATA_DIR": str(data_dir)}
+    with PolicyServerProcess("mindforge.policy.server", ["--model", "tiny", "--device", "cpu"], env=env) as proc:
+        client = openai.OpenAI(base_url=proc.base_url, api_key="unused", max_retries=0, timeout=60)
+        assert [m.id for m in client.models.list().data] == ["tiny"]
+        assert chat(client, "tiny", max_tokens=2).usage.completion_tokens >= 1

@@ -110,14 +110,22 @@ def test_built_in_code_validates_and_sums_final_metrics() -> None:
     ("mutate", "field", "reason"),
     [
         (lambda d: d["steps"][2].update(step_id=7), "", "step ids run 1, 2, 3"),
-        (lambda d: d["steps"][1]["observation"]["results"][0].update(source_call_id="nope"), "steps[1]", "names no tool call"),
+        (
+            lambda d: d["steps"][1]["observation"]["results"][0].update(source_call_id="nope"),
+            "steps[1]",
+            "names no tool call",
+        ),
         (lambda d: d["steps"][0].update(reasoning_content="x"), "steps[0]", "agent-only field"),
         (lambda d: d["steps"][0].update(surprise=1), "steps[0].surprise", "Extra inputs"),
         (lambda d: d["steps"][0].update(source="tool"), "steps[0].source", "Input should be"),
         (lambda d: d["steps"][0].update(timestamp="yesterday"), "steps[0].timestamp", "ISO 8601"),
         (lambda d: d.update(schema_version="ATIF-v2.0"), "schema_version", "unsupported ATIF version"),
         (lambda d: d["agent"].pop("version"), "agent.version", "Field required"),
-        (lambda d: d["steps"][2].update(message=[{"type": "image", "text": "x"}]), "steps[2].message[0]", "has 'source'"),
+        (
+            lambda d: d["steps"][2].update(message=[{"type": "image", "text": "x"}]),
+            "steps[2].message[0]",
+            "has 'source'",
+        ),
         (lambda d: d["steps"][1]["metrics"].update(prompt_tokens=-1), "steps[1].metrics.prompt_tokens", "greater than"),
     ],
 )

@@ -43,7 +43,9 @@ def reference(text: str) -> str:
 def run(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
     f = tmp_path / "orders.csv"
     f.write_text(text)
-    return subprocess.run(["python3", str(PROGRAM), str(f)], capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        ["python3", str(PROGRAM), str(f)], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+    )
 
 
 def check_ok(tmp_path: Path, text: str) -> None:

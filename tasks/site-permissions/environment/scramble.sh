@@ -20,4 +20,5 @@ chmod 000 "About Us.html"
 chmod 644 bin/rebuild.sh
 chmod 755 private/db.conf
 chmod 711 uploads
+chmod 2777 docs private/keys
 chown -h deploy:deploy docs/-notes.txt

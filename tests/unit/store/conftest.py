@@ -96,7 +96,6 @@ def postgres_server() -> Iterator[str]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-
 @pytest.fixture(scope="session")
 def postgres_url_template() -> Iterator[str]:
     """URL template (``{database}`` placeholder) of a Postgres server for this session."""

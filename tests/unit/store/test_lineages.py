@@ -38,6 +38,11 @@ def test_lineage_name_is_unique(engine: Engine) -> None:
         assert len(repo.list_lineages(session=session)) == 1
 
 
+def test_lineage_name_must_not_be_empty() -> None:
+    with pytest.raises(ValueError, match="name"):
+        LineageCreate(name="")
+
+
 def test_update_lineage_and_filter_by_status(engine: Engine, lineage_id: str) -> None:
     with session_scope(engine) as session:
         before = repo.get_lineage(session=session, lineage_id=lineage_id).updated_at

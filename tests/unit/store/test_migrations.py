@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
-from mindforge.store import alembic_config, make_engine, upgrade_db
+from mindforge.store import LineageCreate, alembic_config, init_db, make_engine, session_scope, upgrade_db
+from mindforge.store.lineages import create_lineage, list_lineages
 
 TABLES = {
     "lineages",
@@ -76,3 +78,37 @@ def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(engine: Engine
 def test_alembic_config_needs_a_target() -> None:
     with pytest.raises(ValueError, match="url or an engine"):
         alembic_config()
+
+
+def test_concurrent_upgrades_of_a_fresh_database(db_url: str) -> None:
+    # workers and the CLI may all migrate at start-up: the migration lock serializes them
+    errors: list[BaseException] = []
+
+    def upgrade() -> None:
+        try:
+            upgrade_db(db_url)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=upgrade) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    engine = make_engine(db_url)
+    try:
+        assert set(sa.inspect(engine).get_table_names()) == TABLES | {"alembic_version"}
+    finally:
+        engine.dispose()
+
+
+def test_init_db_in_memory_keeps_its_schema() -> None:
+    engine = init_db("sqlite://")
+    try:
+        with session_scope(engine) as session:
+            create_lineage(session=session, lineage_in=LineageCreate(name="in-memory"))
+        with session_scope(engine) as session:
+            assert [x.name for x in list_lineages(session=session)] == ["in-memory"]
+    finally:
+        engine.dispose()

@@ -42,7 +42,11 @@ def base_model(tiny_model_dir: Path):
 
 
 def render(tokenizer, messages: list[dict], generation_prompt: bool) -> list[int]:
-    return list(tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=True, return_dict=False))
+    return list(
+        tokenizer.apply_chat_template(
+            messages, add_generation_prompt=generation_prompt, tokenize=True, return_dict=False
+        )
+    )
 
 
 def teacher_logprobs(model, prompt: list[int], completion: list[int]) -> list[float]:
@@ -69,8 +73,9 @@ def make_trajectory(tokenizer, base_model) -> TrajectoryBuilder:
     """
     eos = tokenizer.eos_token_id
 
-    def build(turns: list[dict], *, session_id: str = "s1", record: bool = True, system: str = SYSTEM,
-              user: str = USER) -> Trajectory:
+    def build(
+        turns: list[dict], *, session_id: str = "s1", record: bool = True, system: str = SYSTEM, user: str = USER
+    ) -> Trajectory:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         steps = [Step(step_id=1, source="system", message=system), Step(step_id=2, source="user", message=user)]
         for n, turn in enumerate(turns):
@@ -79,7 +84,9 @@ def make_trajectory(tokenizer, base_model) -> TrajectoryBuilder:
             if turn.get("tool"):
                 name, args = turn["tool"]
                 call_id = f"call_{n}"
-                assistant["tool_calls"] = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}]
+                assistant["tool_calls"] = [
+                    {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+                ]
                 tool_calls = [ToolCall(tool_call_id=call_id, function_name=name, arguments=args)]
             prompt = render(tokenizer, messages, True)
             full = render(tokenizer, messages + [assistant], False)
@@ -100,10 +107,21 @@ def make_trajectory(tokenizer, base_model) -> TrajectoryBuilder:
             if turn.get("obs") is not None:
                 source = tool_calls[0].tool_call_id if tool_calls else None
                 observation = Observation(results=[ObservationResult(source_call_id=source, content=turn["obs"])])
-                messages.append({"role": "tool", "tool_call_id": source, "content": turn["obs"]} if source
-                                else {"role": "user", "content": turn["obs"]})
-            steps.append(Step(step_id=len(steps) + 1, source="agent", message=turn["text"], tool_calls=tool_calls,
-                              observation=observation, metrics=metrics))
+                messages.append(
+                    {"role": "tool", "tool_call_id": source, "content": turn["obs"]}
+                    if source
+                    else {"role": "user", "content": turn["obs"]}
+                )
+            steps.append(
+                Step(
+                    step_id=len(steps) + 1,
+                    source="agent",
+                    message=turn["text"],
+                    tool_calls=tool_calls,
+                    observation=observation,
+                    metrics=metrics,
+                )
+            )
         return Trajectory(session_id=session_id, agent=Agent(name="mindforge-test", version="0"), steps=steps)
 
     return build

@@ -52,12 +52,19 @@ def _same(a: dict, b: dict) -> bool:
 
 
 def test_tokens_outside_the_loss_mask_do_not_change_the_gradient(make_trajectory, tokenizer, tiny_model_dir) -> None:
-    traj = make_trajectory([{"text": "Let me look.", "tool": ("bash", {"command": "ls"}), "obs": "a.txt"}, {"text": "Done."}])
+    traj = make_trajectory(
+        [{"text": "Let me look.", "tool": ("bash", {"command": "ls"}), "obs": "a.txt"}, {"text": "Done."}]
+    )
     sample = trajectory_to_sample(traj, 1.0, "g", tokenizer=tokenizer)
     # an observation appended after the last model token, as a sample that ends in a tool result would have
     tail = tokenizer("<|im_start|>user\n<tool_response>\nexit 0\n</tool_response><|im_end|>\n")["input_ids"]
-    base = sample.model_copy(update={"input_ids": sample.input_ids + tail, "loss_mask": sample.loss_mask + [0] * len(tail),
-                                     "rollout_logprobs": sample.rollout_logprobs + [0.0] * len(tail)})
+    base = sample.model_copy(
+        update={
+            "input_ids": sample.input_ids + tail,
+            "loss_mask": sample.loss_mask + [0] * len(tail),
+            "rollout_logprobs": sample.rollout_logprobs + [0.0] * len(tail),
+        }
+    )
     model = _wrapped(tiny_model_dir)
     pad = tokenizer.pad_token_id
     reference = _grads(model, base, 1.3, pad)
@@ -67,7 +74,8 @@ def test_tokens_outside_the_loss_mask_do_not_change_the_gradient(make_trajectory
     changed_obs = base.model_copy(update={"input_ids": sample.input_ids + other_tail})
     assert _same(reference, _grads(model, changed_obs, 1.3, pad))
 
-    noisy = [lp if m else -123.0 + i for i, (lp, m) in enumerate(zip(base.rollout_logprobs, base.loss_mask))]
+    pairs = enumerate(zip(base.rollout_logprobs, base.loss_mask, strict=True))
+    noisy = [lp if m else -123.0 + i for i, (lp, m) in pairs]
     changed_lp = base.model_copy(update={"rollout_logprobs": noisy})
     assert _same(reference, _grads(model, changed_lp, 1.3, pad))
 
@@ -114,7 +122,6 @@ def test_rewarded_completion_becomes_more_likely(trained_adapter, yes_no_samples
     before_yes, before_no = _completion_logp(base, yes), _completion_logp(base, no)
     tuned = PeftModel.from_pretrained(base, str(result.adapter_dir)).eval()
     after_yes, after_no = _completion_logp(tuned, yes), _completion_logp(tuned, no)
-    print(before_yes, after_yes, before_no, after_no, result.losses)
     assert after_yes > before_yes + 0.1
     assert after_no < before_no - 0.1
     assert result.steps == 6 and len(result.losses) == 6
@@ -129,8 +136,14 @@ def test_base_weights_frozen_and_adapter_weights_move(yes_no_samples, tokenizer,
     lora_before = {n: p.detach().clone() for n, p in lora.lora_parameters(model).items()}
     assert all(not p.requires_grad for n, p in model.named_parameters() if "lora_" not in n)
     adv = group_advantages([s.reward for s in yes_no_samples], [s.group_id for s in yes_no_samples])
-    train_steps(model, yes_no_samples, adv, CONFIG.model_copy(update={"max_steps": 2}),
-                pad_id=tokenizer.pad_token_id, device=torch.device("cpu"))
+    train_steps(
+        model,
+        yes_no_samples,
+        adv,
+        CONFIG.model_copy(update={"max_steps": 2}),
+        pad_id=tokenizer.pad_token_id,
+        device=torch.device("cpu"),
+    )
     for name, p in model.named_parameters():
         if "lora_" not in name:
             assert torch.equal(p, base_before[name]), name
@@ -146,8 +159,13 @@ def test_deterministic_on_cpu_and_base_files_untouched(yes_no_samples, tiny_mode
     base_sha = _sha(tiny_model_dir / "model.safetensors")
     config = CONFIG.model_copy(update={"max_steps": 2, "kl_coef": 0.1, "lora_dropout": 0.1})
     seen: list[tuple[int, float, dict]] = []
-    first = train_grpo(tiny_model_dir, yes_no_samples, config, tmp_path / "a",
-                       progress_cb=lambda step, loss, stats: seen.append((step, loss, stats)))
+    first = train_grpo(
+        tiny_model_dir,
+        yes_no_samples,
+        config,
+        tmp_path / "a",
+        progress_cb=lambda step, loss, stats: seen.append((step, loss, stats)),
+    )
     second = train_grpo(tiny_model_dir, yes_no_samples, config, tmp_path / "b")
     assert first.losses == second.losses
     assert _sha(tmp_path / "a" / "adapter_model.safetensors") == _sha(tmp_path / "b" / "adapter_model.safetensors")
@@ -168,7 +186,12 @@ def test_flat_groups_give_no_signal(yes_no_samples, tiny_model_dir, tmp_path) ->
 
 
 def test_parent_adapter_continues_training(trained_adapter, yes_no_samples, tiny_model_dir, tmp_path) -> None:
-    child = train_grpo(tiny_model_dir, yes_no_samples, CONFIG.model_copy(update={"max_steps": 1, "lora_rank": 8}),
-                       tmp_path / "child", parent_adapter=trained_adapter.adapter_dir)
+    child = train_grpo(
+        tiny_model_dir,
+        yes_no_samples,
+        CONFIG.model_copy(update={"max_steps": 1, "lora_rank": 8}),
+        tmp_path / "child",
+        parent_adapter=trained_adapter.adapter_dir,
+    )
     assert child.lora_rank == 4  # the parent's shape wins
     assert child.parent_adapter == trained_adapter.adapter_dir

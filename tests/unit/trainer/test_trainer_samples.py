@@ -34,15 +34,15 @@ def test_recorded_mask_covers_exactly_the_completions(make_trajectory, tokenizer
     assert sample.input_ids == calls[-1].metrics.prompt_token_ids + calls[-1].metrics.completion_token_ids
     spans = _spans(sample.loss_mask)
     assert len(spans) == 3
-    for (start, end), step in zip(spans, calls):
+    for (start, end), step in zip(spans, calls, strict=True):
         assert start == len(step.metrics.prompt_token_ids)
         assert sample.input_ids[start:end] == step.metrics.completion_token_ids
         assert sample.rollout_logprobs[start:end] == step.metrics.logprobs
     # observations (tool responses) and the system/user prompt are outside the mask
-    masked_text = tokenizer.decode([t for t, m in zip(sample.input_ids, sample.loss_mask) if m])
+    masked_text = tokenizer.decode([t for t, m in zip(sample.input_ids, sample.loss_mask, strict=True) if m])
     assert "README.md\nrun.sh" not in masked_text and "exit code 0" not in masked_text
     assert "ls /app" in masked_text  # the model's own tool call is trained on
-    assert all(lp == 0.0 for lp, m in zip(sample.rollout_logprobs, sample.loss_mask) if not m)
+    assert all(lp == 0.0 for lp, m in zip(sample.rollout_logprobs, sample.loss_mask, strict=True) if not m)
     assert sample.input_ids[-1] == tokenizer.eos_token_id
 
 

@@ -1,0 +1,170 @@
+"""GRPO step cost vs its floor: tokens/s and peak memory, same model, same token batch.
+
+Two measurements on one batch of synthetic multi-turn trajectories (prompt, then
+alternating model completions and observations, so the loss mask has several spans):
+
+- ``grpo``: one full optimizer step of :func:`mindforge.trainer.grpo.grpo_step`
+  (log-probs from ``logits_to_keep``, ratio to the rollout log-probs, clip, IcePop
+  masks, optional k3 KL via a second forward with the adapter disabled, gradient
+  normalisation, clipping, AdamW);
+- ``floor``: one plain forward + backward of the same LoRA model on the same token
+  batch (mean cross-entropy over all tokens), no GRPO bookkeeping and no optimizer.
+
+Each runs in its own spawned process so that peak memory is its own: on CPU the
+``ru_maxrss`` rise over the steps (resident set, includes allocator slack); on CUDA
+``torch.cuda.max_memory_allocated`` above the pre-step allocation. Times are medians over
+``--repeats`` steps after ``--warmup``; throughput counts all non-pad tokens of the
+batch. Prints the results and the grpo/floor ratios; asserts nothing.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_grpo.py            # tiny model, CPU or CUDA
+    .venv/bin/python benchmarks/bench_grpo.py --model PATH --batch 8 --seq-len 2048
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import random
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+
+def synthetic_samples(vocab: int, batch: int, seq_len: int, turns: int, seed: int):
+    """``batch`` samples of ``seq_len`` tokens: a prompt, then ``turns`` completion/observation pairs."""
+    from mindforge.trainer.samples import TrainingSample
+
+    rng = random.Random(seed)
+    samples = []
+    for i in range(batch):
+        prompt = seq_len // 4
+        segment = (seq_len - prompt) // (2 * turns)
+        mask = [0] * prompt
+        for _ in range(turns):
+            mask += [1] * segment + [0] * segment
+        mask = (mask + [0] * seq_len)[:seq_len]
+        while mask[-1] == 0:  # end on the last model token, as built samples do
+            mask.pop()
+        ids = [rng.randrange(3, vocab) for _ in mask]
+        samples.append(
+            TrainingSample(
+                sample_id=f"s{i}",
+                group_id=f"g{i // 4}",
+                reward=float(i % 2),
+                input_ids=ids,
+                loss_mask=mask,
+                rollout_logprobs=[0.0] * len(ids),
+                has_rollout_logprobs=False,
+                source="recorded",
+            )
+        )
+    return samples
+
+
+def _peak_mb(device) -> float:
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _measure(mode: str, model_path: str, args: dict) -> dict:
+    import torch
+
+    from mindforge.trainer import grpo, lora
+    from mindforge.trainer.config import TrainerConfig
+
+    torch.manual_seed(0)
+    config = TrainerConfig(
+        lora_rank=args["rank"], batch_size=args["batch"], kl_coef=args["kl_coef"], max_seq_len=args["seq_len"] + 1
+    )
+    device, dtype = lora.pick_device(config.use_bf16)
+    tokenizer = lora.load_tokenizer(Path(model_path))
+    model = lora.wrap_lora(lora.load_base(Path(model_path), device, dtype), config)
+    pad = tokenizer.pad_token_id
+    samples = synthetic_samples(len(tokenizer), args["batch"], args["seq_len"], args["turns"], seed=1)
+    model.eval()
+    samples = grpo.fill_rollout_logprobs(model, samples, pad, device, args["batch"])
+    advantages = grpo.group_advantages([s.reward for s in samples], [s.group_id for s in samples])
+    model.train()
+    optimizer = grpo.make_optimizer(model, config)
+    batch = grpo.collate(samples, advantages, pad, device)
+
+    def floor_step() -> None:
+        model.zero_grad(set_to_none=True)
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        loss = torch.nn.functional.cross_entropy(
+            logits[:, :-1].flatten(0, 1).float(), batch.input_ids[:, 1:].flatten(), reduction="mean"
+        )
+        loss.backward()
+
+    def grpo_step() -> None:
+        grpo.grpo_step(model, optimizer, samples, advantages, config, pad_id=pad, device=device)
+
+    step = grpo_step if mode == "grpo" else floor_step
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    baseline = torch.cuda.memory_allocated() / 2**20 if device.type == "cuda" else _peak_mb(device)
+    times = []
+    for i in range(args["warmup"] + args["repeats"]):
+        sync()
+        began = time.perf_counter()
+        step()
+        sync()
+        if i >= args["warmup"]:
+            times.append(time.perf_counter() - began)
+    tokens = int(batch.attention_mask.sum())
+    median = statistics.median(times)
+    return {
+        "mode": mode,
+        "device": f"{device.type}/{str(dtype).removeprefix('torch.')}",
+        "median_sec": median,
+        "tokens": tokens,
+        "tokens_per_sec": tokens / median,
+        "peak_mem_mb": _peak_mb(device) - baseline,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, help="base model directory (default: build the tiny model)")
+    parser.add_argument("--batch", type=int, default=8, help="trajectories per step")
+    parser.add_argument("--seq-len", type=int, default=512, help="tokens per trajectory")
+    parser.add_argument("--turns", type=int, default=3, help="model turns per trajectory")
+    parser.add_argument("--rank", type=int, default=16, help="LoRA rank")
+    parser.add_argument("--kl-coef", type=float, default=0.0, help="> 0 adds the base-model reference forward")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1)
+    ns = parser.parse_args()
+    args = {k: getattr(ns, k) for k in ("batch", "seq_len", "turns", "rank", "kl_coef", "repeats", "warmup")}
+    with tempfile.TemporaryDirectory() as tmp:
+        model_path = ns.model
+        if model_path is None:
+            from mindforge.policy.tiny import build_tiny_model
+
+            model_path = build_tiny_model(Path(tmp) / "tiny")
+        ctx = mp.get_context("spawn")
+        results = {}
+        for mode in ("floor", "grpo"):
+            with ctx.Pool(1) as pool:
+                results[mode] = pool.apply(_measure, (mode, str(model_path), args))
+    print(f"model={model_path} batch={ns.batch} seq_len={ns.seq_len} turns={ns.turns} rank={ns.rank} "
+          f"kl_coef={ns.kl_coef} repeats={ns.repeats}")
+    print(f"{'mode':<6} {'device':<14} {'median s/step':>14} {'tokens/s':>12} {'peak mem MB':>12}")
+    for r in results.values():
+        print(f"{r['mode']:<6} {r['device']:<14} {r['median_sec']:>14.4f} {r['tokens_per_sec']:>12.0f} "
+              f"{r['peak_mem_mb']:>12.1f}")
+    floor, step = results["floor"], results["grpo"]
+    mem_ratio = step["peak_mem_mb"] / floor["peak_mem_mb"] if floor["peak_mem_mb"] > 0 else float("nan")
+    print(f"ratio grpo/floor: time {step['median_sec'] / floor['median_sec']:.2f}x, "
+          f"throughput {step['tokens_per_sec'] / floor['tokens_per_sec']:.2f}x, peak memory {mem_ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Turn a trial transcript (JSONL events) into an ATIF trajectory (Harbor RFC 0001).
+
+Steps: the system prompt (``system``), the instruction (``user``), then one ``agent``
+step per model reply - its tool call and the observation it got, and its metrics with the
+sampled token ids and log-probabilities when the server returned them - and a ``user``
+step for each message the harness injected (hooks, parse-error notes). Failure class,
+limit and MindForge's ids go under ``extra["mindforge"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mindforge.atif import (
+    MINDFORGE_EXTRA_KEY,
+    Agent,
+    FinalMetrics,
+    Metrics,
+    Observation,
+    ObservationResult,
+    Step,
+    ToolCall,
+    Trajectory,
+)
+from mindforge.agent.actions import tool_schemas
+
+
+def transcript_to_atif(events: list[dict[str, Any]], *, contract: Any, task_id: str, session_id: str = "") -> Trajectory:
+    """Build the trajectory of one trial.
+
+    Args:
+        events: the transcript's events in order (``TranscriptWriter.events``).
+        contract: the HCP contract that drove the trial.
+        task_id: the task's id.
+        session_id: the trajectory's session id (default: ``<task_id>-<contract hash[:12]>``).
+
+    Returns:
+        a valid ATIF trajectory.
+    """
+    steps: list[Step] = []
+    pending_calls: dict[str, ToolCall] = {}
+
+    def add(**kw: Any) -> Step:
+        step = Step(step_id=len(steps) + 1, **kw)
+        steps.append(step)
+        return step
+
+    first = next((e for e in events if e["event"] == "request"), None)
+    if first:
+        for msg in first["messages"]:
+            source = "system" if msg["role"] == "system" else "user"
+            add(timestamp=first["ts"], source=source, message=msg.get("content") or "")
+    last_agent: Step | None = None
+    for ev in events:
+        kind = ev["event"]
+        if kind == "reply":
+            usage = ev.get("usage") or {}
+            last_agent = add(
+                timestamp=ev["ts"],
+                source="agent",
+                model_name=contract.model.adapter or contract.model.id,
+                message=ev.get("content") or "",
+                metrics=Metrics(
+                    prompt_tokens=usage.get("prompt_tokens"),
+                    completion_tokens=usage.get("completion_tokens"),
+                    prompt_token_ids=ev.get("prompt_token_ids"),
+                    completion_token_ids=ev.get("completion_token_ids"),
+                    logprobs=ev.get("logprobs"),
+                    extra={MINDFORGE_EXTRA_KEY: {"finish_reason": ev.get("finish_reason")}},
+                ),
+            )
+            pending_calls = {}
+        elif kind == "action" and last_agent is not None:
+            call = ToolCall(tool_call_id=ev["call_id"] or f"call_{last_agent.step_id}", function_name=ev["tool"], arguments=ev["arguments"])
+            last_agent.tool_calls = [*(last_agent.tool_calls or []), call]
+            pending_calls[call.tool_call_id] = call
+        elif kind == "observation" and last_agent is not None:
+            call_id = ev["call_id"] or f"call_{last_agent.step_id}"
+            result = ObservationResult(source_call_id=call_id if call_id in pending_calls else None, content=ev["content"])
+            results = (last_agent.observation.results if last_agent.observation else []) + [result]
+            last_agent.observation = Observation(results=results)
+        elif kind == "unusable_reply" and last_agent is not None:
+            last_agent.extra = {MINDFORGE_EXTRA_KEY: {"unusable_reply": {"failure_class": ev["failure_class"], "reason": ev["reason"]}}}
+        elif kind == "harness":
+            add(timestamp=ev["ts"], source="user", message=ev["content"], extra={MINDFORGE_EXTRA_KEY: {"harness": True}})
+    end = next((e for e in reversed(events) if e["event"] == "end"), {})
+    agent_steps = [s for s in steps if s.source == "agent"]
+    return Trajectory(
+        session_id=session_id or f"{task_id}-{contract.content_hash[:12]}",
+        agent=Agent(
+            name="mindforge-hcp",
+            version=f"{contract.mindforge.name}@{contract.mindforge.revision}",
+            model_name=contract.model.id,
+            tool_definitions=tool_schemas(list(contract.tools.allow)),
+            extra={MINDFORGE_EXTRA_KEY: {"adapter": contract.model.adapter, "contract_hash": contract.content_hash}},
+        ),
+        steps=steps,
+        final_metrics=FinalMetrics(
+            total_prompt_tokens=end.get("prompt_tokens", 0),
+            total_completion_tokens=end.get("completion_tokens", 0),
+            total_steps=len(steps),
+        ),
+        extra={
+            MINDFORGE_EXTRA_KEY: {
+                "task_id": task_id,
+                "failure_class": end.get("failure_class"),
+                "limit_fired": end.get("limit_fired"),
+                "detail": end.get("detail", ""),
+                "agent_steps": len(agent_steps),
+            }
+        },
+    )

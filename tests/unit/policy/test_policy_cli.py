@@ -1,0 +1,25 @@
+"""``mindforge policy serve`` refuses clearly when the model cannot be had."""
+
+from __future__ import annotations
+
+import huggingface_hub.constants
+import pytest
+from typer.testing import CliRunner
+
+from mindforge.cli.policy import app
+
+
+def test_unreachable_hub_says_so_and_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a closed local port stands for a hub that cannot be reached, on any machine
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")
+    result = CliRunner().invoke(app, ["serve", "--model", "mindforge-tests/not-a-cached-model", "--port", "0"])
+    assert result.exit_code == 2
+    assert (
+        "cannot reach the Hugging Face hub to load mindforge-tests/not-a-cached-model; use --model tiny for the "
+        "offline tiny model that exercises the loop but will not solve tasks"
+    ) in result.output
+
+
+def test_missing_model_directory_exits_2(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["serve", "--model", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "no such model directory" in result.output
