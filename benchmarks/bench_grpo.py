@@ -10,7 +10,7 @@ alternating model completions and observations, so the loss mask has several spa
 - ``floor``: one plain forward + backward of the same LoRA model on the same token
   batch (mean cross-entropy over all tokens), no GRPO bookkeeping and no optimizer.
 
-Each runs in its own spawned process so that peak memory is its own: on CPU the
+Each runs in its own child process so that peak memory is its own: on CPU the
 ``ru_maxrss`` rise over the steps (resident set, includes allocator slack); on CUDA
 ``torch.cuda.max_memory_allocated`` above the pre-step allocation. Times are medians over
 ``--repeats`` steps after ``--warmup``; throughput counts all non-pad tokens of the
@@ -25,13 +25,18 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
+import json
 import random
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
+
+ARG_NAMES = ("batch", "seq_len", "turns", "rank", "kl_coef", "repeats", "warmup")
 
 
 def synthetic_samples(vocab: int, batch: int, seq_len: int, turns: int, seed: int):
@@ -75,6 +80,10 @@ def _peak_mb(device) -> float:
 
 def _measure(mode: str, model_path: str, args: dict) -> dict:
     import torch
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", category=FutureWarning)
 
     from mindforge.trainer import grpo, lora
     from mindforge.trainer.config import TrainerConfig
@@ -131,6 +140,17 @@ def _measure(mode: str, model_path: str, args: dict) -> dict:
     }
 
 
+def _run_child(mode: str, model_path: Path, ns: argparse.Namespace) -> dict:
+    """Measure ``mode`` in a fresh interpreter so its peak memory is its own."""
+    cmd = [sys.executable, __file__, "--child", mode, "--model", str(model_path)]
+    for name in ARG_NAMES:
+        cmd += [f"--{name.replace('_', '-')}", str(getattr(ns, name))]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{mode} measurement failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, help="base model directory (default: build the tiny model)")
@@ -141,29 +161,34 @@ def main() -> None:
     parser.add_argument("--kl-coef", type=float, default=0.0, help="> 0 adds the base-model reference forward")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--child", choices=("floor", "grpo"), help=argparse.SUPPRESS)
     ns = parser.parse_args()
-    args = {k: getattr(ns, k) for k in ("batch", "seq_len", "turns", "rank", "kl_coef", "repeats", "warmup")}
+    if ns.child:
+        print(json.dumps(_measure(ns.child, str(ns.model), {k: getattr(ns, k) for k in ARG_NAMES})))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         model_path = ns.model
         if model_path is None:
             from mindforge.policy.tiny import build_tiny_model
 
             model_path = build_tiny_model(Path(tmp) / "tiny")
-        ctx = mp.get_context("spawn")
-        results = {}
-        for mode in ("floor", "grpo"):
-            with ctx.Pool(1) as pool:
-                results[mode] = pool.apply(_measure, (mode, str(model_path), args))
-    print(f"model={model_path} batch={ns.batch} seq_len={ns.seq_len} turns={ns.turns} rank={ns.rank} "
-          f"kl_coef={ns.kl_coef} repeats={ns.repeats}")
+        results = {mode: _run_child(mode, model_path, ns) for mode in ("floor", "grpo")}
+    print(
+        f"model={model_path} batch={ns.batch} seq_len={ns.seq_len} turns={ns.turns} rank={ns.rank} "
+        f"kl_coef={ns.kl_coef} repeats={ns.repeats}"
+    )
     print(f"{'mode':<6} {'device':<14} {'median s/step':>14} {'tokens/s':>12} {'peak mem MB':>12}")
     for r in results.values():
-        print(f"{r['mode']:<6} {r['device']:<14} {r['median_sec']:>14.4f} {r['tokens_per_sec']:>12.0f} "
-              f"{r['peak_mem_mb']:>12.1f}")
+        print(
+            f"{r['mode']:<6} {r['device']:<14} {r['median_sec']:>14.4f} {r['tokens_per_sec']:>12.0f} "
+            f"{r['peak_mem_mb']:>12.1f}"
+        )
     floor, step = results["floor"], results["grpo"]
     mem_ratio = step["peak_mem_mb"] / floor["peak_mem_mb"] if floor["peak_mem_mb"] > 0 else float("nan")
-    print(f"ratio grpo/floor: time {step['median_sec'] / floor['median_sec']:.2f}x, "
-          f"throughput {step['tokens_per_sec'] / floor['tokens_per_sec']:.2f}x, peak memory {mem_ratio:.2f}x")
+    print(
+        f"ratio grpo/floor: time {step['median_sec'] / floor['median_sec']:.2f}x, "
+        f"throughput {step['tokens_per_sec'] / floor['tokens_per_sec']:.2f}x, peak memory {mem_ratio:.2f}x"
+    )
 
 
 if __name__ == "__main__":

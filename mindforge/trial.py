@@ -104,6 +104,8 @@ class TrialRecord(BaseModel):
         timings: per-phase wall time in seconds.
         prompt_tokens / completion_tokens: totals over all model calls (0 for
             oracle and nop).
+        num_turns: model calls made.
+        worker: where the trial ran (``host/ray-node-id/pid``; "" when in-process).
         artifacts: name -> path of files under the artifact root (agent log,
             verifier stdout, transcript, ...).
     """
@@ -125,6 +127,7 @@ class TrialRecord(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     num_turns: int = 0
+    worker: str = ""
     artifacts: dict[str, str] = Field(default_factory=dict)
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None

@@ -219,7 +219,6 @@ class LineageActivities:
                 ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1, timeout=2.0)
                 for ref in ready:
                     out: dict[str, Any] = ray.get(ref)
-                    out.pop("worker", None)
                     rec = TrialRecord.model_validate(out)
                     await asyncio.to_thread(self._store, inp, rec)
                     ran += 1

@@ -38,15 +38,24 @@ async def connect(settings: Settings) -> Client:
 
 
 def init_ray(address: str) -> None:
-    """Connect to Ray: ``local`` starts an in-process local cluster, anything else is an address."""
+    """Connect to Ray: ``local`` starts an in-process local cluster, anything else is an address.
+
+    The driver's ``MINDFORGE_*`` environment variables travel to the Ray workers in the
+    job's runtime environment, so trials on any node use the same data dir, artifact root
+    and settings as this worker.
+    """
+    import os
+
     import ray
 
     if ray.is_initialized():
         return
+    env = {k: v for k, v in os.environ.items() if k.startswith("MINDFORGE_")}
+    runtime_env = {"env_vars": env} if env else None
     if address == "local":
-        ray.init(include_dashboard=False, log_to_driver=False)
+        ray.init(include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
     else:
-        ray.init(address=address, log_to_driver=False)
+        ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
 
 
 def build_workers(client: Client, acts: LineageActivities, queues: list[str], graceful_shutdown_sec: float) -> list[Worker]:

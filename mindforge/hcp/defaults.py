@@ -17,24 +17,26 @@ finish only when the task is done. Work inside the working directory unless the 
 says otherwise."""
 
 #: the default ``prompts.discovery``; plain text without placeholders: the Discovery
-#: stage appends the examples (tasks the model solves and tasks it fails) after it
+#: stage sends it as the system message and puts the pool summary, the number of tasks
+#: wanted and the exact JSON reply format (``mindforge.discovery.proposal.REPLY_FORMAT``,
+#: kept beside its parser) in the user message
 DEFAULT_DISCOVERY_PROMPT = """\
 You design new terminal tasks for training an agent that works in a Linux container.
-Below are examples of tasks the agent currently solves and tasks it fails. Propose a
-new task that is a little harder than the ones it solves, but still solvable in a few
-dozen shell commands without internet access.
+You are shown the current task pool: the tasks the agent solves, the tasks it fails and
+how its attempts failed. Propose new tasks that are a little harder than the ones it
+solves, but still solvable in a few dozen shell commands without internet access.
 
 A task consists of:
-- instruction: what the agent is told, in plain words, naming every file and output
-  the tests will check;
-- dockerfile: a Dockerfile for the environment (start FROM the same base image as the
-  examples; create any input files the task needs);
-- tests: a bash script test.sh that checks the outcome, exits 0 and writes 1 to
-  /logs/verifier/reward.txt on success, and writes 0 otherwise;
-- solution: a bash script solve.sh that solves the task from the initial state.
+- an instruction: what the agent is told, in plain words, naming every file and output
+  the tests will check, without giving the answer away;
+- a Dockerfile for the environment, starting FROM the allowed base image, with the
+  input files the task needs;
+- tests: a bash script test.sh (optionally with test files beside it, such as a pytest
+  file) that checks the outcome and writes 1 to /logs/verifier/reward.txt on success
+  and 0 otherwise;
+- a reference solution: a bash script solve.sh that solves the task from the initial
+  state.
 
 The tests must fail when the agent does nothing, must pass after the solution runs,
-and must give the same verdict every time. Do not copy an example task.
-Reply with one JSON object with the keys "task_id" (lowercase words joined by
-hyphens), "instruction", "dockerfile", "test_sh", "solve_sh" and "difficulty"
-("easy", "medium" or "hard"), and nothing else."""
+must give the same verdict every time, and must never look at the solution. Do not
+copy a task from the pool. Follow the reply format given at the end exactly."""

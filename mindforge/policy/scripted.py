@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field, ValidationError
 
 from mindforge.errors import InputError

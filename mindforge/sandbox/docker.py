@@ -9,20 +9,18 @@ engine on the same host removes those a dead process left behind.
 
 from __future__ import annotations
 
-import io
 import logging
-import tarfile
 import threading
 import time
 import uuid
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import docker
 import docker.errors
 from docker.utils import kwargs_from_env
 
 from mindforge.errors import InfraError
-from mindforge.sandbox import owner
+from mindforge.sandbox import archive, owner
 from mindforge.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, Sandbox
 from mindforge.sandbox.build import BuildFailed, BuildResult, BuildTimeout, build_task_image
 from mindforge.sandbox.output import EXEC_SCRIPT, cap_bytes, parse_exec_output, split_budget
@@ -334,25 +332,7 @@ class DockerSandbox(Sandbox):
             InfraError: the engine failed.
             FileNotFoundError: ``local_dir`` is not a directory.
         """
-        local_dir = Path(local_dir)
-        if not local_dir.is_dir():
-            raise FileNotFoundError(f"{local_dir}: not a directory")
-        dest = _relative(sandbox_dir)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            entries = sorted(local_dir.rglob("*"))
-            if not entries:
-                # an empty directory still has to appear in the sandbox
-                tar.addfile(_dir_info(str(dest), 0o755))
-            for path in entries:
-                info = tar.gettarinfo(str(path), arcname=str(dest / path.relative_to(local_dir).as_posix()))
-                _as_root(info)
-                if info.isreg():
-                    with path.open("rb") as fh:
-                        tar.addfile(info, fh)
-                else:
-                    tar.addfile(info)
-        self._put_archive(buf.getvalue())
+        self._put_archive(archive.dir_archive(local_dir, sandbox_dir))
 
     def put_file(self, sandbox_path: str, data: bytes, mode: int = 0o644) -> None:
         """See :meth:`Sandbox.put_file` (owned by root).
@@ -360,19 +340,9 @@ class DockerSandbox(Sandbox):
         Raises:
             InfraError: the engine failed.
         """
-        info = tarfile.TarInfo(str(_relative(sandbox_path)))
-        info.size = len(data)
-        info.mode = mode
-        info.mtime = int(time.time())
-        _as_root(info)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.addfile(info, io.BytesIO(data))
-        self._put_archive(buf.getvalue())
+        self._put_archive(archive.file_archive(sandbox_path, data, mode))
 
     def _put_archive(self, data: bytes) -> None:
-        # Entries are relative to "/": the engine creates missing parent directories, and
-        # existing ones (never listed in the archive) keep their owner and mode.
         try:
             self.api.put_archive(self.container_id, "/", data)
         except docker.errors.APIError as exc:
@@ -392,16 +362,12 @@ class DockerSandbox(Sandbox):
         except docker.errors.APIError as exc:
             raise InfraError(f"copy from sandbox {self.container_id[:12]} failed: {exc}") from exc
         if stat.get("size", 0) > max_bytes:
-            for _ in stream:  # drain so the connection can be reused
-                pass
+            stream.close()  # drop the connection rather than read a big file
             raise InfraError(f"{sandbox_path}: {stat['size']} bytes, more than the {max_bytes} allowed")
-        buf = io.BytesIO(b"".join(stream))
-        with tarfile.open(fileobj=buf, mode="r") as tar:
-            member = tar.next()
-            if member is None or not member.isreg():
-                raise InfraError(f"{sandbox_path}: not a regular file in the sandbox")
-            fh = tar.extractfile(member)
-            return fh.read() if fh is not None else b""
+        data = archive.single_file(b"".join(stream))
+        if data is None:
+            raise InfraError(f"{sandbox_path}: not a regular file in the sandbox")
+        return data
 
     # ------------------------------------------------------------------ teardown
 
@@ -424,25 +390,4 @@ class DockerSandbox(Sandbox):
                 logger.warning("removing sandbox %s failed: %s", self.container_id[:12], exc)
             self._closed = True
             return time.monotonic() - start
-
-
-def _relative(sandbox_path: str) -> PurePosixPath:
-    path = PurePosixPath(sandbox_path)
-    if not path.is_absolute() or ".." in path.parts or path == PurePosixPath("/"):
-        raise ValueError(f"sandbox path must be absolute, below /, without '..': {sandbox_path!r}")
-    return path.relative_to("/")
-
-
-def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
-    info.uid = info.gid = 0
-    info.uname = info.gname = "root"
-    return info
-
-
-def _dir_info(name: str, mode: int) -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.type = tarfile.DIRTYPE
-    info.mode = mode
-    info.mtime = int(time.time())
-    return _as_root(info)
 

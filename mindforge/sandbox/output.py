@@ -8,7 +8,7 @@ to files inside the container, waits only for the command's main process, enforc
 timeout there (killing the command's process group), and then prints one header line and
 the head and tail of each file. :func:`parse_exec_output` turns that into stream results.
 
-The script needs ``bash`` (>= 4.3, for ``wait -n``), ``mktemp``, ``sleep``, ``wc``,
+The script needs ``bash``, ``mktemp``, ``sleep``, ``kill``, ``wc``,
 ``head`` and ``tail`` in the image: coreutils or busybox.
 """
 
@@ -20,8 +20,10 @@ from dataclasses import dataclass
 HEADER_TAG = b"MFEXEC1"
 
 # Arguments: $1 command, $2 timeout (seconds, decimal), $3 head bytes, $4 tail bytes.
-# `set -m` puts each background job in its own process group, so the timeout can kill the
-# command with everything it spawned (except processes that called setsid themselves).
+# `set -m` puts each background job in its own process group, so the watchdog can kill the
+# command with everything it spawned (except processes that called setsid themselves), and
+# the script can kill the watchdog (a subshell and its sleep) as one group. `wait PID` (not
+# `wait -n`) because a job that ends before the wait starts is still reported by PID.
 # The command's stdin is /dev/null and its output goes to files: a process it leaves in
 # the background holds those files, never the exec's stream, so the exec ends when the
 # main process does. Exit status 125 without a header: the script itself failed.
@@ -30,19 +32,12 @@ d=$(mktemp -d "/tmp/.mindforge-exec.XXXXXX") || exit 125
 set -m
 bash -c "$1" </dev/null >"$d/o" 2>"$d/e" &
 p=$!
-sleep "$2" </dev/null >/dev/null 2>&1 &
+( sleep "$2"; : >"$d/t"; kill -KILL -- "-$p" ) </dev/null >/dev/null 2>&1 &
 w=$!
-wait -n 2>/dev/null
-if kill -0 "$p" 2>/dev/null; then
-  kill -KILL -- "-$p" 2>/dev/null
-  wait "$p" 2>/dev/null
-  rc=timeout
-else
-  kill "$w" 2>/dev/null
-  wait "$p" 2>/dev/null
-  rc=$?
-  wait "$w" 2>/dev/null
-fi
+wait "$p" 2>/dev/null
+rc=$?
+kill -KILL -- "-$w" 2>/dev/null
+[ -e "$d/t" ] && rc=timeout
 set +m
 so=$(wc -c <"$d/o" 2>/dev/null); so=${so:-0}
 se=$(wc -c <"$d/e" 2>/dev/null); se=${se:-0}

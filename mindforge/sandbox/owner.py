@@ -28,8 +28,9 @@ def process_start_time(pid: int) -> str | None:
         pid: the process id.
 
     Returns:
-        Field 22 of ``/proc/<pid>/stat`` as text, or None when no such process exists
-        (or ``/proc`` is not there).
+        Field 22 of ``/proc/<pid>/stat`` as text, or None when no such process runs: it
+        does not exist, it has exited and waits to be reaped (a zombie), or ``/proc`` is
+        not there.
     """
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -37,7 +38,9 @@ def process_start_time(pid: int) -> str | None:
         return None
     # the command name (field 2) may hold spaces and parentheses: split after the last ')'
     fields = stat[stat.rfind(")") + 2 :].split()
-    return fields[19] if len(fields) > 19 else None
+    if len(fields) <= 19 or fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
 
 
 def can_check_owners() -> bool:

@@ -14,11 +14,12 @@ Repository modules: :mod:`~mindforge.store.lineages` (lineages, generations),
 audits), :mod:`~mindforge.store.search` (search jobs, candidates).
 """
 
+from mindforge.hcp.registry import ContractImmutableError
 from mindforge.store.engine import alembic_config, init_db, make_engine, session_scope, upgrade_db
 from mindforge.store.errors import (
     AdapterImmutableError,
     AlreadyExistsError,
-    ContractImmutableError,
+    ContractIdentityError,
     NotFoundError,
     StoreError,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "Audit",
     "AuditOwner",
     "Contract",
+    "ContractIdentityError",
     "ContractImmutableError",
     "Generation",
     "Lineage",

@@ -113,7 +113,7 @@ def alembic_config(url: str | None = None, *, engine: Engine | None = None) -> C
     """
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.set_main_option("version_path_separator", "os")
+    config.set_main_option("path_separator", "os")
     if engine is None:
         if url is None:
             raise ValueError("alembic_config needs a url or an engine")

@@ -1,4 +1,8 @@
-"""Named store errors, one per failure mode (mapped to non-retryable activity errors)."""
+"""Named store errors, one per failure mode (mapped to non-retryable activity errors).
+
+Contract immutability uses :class:`mindforge.hcp.ContractImmutableError`, the rule the
+file registry applies too; it is re-exported by :mod:`mindforge.store`.
+"""
 
 from __future__ import annotations
 
@@ -27,10 +31,12 @@ class AlreadyExistsError(StoreError):
     """Creating a row whose unique key is taken (a lineage name, a generation index)."""
 
 
-class ContractImmutableError(StoreError):
-    """A contract ``name@revision`` is already registered with different content.
+class ContractIdentityError(StoreError):
+    """A contract hash is registered under another ``name@revision`` or parent than the one given.
 
-    A registered contract revision never changes: derive a new revision instead.
+    The hash covers the whole contract, ``[mindforge]`` section included, so this means
+    the caller's arguments disagree with the contract they describe. (Re-registering
+    ``name@revision`` with other content is :class:`mindforge.hcp.ContractImmutableError`.)
     """
 
 

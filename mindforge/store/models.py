@@ -294,6 +294,7 @@ class Trial(SQLModel, table=True):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     num_turns: int = 0
+    worker: str = ""
     artifacts: dict[str, str] = _json_dict()
     started_at: datetime = Field(sa_type=UTCDateTime)
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
+from mindforge.hcp.io import dump_contract
+from mindforge.hcp.model import HCPContract
+from mindforge.hcp.registry import check_registration, parse_ref
 from mindforge.store._insert import insert_ignore
-from mindforge.store.errors import AdapterImmutableError, ContractImmutableError
+from mindforge.store.errors import AdapterImmutableError, ContractIdentityError, NotFoundError
 from mindforge.store.models import AdapterRevision, AdapterRevisionCreate, Contract
 
 
@@ -41,8 +44,9 @@ def register_contract(
         The stored contract.
 
     Raises:
-        ContractImmutableError: ``name@revision`` is registered with another hash, or
-            this hash is registered under another identity or parent.
+        mindforge.hcp.ContractImmutableError: ``name@revision`` is registered with
+            another hash (the rule of :func:`mindforge.hcp.check_registration`).
+        ContractIdentityError: this hash is registered under another identity or parent.
         sqlalchemy.exc.IntegrityError: ``parent_hash`` is not registered.
     """
     row = Contract(
@@ -50,20 +54,50 @@ def register_contract(
     )
     # the insert skips on either key (hash or name@revision); the checks below tell which
     insert_ignore(session, row)
+    same_ref = get_contract_by_name(session=session, name=name, revision=revision)
+    if same_ref is not None:
+        check_registration(f"{name}@{revision}", content_hash, same_ref.hash, where="store table contracts")
     stored = session.get(Contract, content_hash)
-    if stored is None:
-        other = get_contract_by_name(session=session, name=name, revision=revision)
-        held = other.hash if other is not None else "?"
-        raise ContractImmutableError(
-            f"contract {name}@{revision} is registered with hash {held}, not {content_hash}: "
-            "a registered revision never changes, derive a new revision"
-        )
-    if (stored.name, stored.revision, stored.parent_hash) != (name, revision, parent_hash):
-        raise ContractImmutableError(
-            f"contract hash {content_hash} is registered as {stored.name}@{stored.revision} "
-            f"(parent {stored.parent_hash}), not {name}@{revision} (parent {parent_hash})"
+    if stored is None or (stored.name, stored.revision, stored.parent_hash) != (name, revision, parent_hash):
+        held = "nothing" if stored is None else f"{stored.name}@{stored.revision} (parent {stored.parent_hash})"
+        raise ContractIdentityError(
+            f"contract hash {content_hash} is registered as {held}, not {name}@{revision} (parent {parent_hash})"
         )
     return stored
+
+
+def register_hcp_contract(*, session: Session, contract: HCPContract) -> Contract:
+    """Register a loaded HCP contract: identity, parent, edit, hash and TOML taken from it.
+
+    Args:
+        session: the unit of work.
+        contract: the contract; its parent (``[mindforge].parent``), if any, must be
+            registered first.
+
+    Returns:
+        The stored contract.
+
+    Raises:
+        NotFoundError: the parent ``name@revision`` is not registered.
+        mindforge.hcp.ContractImmutableError: ``name@revision`` is registered with
+            other content.
+    """
+    parent_hash = None
+    if contract.mindforge.parent:
+        parent_name, parent_revision = parse_ref(contract.mindforge.parent)
+        parent = get_contract_by_name(session=session, name=parent_name, revision=parent_revision)
+        if parent is None:
+            raise NotFoundError("contract", contract.mindforge.parent)
+        parent_hash = parent.hash
+    return register_contract(
+        session=session,
+        name=contract.mindforge.name,
+        revision=contract.mindforge.revision,
+        content_hash=contract.content_hash,
+        toml_text=dump_contract(contract),
+        parent_hash=parent_hash,
+        edit=contract.mindforge.edit,
+    )
 
 
 def get_contract(*, session: Session, content_hash: str) -> Contract | None:

@@ -123,7 +123,10 @@ def per_token_logps(
     targets = input_ids[:, first:]
     # one row at a time in float32: exact enough for probability ratios, and the peak is
     # one row's (L, vocab) float copy rather than the batch's
-    logps = torch.stack(
-        [selective_log_softmax(logits[b, :-1, :].float(), targets[b]) for b in range(input_ids.shape[0])]
+    logps = torch.cat(
+        [
+            selective_log_softmax(logits[b : b + 1, :-1, :].float(), targets[b : b + 1])
+            for b in range(input_ids.shape[0])
+        ]
     )
     return torch.nn.functional.pad(logps, (first, 0), value=0.0)

@@ -117,6 +117,17 @@ def test_seeded_sampling_repeats(client) -> None:
     assert other != runs[0]
 
 
+def test_stop_string_cuts_the_reply(client) -> None:
+    full = chat(client, "tiny", max_tokens=12, temperature=1.0, seed=5)
+    entries = full.choices[0].logprobs.content
+    stop = next(e.token for e in entries[3:] if e.token.strip() and "\ufffd" not in e.token)
+    text = full.choices[0].message.content
+    cut = chat(client, "tiny", max_tokens=12, temperature=1.0, seed=5, stop=[stop])
+    assert cut.choices[0].finish_reason == "stop"
+    assert cut.choices[0].message.content == text[: text.find(stop)]
+    assert cut.usage.completion_tokens < full.usage.completion_tokens
+
+
 def test_tools_and_tool_messages_reach_the_template(client, tokenizer) -> None:
     tools = [{"type": "function", "function": {"name": "bash", "description": "Run a command.", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]
     messages = [

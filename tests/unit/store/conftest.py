@@ -107,19 +107,25 @@ def postgres_url_template() -> Iterator[str]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """URL of an empty database: a SQLite file in a directory that does not exist yet, or a new Postgres database."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'state' / 'mindforge.db'}"
+        yield f"sqlite:///{tmp_path / 'state' / 'mindforge.db'}"
+        return
     template: str = request.getfixturevalue("postgres_url_template")
     name = f"test_{next(_database_numbers)}"
+    _admin_sql(template, f"CREATE DATABASE {name}")
+    yield template.format(database=name)
+    _admin_sql(template, f"DROP DATABASE {name} WITH (FORCE)")  # keeps the throwaway cluster small
+
+
+def _admin_sql(template: str, sql: str) -> None:
     admin = sa.create_engine(template.format(database="postgres"), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as connection:
-            connection.exec_driver_sql(f"CREATE DATABASE {name}")
+            connection.exec_driver_sql(sql)
     finally:
         admin.dispose()
-    return template.format(database=name)
 
 
 @pytest.fixture

@@ -6,10 +6,14 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from mindforge.hcp import derive, load_contract, loads_contract
+from mindforge.settings import REPO_ROOT
 from mindforge.store import (
     AdapterImmutableError,
     AdapterRevisionCreate,
+    ContractIdentityError,
     ContractImmutableError,
+    NotFoundError,
     session_scope,
 )
 from mindforge.store import registry as repo
@@ -51,7 +55,7 @@ def test_register_contract_is_idempotent_and_keeps_lineage(engine: Engine, linea
 
 
 def test_same_name_and_revision_with_other_content_raises(engine: Engine, lineage_id: str) -> None:
-    expected = r"baseline@1\.0\.0 is registered with hash c0c0"
+    expected = r"baseline@1\.0\.0 is already registered with content hash c0c0"
     with pytest.raises(ContractImmutableError, match=expected), session_scope(engine) as session:
         repo.register_contract(
             session=session, name="baseline", revision="1.0.0", content_hash=CHILD, toml_text="changed = true\n"
@@ -62,10 +66,27 @@ def test_same_name_and_revision_with_other_content_raises(engine: Engine, lineag
 
 def test_same_hash_under_other_identity_raises(engine: Engine, lineage_id: str) -> None:
     with (
-        pytest.raises(ContractImmutableError, match=r"registered as baseline@1\.0\.0"),
+        pytest.raises(ContractIdentityError, match=r"registered as baseline@1\.0\.0"),
         session_scope(engine) as session,
     ):
         repo.register_contract(session=session, name="other", revision="2.0.0", content_hash=ROOT, toml_text="")
+
+
+def test_register_hcp_contract_links_parent_by_ref(engine: Engine) -> None:
+    baseline = load_contract(REPO_ROOT / "hcp_contracts" / "baseline.toml")
+    child = derive(baseline, revision="9.9.9", edit="plan before acting", changes={"hooks.plan_first": True})
+    with pytest.raises(NotFoundError, match=baseline.ref), session_scope(engine) as session:
+        repo.register_hcp_contract(session=session, contract=child)  # parent not registered yet
+    with session_scope(engine) as session:
+        root = repo.register_hcp_contract(session=session, contract=baseline)
+        stored = repo.register_hcp_contract(session=session, contract=child)
+    with session_scope(engine) as session:
+        assert (stored.hash, stored.parent_hash, stored.edit) == (child.content_hash, root.hash, "plan before acting")
+        assert loads_contract(stored.toml_text).content_hash == child.content_hash
+        assert repo.register_hcp_contract(session=session, contract=child).hash == stored.hash
+    changed = derive(baseline, revision="9.9.9", edit="other edit", changes={"hooks.verify_before_finish": True})
+    with pytest.raises(ContractImmutableError), session_scope(engine) as session:
+        repo.register_hcp_contract(session=session, contract=changed)
 
 
 def test_contract_parent_must_be_registered(engine: Engine) -> None:

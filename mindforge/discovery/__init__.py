@@ -1,0 +1,86 @@
+"""Discovery: the current pair proposes new tasks; only validated ones join the pool.
+
+Steps (DESIGN.md, "One generation = three stages"):
+
+1. :func:`~mindforge.discovery.proposal.request_proposals` - the contract's discovery
+   prompt plus a pool summary asks for K tasks in a strict JSON format; malformed
+   proposals are rejected with the reason.
+2. :func:`~mindforge.discovery.materialise.materialise` writes each proposal as a native
+   task directory in a staging area; :func:`~mindforge.discovery.admission.check_proposal`
+   runs the static checks (duplicates, tests reading the solution, the answer in the
+   instruction), task validation and the difficulty estimate.
+3. :func:`~mindforge.discovery.admission.assign_splits` and
+   :func:`~mindforge.discovery.admission.admit_to_store` give admitted tasks a split and
+   register them with provenance.
+
+:func:`~mindforge.discovery.run.run_discovery` runs all three in-process.
+"""
+
+from mindforge.discovery.admission import (
+    admit_to_store,
+    assign_splits,
+    check_proposal,
+    discovered_dir,
+    estimate_difficulty,
+    make_provenance,
+    unique_task_id,
+)
+from mindforge.discovery.checks import SIMILARITY_THRESHOLD, PoolIndex, static_checks
+from mindforge.discovery.materialise import DiscoveredTaskLimits, materialise, move_task_dir
+from mindforge.discovery.proposal import (
+    DiscoveryEndpointError,
+    PoolSummary,
+    ProposalOutcome,
+    TaskHead,
+    parse_proposals,
+    render_proposal_prompt,
+    request_proposals,
+    summarise_pool,
+)
+from mindforge.discovery.records import (
+    AdmittedTask,
+    DifficultyEstimate,
+    DiscoveryRecord,
+    PairInfo,
+    ProposalVerdict,
+    Rejection,
+    RejectReason,
+)
+from mindforge.discovery.run import DiscoveryConfig, run_discovery
+from mindforge.discovery.schema import DEFAULT_RULES, ProposalRules, TaskProposal
+
+__all__ = [
+    "DEFAULT_RULES",
+    "SIMILARITY_THRESHOLD",
+    "AdmittedTask",
+    "DifficultyEstimate",
+    "DiscoveredTaskLimits",
+    "DiscoveryConfig",
+    "DiscoveryEndpointError",
+    "DiscoveryRecord",
+    "PairInfo",
+    "PoolIndex",
+    "PoolSummary",
+    "ProposalOutcome",
+    "ProposalRules",
+    "ProposalVerdict",
+    "RejectReason",
+    "Rejection",
+    "TaskHead",
+    "TaskProposal",
+    "admit_to_store",
+    "assign_splits",
+    "check_proposal",
+    "discovered_dir",
+    "estimate_difficulty",
+    "make_provenance",
+    "materialise",
+    "move_task_dir",
+    "parse_proposals",
+    "render_proposal_prompt",
+    "request_proposals",
+    "run_discovery",
+    "static_checks",
+    "summarise_pool",
+    "unique_task_id",
+]

@@ -1,0 +1,279 @@
+"""The resumable state of a configuration search, and what one step plans and observes.
+
+Everything here is small, JSON-serialisable pydantic data: the state is what a search
+job commits after each step (``SearchJob.state``) and what a Temporal workflow may carry.
+Cells and solved tasks are keyed by list indices (``"<task index>:<candidate index>"``)
+rather than hashes to keep the state small; tasks and candidates are only ever appended.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from mindforge.search.candidates import Candidate
+from mindforge.search.edits import Edit
+from mindforge.search.proposals import PromptRequest
+
+StopReason = Literal["budget_attempts", "budget_tokens", "budget_time", "full_coverage", "no_candidates"]
+Strategy = Literal["adaptive", "random"]
+
+
+class SearchBudget(BaseModel):
+    """Limits of one search; at least one must be set.
+
+    Attributes:
+        max_attempts: trials (attempts) in all.
+        max_tokens: prompt + completion tokens over all trials.
+        max_wall_sec: wall-clock seconds spent running steps.
+    """
+
+    max_attempts: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_wall_sec: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> SearchBudget:
+        if self.max_attempts is None and self.max_tokens is None and self.max_wall_sec is None:
+            raise ValueError("a search budget needs max_attempts, max_tokens or max_wall_sec")
+        return self
+
+
+class SearchConfig(BaseModel):
+    """How the search allocates attempts.
+
+    Attributes:
+        seed: seed of every random draw (with the step index).
+        strategy: ``adaptive`` (Thompson sampling with audit-guided priors and cluster
+            sharing, plus composed and refined candidates) or ``random`` (uniform over
+            the single operator edits; a baseline for benchmarks).
+        cells_per_step: cells (attempts) planned per step.
+        max_attempts_per_cell: attempts of one task under one candidate (adaptive).
+        max_candidates: candidates a search may create in all.
+        compose_top: the best winners combined pairwise into new candidates.
+        probe_attempts: attempts a candidate needs to be judged at all; the budget must
+            allow two candidates' worth or the search is refused.
+        max_prompt_proposals: model-proposed prompt edits asked for in all.
+        prompt_every_steps: steps between prompt proposal requests.
+        prior_strength: pseudo-attempts of the audit-guided prior of a cell.
+        cluster_weight / global_weight: weight of one attempt of the candidate on another
+            task of the same cluster / of another cluster in a cell's posterior.
+        edit_keys: restrict the operator edits to these keys (None = all).
+    """
+
+    seed: int = 0
+    strategy: Strategy = "adaptive"
+    cells_per_step: int = Field(default=16, ge=1)
+    max_attempts_per_cell: int = Field(default=5, ge=1)
+    max_candidates: int = Field(default=64, ge=2)
+    compose_top: int = Field(default=4, ge=0)
+    probe_attempts: int = Field(default=3, ge=1)
+    max_prompt_proposals: int = Field(default=2, ge=0)
+    prompt_every_steps: int = Field(default=5, ge=1)
+    prior_strength: float = Field(default=2.0, gt=0)
+    cluster_weight: float = Field(default=0.5, ge=0)
+    global_weight: float = Field(default=0.1, ge=0)
+    edit_keys: list[str] | None = None
+
+
+class CostEstimate(BaseModel):
+    """Average cost of one attempt, from the base evaluation (used before any search data)."""
+
+    tokens_per_attempt: float = Field(default=0.0, ge=0)
+    wall_sec_per_attempt: float = Field(default=0.0, ge=0)
+
+
+class SearchTask(BaseModel):
+    """A task that still failed after the base evaluation, with its audit.
+
+    Attributes:
+        task_hash / task_id: the task.
+        cluster: ``owner:rule`` of its audit; tasks of a cluster share evidence.
+        rule / owner / failure_class: the audit verdict.
+        hints: exact clues from the evidence, as edit tags (``tool:read_file``).
+        limits_fired: limits that fired in the audited trial.
+        detail: one line of evidence.
+    """
+
+    task_hash: str
+    task_id: str
+    cluster: str
+    rule: str
+    owner: str
+    failure_class: str = ""
+    hints: list[str] = Field(default_factory=list)
+    limits_fired: list[str] = Field(default_factory=list)
+    detail: str = Field(default="", max_length=300)
+
+
+class CellStats(BaseModel):
+    """Attempts of one task under one candidate.
+
+    Attributes:
+        attempts: trials observed (all, including ones without a real reward).
+        usable: trials with a real reward.
+        successes: trials with the full reward.
+    """
+
+    attempts: int = 0
+    usable: int = 0
+    successes: int = 0
+
+
+class Spent(BaseModel):
+    """What the search consumed: attempts, tokens (prompt + completion), wall seconds."""
+
+    attempts: int = 0
+    tokens: int = 0
+    wall_sec: float = 0.0
+
+
+class SearchState(BaseModel):
+    """Everything needed to plan the next step; see :mod:`mindforge.search.allocator`.
+
+    Attributes:
+        job_id: the search job (part of every trial id).
+        step: index of the next step to plan.
+        root_toml: the search root contract, as TOML.
+        root_hash: its content hash.
+        budget / config / cost: limits, allocation settings, per-attempt cost estimate.
+        tasks: the failing tasks, in a fixed order.
+        candidates: candidates added so far (each once), in order.
+        cells: ``"<task index>:<candidate index>"`` -> stats.
+        solved: task index (as text) -> index of the first candidate that solved it.
+        spent: consumption so far.
+        curve: ``[attempts spent, tasks covered]`` after each step, from ``[0, 0]``.
+        prompt_requests: prompt proposals asked for so far.
+        rejected: counts of refused candidates and proposals, by reason.
+        stop_reason: why the search stopped, once it has.
+    """
+
+    job_id: str
+    step: int = 0
+    root_toml: str
+    root_hash: str
+    budget: SearchBudget
+    config: SearchConfig = Field(default_factory=SearchConfig)
+    cost: CostEstimate = Field(default_factory=CostEstimate)
+    tasks: list[SearchTask]
+    candidates: list[Candidate] = Field(default_factory=list)
+    cells: dict[str, CellStats] = Field(default_factory=dict)
+    solved: dict[str, int] = Field(default_factory=dict)
+    spent: Spent = Field(default_factory=Spent)
+    curve: list[tuple[int, int]] = Field(default_factory=lambda: [(0, 0)])
+    prompt_requests: int = 0
+    rejected: dict[str, int] = Field(default_factory=dict)
+    stop_reason: StopReason | None = None
+
+    @property
+    def done(self) -> bool:
+        """True once the search has stopped."""
+        return self.stop_reason is not None
+
+    def cell(self, task: int, candidate: int) -> CellStats:
+        """The stats of a cell (zeros when never attempted)."""
+        return self.cells.get(f"{task}:{candidate}", CellStats())
+
+    @property
+    def covered(self) -> int:
+        """Failing tasks solved by at least one candidate (cumulative coverage)."""
+        return len(self.solved)
+
+
+class PlannedCell(BaseModel):
+    """One attempt to run: a task under a candidate contract.
+
+    Attributes:
+        trial_id: deterministic (:func:`search_trial_id`), so a re-planned step finds
+            the trials it already stored.
+        task_hash / task_id: the task.
+        contract_hash: the candidate contract.
+        attempt: the cell's attempt index (0-based, over the whole search).
+    """
+
+    trial_id: str
+    task_hash: str
+    task_id: str
+    contract_hash: str
+    attempt: int
+
+
+class StepPlan(BaseModel):
+    """What one step runs.
+
+    Attributes:
+        step: the step index.
+        cells: attempts to run (register ``new_candidates`` first).
+        new_candidates: candidates first used by this step; register every contract of
+            their chains (:func:`mindforge.search.candidates.materialize_chain`).
+        prompt_requests: model-proposed prompt edits to ask for; return accepted edits
+            in :attr:`StepResults.prompt_edits`.
+        stop_reason: set when the search stops instead (``cells`` is then empty).
+    """
+
+    step: int
+    cells: list[PlannedCell] = Field(default_factory=list)
+    new_candidates: list[Candidate] = Field(default_factory=list)
+    prompt_requests: list[PromptRequest] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+
+
+class CellResult(BaseModel):
+    """The outcome of one planned cell (build it with ``cell_result_from_record``).
+
+    Attributes:
+        trial_id / task_hash / contract_hash / attempt: as planned.
+        reward: the verifier reward, None when there is no real reward.
+        usable: the reward is real (``mindforge.audit.usable_for_search``).
+        tokens: prompt + completion tokens.
+        wall_sec: the trial's wall time, seconds.
+    """
+
+    trial_id: str
+    task_hash: str
+    contract_hash: str
+    attempt: int
+    reward: float | None = None
+    usable: bool = True
+    tokens: int = 0
+    wall_sec: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        """A usable full reward."""
+        return self.usable and self.reward is not None and self.reward >= 1.0
+
+
+class StepResults(BaseModel):
+    """What the caller observed for one step.
+
+    Attributes:
+        step: the step index (must be the state's).
+        results: outcomes of the planned cells (cells left out are re-planned later).
+        prompt_edits: accepted model-proposed prompt edits.
+        prompt_rejections: reasons of rejected proposals.
+        wall_sec: wall-clock seconds the step took; None = the sum of the trials'.
+    """
+
+    step: int
+    results: list[CellResult] = Field(default_factory=list)
+    prompt_edits: list[Edit] = Field(default_factory=list)
+    prompt_rejections: list[str] = Field(default_factory=list)
+    wall_sec: float | None = None
+
+
+def search_trial_id(job_id: str, task_hash: str, contract_hash: str, attempt: int) -> str:
+    """The deterministic trial id of one attempt of a search cell.
+
+    The step is deliberately not part of the id: a cell's attempt index counts over the
+    whole search, so (job, task, contract, attempt) is unique, and an attempt planned
+    but not observed before a crash keeps its id when it is planned again in a later
+    step, finding the stored trial instead of running it twice.
+
+    Returns:
+        ``"s-"`` and 40 hex characters of a sha256 over the parts.
+    """
+    digest = hashlib.sha256(f"{job_id}|{task_hash}|{contract_hash}|{attempt}".encode()).hexdigest()
+    return f"s-{digest[:40]}"

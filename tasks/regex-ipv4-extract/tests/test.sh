@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Verifier entry point: run the checks; reward 1 when all pass, else 0.
+mkdir -p /logs/verifier
+if PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -rA --noconftest -p no:cacheprovider /tests/test_outputs.py; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
