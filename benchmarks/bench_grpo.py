@@ -10,9 +10,11 @@ alternating model completions and observations, so the loss mask has several spa
 - ``floor``: one plain forward + backward of the same LoRA model on the same token
   batch (mean cross-entropy over all tokens), no GRPO bookkeeping and no optimizer.
 
-Each runs in its own child process so that peak memory is its own: on CPU the
-``ru_maxrss`` rise over the steps (resident set, includes allocator slack); on CUDA
-``torch.cuda.max_memory_allocated`` above the pre-step allocation. Times are medians over
+Step times are measured in one child process with the two modes interleaved (so load
+from other processes hits both alike); peak memory in one child process per mode, so
+that it is its own: on CPU the ``ru_maxrss`` rise over the steps (resident set,
+includes allocator slack); on CUDA ``torch.cuda.max_memory_allocated`` above the
+pre-step allocation. Times are medians over
 ``--repeats`` steps after ``--warmup``; throughput counts all non-pad tokens of the
 batch. Prints the results and the grpo/floor ratios; asserts nothing.
 
@@ -78,7 +80,8 @@ def _peak_mb(device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def _measure(mode: str, model_path: str, args: dict) -> dict:
+def _setup(model_path: str, args: dict):
+    """Load the LoRA model and the batch; return ``(steps, device, dtype, tokens)``."""
     import torch
     from transformers.utils import logging as hf_logging
 
@@ -115,39 +118,53 @@ def _measure(mode: str, model_path: str, args: dict) -> dict:
     def grpo_step() -> None:
         grpo.grpo_step(model, optimizer, samples, advantages, config, pad_id=pad, device=device)
 
-    step = grpo_step if mode == "grpo" else floor_step
+    return {"floor": floor_step, "grpo": grpo_step}, device, dtype, int(batch.attention_mask.sum())
+
+
+def _child_timing(model_path: str, args: dict) -> dict:
+    """Median step time of both modes, interleaved so that load from other processes hits both alike."""
+    import torch
+
+    steps, device, dtype, tokens = _setup(model_path, args)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    baseline = torch.cuda.memory_allocated() / 2**20 if device.type == "cuda" else _peak_mb(device)
-    times = []
+    times: dict[str, list[float]] = {mode: [] for mode in steps}
     for i in range(args["warmup"] + args["repeats"]):
-        sync()
-        began = time.perf_counter()
-        step()
-        sync()
-        if i >= args["warmup"]:
-            times.append(time.perf_counter() - began)
-    tokens = int(batch.attention_mask.sum())
-    median = statistics.median(times)
+        for mode, step in steps.items():
+            sync()
+            began = time.perf_counter()
+            step()
+            sync()
+            if i >= args["warmup"]:
+                times[mode].append(time.perf_counter() - began)
+    device_name = f"{device.type}/{str(dtype).removeprefix('torch.')}"
     return {
-        "mode": mode,
-        "device": f"{device.type}/{str(dtype).removeprefix('torch.')}",
-        "median_sec": median,
-        "tokens": tokens,
-        "tokens_per_sec": tokens / median,
-        "peak_mem_mb": _peak_mb(device) - baseline,
+        mode: {"device": device_name, "median_sec": statistics.median(t), "tokens": tokens} for mode, t in times.items()
     }
 
 
-def _run_child(mode: str, model_path: Path, ns: argparse.Namespace) -> dict:
-    """Measure ``mode`` in a fresh interpreter so its peak memory is its own."""
-    cmd = [sys.executable, __file__, "--child", mode, "--model", str(model_path)]
+def _child_memory(mode: str, model_path: str, args: dict) -> dict:
+    """Peak memory rise (MB) over ``warmup + 1`` steps of one mode, in a process of its own."""
+    import torch
+
+    steps, device, _dtype, _tokens = _setup(model_path, args)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        baseline = torch.cuda.memory_allocated() / 2**20
+    else:
+        baseline = _peak_mb(device)
+    for _ in range(args["warmup"] + 1):
+        steps[mode]()
+    return {"peak_mem_mb": _peak_mb(device) - baseline}
+
+
+def _run_child(child: str, model_path: Path, ns: argparse.Namespace) -> dict:
+    """Run one measurement in a fresh interpreter (so that its peak memory is its own)."""
+    cmd = [sys.executable, __file__, "--child", child, "--model", str(model_path)]
     for name in ARG_NAMES:
         cmd += [f"--{name.replace('_', '-')}", str(getattr(ns, name))]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"{mode} measurement failed:\n{done.stderr[-4000:]}")
+        raise SystemExit(f"{child} measurement failed:\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -161,10 +178,14 @@ def main() -> None:
     parser.add_argument("--kl-coef", type=float, default=0.0, help="> 0 adds the base-model reference forward")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--child", choices=("floor", "grpo"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("timing", "floor", "grpo"), help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.child:
-        print(json.dumps(_measure(ns.child, str(ns.model), {k: getattr(ns, k) for k in ARG_NAMES})))
+        args = {k: getattr(ns, k) for k in ARG_NAMES}
+        if ns.child == "timing":
+            print(json.dumps(_child_timing(str(ns.model), args)))
+        else:
+            print(json.dumps(_child_memory(ns.child, str(ns.model), args)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         model_path = ns.model
@@ -172,7 +193,9 @@ def main() -> None:
             from mindforge.policy.tiny import build_tiny_model
 
             model_path = build_tiny_model(Path(tmp) / "tiny")
-        results = {mode: _run_child(mode, model_path, ns) for mode in ("floor", "grpo")}
+        results = _run_child("timing", model_path, ns)
+        for mode, r in results.items():
+            r.update(_run_child(mode, model_path, ns), mode=mode, tokens_per_sec=r["tokens"] / r["median_sec"])
     print(
         f"model={model_path} batch={ns.batch} seq_len={ns.seq_len} turns={ns.turns} rank={ns.rank} "
         f"kl_coef={ns.kl_coef} repeats={ns.repeats}"

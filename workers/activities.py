@@ -32,6 +32,7 @@ from mindforge.orchestration import (
 )
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
+from mindforge.store.errors import NotFoundError
 from mindforge.store.models import Lineage, PoolSplit, RunStatus, TaskSource
 from mindforge.trial import TrialRecord, utcnow
 
@@ -74,7 +75,7 @@ class LineageActivities:
             raise _non_retryable(exc) from exc
 
     def _prepare(self, inp: PrepareLineageInput) -> PrepareLineageResult:
-        from mindforge.hcp import load_contract
+        from mindforge.hcp import dump_contract, load_contract
         from mindforge.tasks.loader import load_tasks
 
         spec = inp.spec
@@ -85,14 +86,19 @@ class LineageActivities:
             if s.get(Lineage, inp.lineage_id) is None:
                 s.add(Lineage(id=inp.lineage_id, name=spec.name, spec=spec.model_dump(mode="json"), workflow_id=inp.workflow_id))
                 s.flush()
-            registry.register_contract(
-                session=s,
-                name=contract.mindforge.name,
-                revision=contract.mindforge.revision,
-                content_hash=contract.content_hash,
-                toml_text=Path(spec.contract_path).read_text(encoding="utf-8"),
-                edit=contract.mindforge.edit,
-            )
+            try:
+                registry.register_hcp_contract(session=s, contract=contract)
+            except NotFoundError:
+                # a lineage may start from a derived contract whose parent this store has
+                # never seen: it is this lineage's root (its TOML still names the parent)
+                registry.register_contract(
+                    session=s,
+                    name=contract.mindforge.name,
+                    revision=contract.mindforge.revision,
+                    content_hash=contract.content_hash,
+                    toml_text=dump_contract(contract),
+                    edit=contract.mindforge.edit,
+                )
             for t in tasks:
                 pool.add_task(session=s, task=t, source=TaskSource.BUNDLED)
                 split = PoolSplit.HELD_OUT if t.content_hash in held else PoolSplit.SEARCH

@@ -53,6 +53,7 @@ class GenerationWorkflow:
             )
             ran.append(Stage.EXPANSION.value)
             result.trials, result.passed, result.solved_tasks = exp.trials, exp.passed, exp.solved_tasks
+        result.stages_run = ran
         await self._record(inp, "completed", result)
         return result
 

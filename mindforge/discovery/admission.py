@@ -154,7 +154,14 @@ def check_proposal(
     if make_agent is None:
         return out
     est = estimate_difficulty(
-        task, make_agent, engine, attempts=attempts, artifact_root=artifact_root, image_map=image_map, run_id=run_id, on_trial=on_trial
+        task,
+        make_agent,
+        engine,
+        attempts=attempts,
+        artifact_root=artifact_root,
+        image_map=image_map,
+        run_id=run_id,
+        on_trial=on_trial,
     )
     out.difficulty = est
     if est.success_rate is None:

@@ -123,7 +123,11 @@ class PoolIndex(BaseModel):
         mine = hash_tests_dir(task)
         for entry in self.entries:
             if entry.tests_hash == mine:
-                return Rejection(task_id=task.id, reason=RejectReason.DUPLICATE_TESTS, detail=f"tests/ identical to pool task {entry.task_id!r}")
+                return Rejection(
+                    task_id=task.id,
+                    reason=RejectReason.DUPLICATE_TESTS,
+                    detail=f"tests/ identical to pool task {entry.task_id!r}",
+                )
         tokens = instruction_tokens(task.instruction)
         best, best_id = 0.0, ""
         for entry in self.entries:
@@ -222,11 +226,11 @@ def find_answer_in_instruction(task: Task) -> Rejection | None:
         if normal in instruction or " ".join(normal.split()) in flat_instruction:
             if any(normal in env for env in env_texts):
                 continue  # input data quoted in the instruction, not an answer
-            first = normal.splitlines()[0][:60]
+            lines = normal.splitlines()
             return Rejection(
                 task_id=task.id,
                 reason=RejectReason.ANSWER_IN_INSTRUCTION,
-                detail=f"the instruction contains {where}'s expected text verbatim ({normal.count(chr(10)) + 1} lines from {first!r})",
+                detail=f"the instruction contains {where}'s expected text verbatim ({len(lines)} lines from {lines[0][:60]!r})",
             )
     return None
 

@@ -7,6 +7,7 @@ import os
 import stat
 import tomllib
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from sqlmodel import select
@@ -144,7 +145,7 @@ def test_admit_to_store_registers_moves_and_is_idempotent(tmp_path):
         with session_scope(engine) as session:
             [done] = admit_to_store(session, lineage_id, 1, [admitted], artifact_root=artifacts)
     assert done.path == str(discovered_dir(artifacts, lineage_id, "g1-region-totals"))
-    assert not root.exists() and content_hash(done.path) == digest
+    assert not root.exists() and content_hash(Path(done.path)) == digest
     with session_scope(engine) as session:
         stored = session.exec(select(StoredTask)).all()
         members = session.exec(select(PoolMembership)).all()

@@ -1,0 +1,90 @@
+"""Configuration search: candidate HCP contracts and the adaptive allocation of attempts.
+
+- :mod:`~mindforge.search.edits`: recorded operator edits (the search space) and the
+  skill library shipped as data (``skills/*.sh``);
+- :mod:`~mindforge.search.candidates`: candidates as edit chains from the search root,
+  materialised with :func:`mindforge.hcp.derive`, deduplicated by harness;
+- :mod:`~mindforge.search.proposals`: model-proposed prompt edits;
+- :mod:`~mindforge.search.state` and :mod:`~mindforge.search.allocator`: the resumable
+  search (``init_search`` / ``plan_step`` / ``observe``);
+- :mod:`~mindforge.search.tasks`: failing tasks from audits, cell results from trials;
+- :mod:`~mindforge.search.simulate`: a simulated unlock problem (benchmarks, tests).
+"""
+
+from mindforge.search.allocator import (
+    BudgetTooSmallError,
+    NoCandidatesError,
+    SearchRefused,
+    StaleStepError,
+    init_search,
+    observe,
+    plan_step,
+    root_contract,
+    run_search,
+)
+from mindforge.search.candidates import (
+    Candidate,
+    CandidateError,
+    CandidatePool,
+    candidate_diff,
+    compose_edits,
+    harness_hash,
+    make_candidate,
+    materialize,
+    materialize_chain,
+)
+from mindforge.search.edits import Edit, edit_changes, operator_edits, skill_library
+from mindforge.search.proposals import PromptProposal, PromptRequest, propose_prompt_edit
+from mindforge.search.state import (
+    CellResult,
+    CostEstimate,
+    PlannedCell,
+    SearchBudget,
+    SearchConfig,
+    SearchState,
+    SearchTask,
+    StepPlan,
+    StepResults,
+    search_trial_id,
+)
+from mindforge.search.tasks import cell_result_from_record, search_tasks_from_audits
+
+__all__ = [
+    "BudgetTooSmallError",
+    "Candidate",
+    "CandidateError",
+    "CandidatePool",
+    "CellResult",
+    "CostEstimate",
+    "Edit",
+    "NoCandidatesError",
+    "PlannedCell",
+    "PromptProposal",
+    "PromptRequest",
+    "SearchBudget",
+    "SearchConfig",
+    "SearchRefused",
+    "SearchState",
+    "SearchTask",
+    "StaleStepError",
+    "StepPlan",
+    "StepResults",
+    "candidate_diff",
+    "cell_result_from_record",
+    "compose_edits",
+    "edit_changes",
+    "harness_hash",
+    "init_search",
+    "make_candidate",
+    "materialize",
+    "materialize_chain",
+    "observe",
+    "operator_edits",
+    "plan_step",
+    "propose_prompt_edit",
+    "root_contract",
+    "run_search",
+    "search_tasks_from_audits",
+    "search_trial_id",
+    "skill_library",
+]
