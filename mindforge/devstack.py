@@ -356,13 +356,20 @@ class RegistryComponent(Component):
 
 # --------------------------------------------------------------------------- the stack
 
-#: components in start order (``down`` runs in reverse)
+#: sandbox components in start order (``down`` runs in reverse); see :func:`component_types`
 COMPONENT_TYPES: list[type[Component]] = [DockerComponent, BaseImageComponent, RegistryComponent]
+
+
+def component_types() -> list[type[Component]]:
+    """Every component class in start order: sandboxes first, then Temporal and Ray."""
+    from mindforge.devstack_services import RayComponent, TemporalComponent  # imports this module
+
+    return [*COMPONENT_TYPES, TemporalComponent, RayComponent]
 
 
 def component_names() -> list[str]:
     """Names accepted by ``--component``."""
-    return [c.name for c in COMPONENT_TYPES]
+    return [c.name for c in component_types()]
 
 
 def components(settings: Settings, names: list[str] | None = None) -> list[Component]:
@@ -375,7 +382,7 @@ def components(settings: Settings, names: list[str] | None = None) -> list[Compo
     unknown = sorted(set(names or []) - set(known))
     if unknown:
         raise ValueError(f"unknown component(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    return [cls(settings) for cls in COMPONENT_TYPES if not names or cls.name in names]
+    return [cls(settings) for cls in component_types() if not names or cls.name in names]
 
 
 def dev_up(settings: Settings, names: list[str] | None = None, say: Say = print) -> list[ComponentStatus]:

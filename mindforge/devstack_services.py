@@ -194,7 +194,9 @@ class RayComponent(Component):
 
     def _remember(self) -> None:
         if self.settings.ray_address in ("local", "auto"):
-            write_setting(self.settings.settings_file, "ray_address", f"127.0.0.1:{RAY_HEAD_PORT}")
+            address = f"127.0.0.1:{RAY_HEAD_PORT}"
+            write_setting(self.settings.settings_file, "ray_address", address)
+            self.settings = self.settings.model_copy(update={"ray_address": address})
 
     def down(self, say: Say) -> ComponentStatus:
         marker = self.settings.data_dir / "ray-started"

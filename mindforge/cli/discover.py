@@ -112,8 +112,9 @@ def discover_command(
 
 def _table(record) -> Table:
     table = Table(title=f"{record.run_id}  pair {record.pair.contract_ref} ({record.pair.contract_hash[:12]})")
-    for col in ("proposal", "task", "verdict", "split", "pair success", "detail"):
-        table.add_column(col)
+    for col in ("proposal", "task", "verdict", "split", "pair success"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("detail")
     for a in record.admitted:
         d = a.difficulty
         rate = "-" if d is None or d.success_rate is None else f"{d.successes}/{d.scored}"

@@ -13,7 +13,10 @@ Steps (DESIGN.md, "One generation = three stages"):
    :func:`~mindforge.discovery.admission.admit_to_store` give admitted tasks a split and
    register them with provenance.
 
-:func:`~mindforge.discovery.run.run_discovery` runs all three in-process.
+:func:`~mindforge.discovery.run.run_discovery` runs all three in-process; a workflow
+runs :func:`~mindforge.discovery.run.propose_batch`, ``check_proposal`` per staged
+proposal (in parallel) and :func:`~mindforge.discovery.run.admission_record` as
+separate activities, then ``admit_to_store``.
 """
 
 from mindforge.discovery.admission import (
@@ -46,7 +49,14 @@ from mindforge.discovery.records import (
     Rejection,
     RejectReason,
 )
-from mindforge.discovery.run import DiscoveryConfig, run_discovery
+from mindforge.discovery.run import (
+    DiscoveryConfig,
+    ProposalBatch,
+    StagedProposal,
+    admission_record,
+    propose_batch,
+    run_discovery,
+)
 from mindforge.discovery.schema import DEFAULT_RULES, ProposalRules, TaskProposal
 
 __all__ = [
@@ -61,13 +71,16 @@ __all__ = [
     "PairInfo",
     "PoolIndex",
     "PoolSummary",
+    "ProposalBatch",
     "ProposalOutcome",
     "ProposalRules",
     "ProposalVerdict",
     "RejectReason",
     "Rejection",
+    "StagedProposal",
     "TaskHead",
     "TaskProposal",
+    "admission_record",
     "admit_to_store",
     "assign_splits",
     "check_proposal",
@@ -77,6 +90,7 @@ __all__ = [
     "materialise",
     "move_task_dir",
     "parse_proposals",
+    "propose_batch",
     "render_proposal_prompt",
     "request_proposals",
     "run_discovery",

@@ -121,7 +121,7 @@ class DiscoveryEndpointError(InfraError):
 def instruction_head(text: str, limit: int = HEAD_CHARS) -> str:
     """The first non-empty line of an instruction, markdown marks dropped, at most ``limit`` chars."""
     for line in text.splitlines():
-        line = re.sub(r"[`*_>#]+", "", line).strip()
+        line = re.sub(r"`|\*\*", "", line).lstrip("#> \t").strip()
         line = " ".join(line.split())
         if line:
             return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
@@ -344,7 +344,7 @@ def request_proposals(
     if opts.seed is not None:
         kwargs["seed"] = opts.seed
     try:
-        resp = _client(client, contract, timeout_sec).chat.completions.create(**kwargs)
+        resp = _client(client, contract, timeout_sec).chat.completions.create(**kwargs, timeout=timeout_sec)
     except openai.APIError as exc:
         raise DiscoveryEndpointError(f"proposal request to model {kwargs['model']!r} failed: {exc}") from exc
     choice = resp.choices[0]

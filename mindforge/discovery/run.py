@@ -1,10 +1,18 @@
-"""One Discovery run in-process: propose, materialise, check, admit (no Temporal, no Ray).
+"""One Discovery run: propose, materialise, check, decide admission.
 
-``mindforge tasks discover`` uses :func:`run_discovery` directly; the lineage's
-Discovery workflow runs the same steps as separate activities (propose, check each
-proposal, admit). Proposals are checked one after the other, and each accepted one
-joins the pool index at once, so that two near-identical proposals of one reply are
-not both admitted.
+The run has three steps, each a function with small pydantic inputs and results, so a
+workflow can run them as separate activities (checking proposals in parallel):
+
+1. :func:`propose_batch` - ask the pair, write each well-formed proposal to the staging
+   area under its generation-prefixed id; returns paths, not file contents.
+2. :func:`~mindforge.discovery.admission.check_proposal` on each staged path.
+3. :func:`admission_record` - turn the verdicts into the record: accepted proposals
+   that duplicate an earlier accepted one of the same batch are rejected (so parallel
+   checks cannot admit two copies), the rest get a split and provenance.
+
+:func:`run_discovery` runs the three in-process (``mindforge tasks discover``); admitted
+tasks stay in the staging area until :func:`~mindforge.discovery.admission.admit_to_store`
+or :func:`~mindforge.discovery.materialise.move_task_dir` moves them.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from mindforge.discovery.checks import SIMILARITY_THRESHOLD, PoolIndex
 from mindforge.discovery.materialise import DiscoveredTaskLimits, materialise
 from mindforge.discovery.proposal import PoolSummary, request_proposals
 from mindforge.discovery.records import AdmittedTask, DiscoveryRecord, PairInfo, ProposalVerdict, Rejection
-from mindforge.discovery.schema import DEFAULT_RULES, ProposalRules, TaskProposal
+from mindforge.discovery.schema import DEFAULT_RULES, ProposalRules
 from mindforge.sandbox.docker import DockerEngine
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.loader import load_task
@@ -36,7 +44,7 @@ class DiscoveryConfig(BaseModel):
     Attributes:
         count: proposals asked for (K).
         generation: the generation running Discovery (ids are ``g<generation>-...``).
-        attempts: trials of the current pair per accepted proposal (difficulty estimate).
+        attempts: trials of the current pair per valid proposal (difficulty estimate).
         oracle_runs: reference-solution runs in validation.
         held_out_fraction / seed: the lineage's held-out share and split seed.
         pool_total / pool_held_out: tasks already in the pool, all and held out.
@@ -62,6 +70,156 @@ class DiscoveryConfig(BaseModel):
     limits: DiscoveredTaskLimits = Field(default_factory=DiscoveredTaskLimits)
 
 
+class StagedProposal(BaseModel):
+    """A well-formed proposal written to the staging area.
+
+    Attributes:
+        task_id: the generation-prefixed id (the directory name).
+        proposed_id: the id the model proposed.
+        path: the task directory.
+        category / declared_difficulty: from the proposal.
+    """
+
+    task_id: str
+    proposed_id: str
+    path: str
+    category: str
+    declared_difficulty: str
+
+
+class ProposalBatch(BaseModel):
+    """What :func:`propose_batch` produced.
+
+    Attributes:
+        run_id / generation / pair: identity of the run.
+        requested: proposals asked for; proposed: items in the reply.
+        staged: well-formed proposals, in reply order.
+        rejected: malformed ones (or the whole reply), with reasons.
+    """
+
+    run_id: str
+    generation: int
+    pair: PairInfo
+    requested: int
+    proposed: int
+    staged: list[StagedProposal] = Field(default_factory=list)
+    rejected: list[Rejection] = Field(default_factory=list)
+
+
+def propose_batch(
+    contract: Any,
+    summary: PoolSummary,
+    *,
+    staging_dir: Path,
+    config: DiscoveryConfig,
+    taken_ids: set[str],
+    client: openai.OpenAI | str | None = None,
+    run_id: str | None = None,
+) -> ProposalBatch:
+    """Ask the current pair for ``config.count`` tasks and stage the well-formed ones.
+
+    Args:
+        contract: the current pair's HCP contract.
+        summary: what the model is told about the pool.
+        staging_dir: where task directories go (``reply.json`` holds the raw reply).
+        config: the run's knobs.
+        taken_ids: task ids already in the pool (new ids avoid them).
+        client: an ``openai.OpenAI`` client or base URL (default: from the contract).
+        run_id: the run id (default ``discovery-<hex>``).
+
+    Returns:
+        The batch: staged proposals (paths) and malformed ones with reasons.
+
+    Raises:
+        DiscoveryEndpointError: the policy endpoint did not answer.
+    """
+    run_id = run_id or f"discovery-{uuid.uuid4().hex[:8]}"
+    staging_dir = Path(staging_dir)
+    outcomes = request_proposals(
+        client, contract, summary, config.count, rules=config.rules, max_tokens=config.max_tokens,
+        reply_path=staging_dir / "reply.json",
+    )
+    batch = ProposalBatch(
+        run_id=run_id,
+        generation=config.generation,
+        pair=PairInfo.from_contract(contract),
+        requested=config.count,
+        proposed=sum(o.index >= 0 for o in outcomes),
+    )
+    taken = set(taken_ids)
+    for outcome in outcomes:
+        prop = outcome.proposal
+        if prop is None:
+            batch.rejected.append(outcome.rejection())
+            continue
+        task_id = unique_task_id(prop.task_id, config.generation, taken)
+        taken.add(task_id)
+        path = materialise(prop, staging_dir, task_id=task_id, limits=config.limits)
+        batch.staged.append(
+            StagedProposal(
+                task_id=task_id, proposed_id=prop.task_id, path=str(path), category=prop.category,
+                declared_difficulty=prop.difficulty,
+            )
+        )
+    return batch
+
+
+def admission_record(batch: ProposalBatch, verdicts: list[ProposalVerdict], config: DiscoveryConfig) -> DiscoveryRecord:
+    """Decide admission from the checks' verdicts: dedupe within the batch, assign splits, add provenance.
+
+    Args:
+        batch: the staged proposals.
+        verdicts: one verdict per staged proposal (matched by ``task_id``; a staged
+            proposal without a verdict is an error).
+        config: the run's knobs (split fraction, seed, pool counts, threshold).
+
+    Returns:
+        The record; admitted tasks keep their staging paths.
+
+    Raises:
+        ValueError: a staged proposal has no verdict.
+    """
+    by_id = {v.task_id: v for v in verdicts}
+    record = DiscoveryRecord(
+        run_id=batch.run_id, generation=batch.generation, pair=batch.pair, requested=batch.requested,
+        proposed=batch.proposed, rejected=list(batch.rejected),
+    )
+    accepted: list[tuple[StagedProposal, ProposalVerdict]] = []
+    seen = PoolIndex()
+    for staged in batch.staged:
+        verdict = by_id.get(staged.task_id)
+        if verdict is None:
+            raise ValueError(f"no verdict for staged proposal {staged.task_id!r}")
+        if verdict.reason is None:
+            task = load_task(Path(staged.path))
+            duplicate = seen.find_duplicate(task, config.similarity_threshold)
+            if duplicate is not None:
+                verdict = verdict.model_copy(update={"reason": duplicate.reason, "detail": duplicate.detail})
+            else:
+                seen.add(task)
+        if verdict.reason is not None:
+            record.rejected.append(Rejection(task_id=staged.proposed_id, reason=verdict.reason, detail=verdict.detail))
+            continue
+        accepted.append((staged, verdict))
+    splits = assign_splits(
+        [v.content_hash for _s, v in accepted], config.held_out_fraction, seed=config.seed,
+        generation=batch.generation, pool_total=config.pool_total, pool_held_out=config.pool_held_out,
+    )
+    for staged, verdict in accepted:
+        provenance = make_provenance(
+            verdict, proposed_id=staged.proposed_id, pair=batch.pair, generation=batch.generation, run_id=batch.run_id
+        )
+        record.admitted.append(
+            AdmittedTask(
+                task_id=staged.task_id, proposed_id=staged.proposed_id, path=staged.path,
+                content_hash=verdict.content_hash, category=staged.category,
+                declared_difficulty=staged.declared_difficulty, split=splits[verdict.content_hash],
+                difficulty=verdict.difficulty, provenance=provenance,
+            )
+        )
+    return record
+
+
 def run_discovery(
     contract: Any,
     summary: PoolSummary,
@@ -78,21 +236,19 @@ def run_discovery(
     on_trial: Callable[[TrialRecord], None] | None = None,
     on_verdict: Callable[[ProposalVerdict], None] | None = None,
 ) -> DiscoveryRecord:
-    """Propose ``config.count`` tasks with the current pair, check each, and decide admission.
+    """Propose, check one proposal after the other, and decide admission, in-process.
 
-    Admitted tasks stay in ``staging_dir`` (their ``path``); move them with
-    :func:`~mindforge.discovery.admission.admit_to_store` or
-    :func:`~mindforge.discovery.materialise.move_task_dir`. ``pool_index`` gains the
-    admitted tasks.
+    Each accepted proposal joins ``pool_index`` at once, so a later near-copy in the same
+    reply is rejected before it is built.
 
     Args:
         contract: the current pair's HCP contract.
         summary: what the model is told about the pool.
-        pool_index: the pool for the duplicate checks.
+        pool_index: the pool for the duplicate checks (gains the admitted tasks).
         engine: Docker engine wrapper.
         image_map: public-base rewrite map, or None.
         artifact_root: where trial artifacts go.
-        staging_dir: where proposals are written (``reply.json`` holds the raw reply).
+        staging_dir: where proposals are written.
         config: the run's knobs.
         client: an ``openai.OpenAI`` client or base URL (default: from the contract).
         make_agent: the current pair's agent for the difficulty estimate (default a
@@ -101,34 +257,21 @@ def run_discovery(
         on_trial / on_verdict: progress callbacks.
 
     Returns:
-        The record: counts, admitted tasks (with split, difficulty, provenance) and
-        rejections with reasons.
+        The record: counts, admitted tasks (staging paths, split, difficulty,
+        provenance) and rejections with reasons.
 
     Raises:
         DiscoveryEndpointError: the policy endpoint did not answer the proposal request.
     """
-    run_id = run_id or f"discovery-{uuid.uuid4().hex[:8]}"
-    staging_dir = Path(staging_dir)
+    batch = propose_batch(
+        contract, summary, staging_dir=staging_dir, config=config, taken_ids=pool_index.ids(), client=client, run_id=run_id
+    )
     if make_agent is None:
         make_agent = _model_agent_factory(contract, client)
-    outcomes = request_proposals(
-        client, contract, summary, config.count, rules=config.rules, max_tokens=config.max_tokens, reply_path=staging_dir / "reply.json"
-    )
-    pair = PairInfo.from_contract(contract)
-    record = DiscoveryRecord(
-        run_id=run_id, generation=config.generation, pair=pair, requested=config.count, proposed=sum(o.index >= 0 for o in outcomes)
-    )
-    accepted: list[tuple[TaskProposal, ProposalVerdict]] = []
-    taken = pool_index.ids()
-    for outcome in outcomes:
-        if outcome.proposal is None:
-            record.rejected.append(outcome.rejection())
-            continue
-        task_id = unique_task_id(outcome.proposal.task_id, config.generation, taken)
-        taken.add(task_id)
-        task_dir = materialise(outcome.proposal, staging_dir, task_id=task_id, limits=config.limits)
+    verdicts = []
+    for staged in batch.staged:
         verdict = check_proposal(
-            task_dir,
+            Path(staged.path),
             pool_index,
             engine,
             image_map,
@@ -136,42 +279,16 @@ def run_discovery(
             make_agent=make_agent,
             attempts=config.attempts,
             oracle_runs=config.oracle_runs,
-            run_id=run_id,
+            run_id=batch.run_id,
             threshold=config.similarity_threshold,
             on_trial=on_trial,
         )
+        if verdict.accepted:
+            pool_index.add(load_task(Path(staged.path)))
         if on_verdict:
             on_verdict(verdict)
-        if verdict.reason is not None:
-            record.rejected.append(Rejection(task_id=outcome.proposal.task_id, reason=verdict.reason, detail=verdict.detail))
-            continue
-        pool_index.add(load_task(task_dir))
-        accepted.append((outcome.proposal, verdict))
-    splits = assign_splits(
-        [v.content_hash for _p, v in accepted],
-        config.held_out_fraction,
-        seed=config.seed,
-        generation=config.generation,
-        pool_total=config.pool_total,
-        pool_held_out=config.pool_held_out,
-    )
-    for proposal, verdict in accepted:
-        record.admitted.append(
-            AdmittedTask(
-                task_id=verdict.task_id,
-                proposed_id=proposal.task_id,
-                path=verdict.path,
-                content_hash=verdict.content_hash,
-                category=proposal.category,
-                declared_difficulty=proposal.difficulty,
-                split=splits[verdict.content_hash],
-                difficulty=verdict.difficulty,
-                provenance=make_provenance(
-                    verdict, proposed_id=proposal.task_id, pair=pair, generation=config.generation, run_id=run_id
-                ),
-            )
-        )
-    return record
+        verdicts.append(verdict)
+    return admission_record(batch, verdicts, config)
 
 
 def _model_agent_factory(contract: Any, client: openai.OpenAI | str | None) -> Callable[[], Agent]:

@@ -284,7 +284,8 @@ class _Context:
     def __init__(self, state: SearchState, root: HCPContract, unsolved: list[int]) -> None:
         self.state, self.root = state, root
         self.evidence = _evidence(state)
-        self.tables = {t: task_affinity_table(state.tasks[t]) for t in unsolved}
+        use = state.config.use_audits
+        self.tables = {t: task_affinity_table(state.tasks[t]) if use else {} for t in unsolved}
         self._arm: dict[str, tuple[frozenset[str], list[int]]] = {}
 
     def arm(self, cand: Candidate) -> tuple[frozenset[str], list[int]]:
@@ -394,7 +395,7 @@ def _pick_thompson(
             if len(cand.edits) > 1 and not composing:
                 continue
             alpha, beta = _posterior(ctx, t, cand, index)
-            draws.append((rng.betavariate(alpha, beta), t, position, cand))
+            draws.append((_score(state.config, alpha, beta, rng), t, position, cand))
     draws.sort(key=lambda d: (-d[0], d[1], d[2]))
     per_task = max(1, math.ceil(n_cells / max(len(unsolved), 1)))
     taken: dict[int, int] = defaultdict(int)
@@ -408,15 +409,28 @@ def _pick_thompson(
     return picks
 
 
-def _singles_tried(ctx: _Context, task: int, all_arms: list[Candidate], existing: int) -> bool:
-    """Whether every single edit that fits the task's audit has been attempted on it.
+def _score(config: SearchConfig, alpha: float, beta: float, rng: random.Random) -> float:
+    if config.selection == "thompson":
+        return rng.betavariate(alpha, beta)
+    mean = alpha / (alpha + beta)
+    std = math.sqrt(alpha * beta / ((alpha + beta) ** 2 * (alpha + beta + 1)))
+    return mean + config.exploration * std + 1e-9 * rng.random()
 
-    Composed and refined candidates are only tried on a task after that: they are
-    for tasks that one fitting edit did not solve.
+
+def _singles_tried(ctx: _Context, task: int, all_arms: list[Candidate], existing: int) -> bool:
+    """Whether every single edit that fits the task best has been attempted on it.
+
+    The fitting edits are the single-edit arms at the highest affinity level the task's
+    audit gives any of them (all single edits when none is related). Composed and refined
+    candidates are only tried on a task after that: they are for tasks that one fitting
+    edit did not solve.
     """
     table = ctx.tables[task]
-    for position, cand in enumerate(all_arms):
-        if len(cand.edits) != 1 or affinity(table, ctx.arm(cand)[0]) < 1:
+    singles = [(p, c) for p, c in enumerate(all_arms) if len(c.edits) == 1]
+    levels = {p: affinity(table, ctx.arm(c)[0]) for p, c in singles}
+    best = max(levels.values(), default=0)
+    for position, _cand in singles:
+        if levels[position] < best:
             continue
         if position >= existing or ctx.state.cell(task, position).attempts == 0:
             return False

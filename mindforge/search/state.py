@@ -72,10 +72,13 @@ class SearchConfig(BaseModel):
     probe_attempts: int = Field(default=3, ge=1)
     max_prompt_proposals: int = Field(default=2, ge=0)
     prompt_every_steps: int = Field(default=5, ge=1)
-    prior_strength: float = Field(default=2.0, gt=0)
+    prior_strength: float = Field(default=4.0, gt=0)
     cluster_weight: float = Field(default=0.5, ge=0)
     global_weight: float = Field(default=0.1, ge=0)
     edit_keys: list[str] | None = None
+    selection: Literal["thompson", "ucb"] = "ucb"
+    exploration: float = Field(default=1.0, ge=0)
+    use_audits: bool = True
 
 
 class CostEstimate(BaseModel):

@@ -41,6 +41,8 @@ class TrainerConfig(BaseModel):
         seed: seeds LoRA init, dropout and sample order.
         max_seq_len: longest sample in tokens; longer samples are dropped.
         use_bf16: load the base in bfloat16 on CUDA when supported (CPU is always fp32).
+        gradient_checkpointing: recompute activations in the backward pass (less memory
+            for long trajectories, about one more forward of time).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -65,6 +67,7 @@ class TrainerConfig(BaseModel):
     seed: int = 0
     max_seq_len: int = Field(default=8192, ge=2)
     use_bf16: bool = True
+    gradient_checkpointing: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> TrainerConfig:

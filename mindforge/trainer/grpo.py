@@ -40,6 +40,7 @@ __all__ = [
     "LossParts",
     "StepStats",
     "collate",
+    "fill_rollout_logprobs",
     "group_advantages",
     "grpo_loss",
     "grpo_step",

@@ -90,6 +90,9 @@ def wrap_lora(base: PreTrainedModel, config: TrainerConfig, parent_adapter: Path
             raise InputError(parent_adapter, "", f"cannot load parent adapter: {exc}") from exc
     for name, param in model.named_parameters():  # only LoRA matrices learn
         param.requires_grad_("lora_" in name)
+    if config.gradient_checkpointing:
+        # non-reentrant checkpointing needs no input that requires grad (the base is frozen)
+        model.get_base_model().gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return model
 
 

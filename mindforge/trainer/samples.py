@@ -156,10 +156,11 @@ def _from_recorded(trajectory: Trajectory, calls: list[Step], tokenizer: Any | N
         if ids and (min(ids) < 0 or max(ids) >= len(tokenizer)):
             raise SampleDropped("token_mismatch", "token id outside the tokenizer's vocabulary")
         if check_prompt:
-            messages, positions = _messages_and_calls(trajectory)
+            first = trajectory.steps.index(calls[0])
+            messages, _ = _messages_and_calls(trajectory.steps[:first])
             rendered = _render(
                 tokenizer,
-                messages[: positions[0]],
+                messages,
                 generation_prompt=True,
                 tools=trajectory.agent.tool_definitions,
             )
@@ -170,11 +171,11 @@ def _from_recorded(trajectory: Trajectory, calls: list[Step], tokenizer: Any | N
     return ids, mask, logprobs, all(with_lp)
 
 
-def _messages_and_calls(trajectory: Trajectory) -> tuple[list[dict], list[int]]:
-    """Chat messages of the whole trajectory, and the message index of each LLM call."""
+def _messages_and_calls(steps: list[Step]) -> tuple[list[dict], list[int]]:
+    """Chat messages of ``steps``, and the message index of each LLM call among them."""
     messages: list[dict] = []
     call_positions: list[int] = []
-    for step in trajectory.steps:
+    for step in steps:
         if step.source in ("system", "user"):
             messages.append({"role": step.source, "content": _text(step.message)})
             continue
@@ -202,7 +203,7 @@ def _messages_and_calls(trajectory: Trajectory) -> tuple[list[dict], list[int]]:
 
 
 def _from_template(trajectory: Trajectory, tokenizer: Any):
-    messages, positions = _messages_and_calls(trajectory)
+    messages, positions = _messages_and_calls(trajectory.steps)
     tools = trajectory.agent.tool_definitions
     eos = getattr(tokenizer, "eos_token_id", None)
     final = _render(tokenizer, messages[: positions[-1] + 1], generation_prompt=False, tools=tools)

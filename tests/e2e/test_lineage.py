@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -103,6 +104,15 @@ def test_two_generation_lineage(temporal_env, ray_cluster, settings, policy):
     # trials ran on both Ray nodes
     nodes = {r.worker.split("/")[1] for r in records}
     assert len(nodes) == 2, nodes
+    if os.environ.get("MINDFORGE_SAVE_HISTORIES"):
+        loop.run_until_complete(_save_histories(env))
+
+
+async def _save_histories(env) -> None:
+    HISTORY_DIR.mkdir(exist_ok=True)
+    for wid in HISTORY_IDS:
+        history = await env.client.get_workflow_handle(wid).fetch_history()
+        (HISTORY_DIR / f"{wid}.json").write_text(history.to_json())
 
 
 def _lineage_containers() -> list:
@@ -161,3 +171,30 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
     assert gens[0][3]["expansion"]["trials"] == len(TASKS) * 3
     leftover = [c.labels.get("mindforge.trial_id") for c in _lineage_containers() if c.labels.get("mindforge.run_id", "").startswith("crash/")]
     assert leftover == []
+
+
+HISTORY_IDS = ["lineage-two-gens", "two-gens-gen-0", "two-gens-gen-0-expansion"]
+
+
+def test_replay_saved_histories():
+    """Saved workflow histories replay against the current workflow code (determinism guard).
+
+    The histories were recorded from ``test_two_generation_lineage`` with
+    ``MINDFORGE_SAVE_HISTORIES=1``; a change that breaks determinism fails here.
+    """
+    from temporalio.client import WorkflowHistory
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from workers.main import WORKFLOWS
+
+    files = sorted(HISTORY_DIR.glob("*.json"))
+    assert len(files) == len(HISTORY_IDS), files
+    replayer = Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter)
+
+    async def replay() -> None:
+        for f in files:
+            history = WorkflowHistory.from_json(f.stem, f.read_text())
+            await replayer.replay_workflow(history)
+
+    asyncio.run(replay())

@@ -156,3 +156,39 @@ def test_admit_to_store_registers_moves_and_is_idempotent(tmp_path):
         assert prov["validation"]["oracle_rewards"] == [1.0, 1.0] and prov["content_hash"] == digest
         assert [(m.task_hash, m.split, m.added_generation) for m in members] == [(digest, PoolSplit.HELD_OUT, 1)]
     engine.dispose()
+
+
+def _staged(tmp_path, item: dict, task_id: str):
+    from mindforge.discovery.run import StagedProposal
+
+    prop = TaskProposal.model_validate(item)
+    root = materialise(prop, tmp_path / "staging", task_id=task_id)
+    staged = StagedProposal(
+        task_id=task_id, proposed_id=prop.task_id, path=str(root), category=prop.category, declared_difficulty=prop.difficulty
+    )
+    verdict = ProposalVerdict(task_id=task_id, path=str(root), content_hash=content_hash(root), validation_verdict="valid")
+    return staged, verdict
+
+
+def test_admission_record_dedupes_parallel_verdicts_and_splits(tmp_path):
+    """Verdicts as parallel checks would return them: both copies accepted; only the first is admitted."""
+    from mindforge.discovery.run import DiscoveryConfig, ProposalBatch, admission_record
+
+    first, v1 = _staged(tmp_path, VALID, "g4-region-totals")
+    copy_, v2 = _staged(tmp_path, {**VALID, "task_id": "region-totals-again"}, "g4-region-totals-again")
+    other, v3 = _staged(tmp_path, READS_SOLUTION, "g4-uppercase-names")
+    v3 = v3.model_copy(update={"reason": RejectReason.TESTS_READ_SOLUTION, "detail": "reads /solution"})
+    pair = PairInfo(contract_hash="cd" * 32, contract_ref="baseline@1.0.0", model="m")
+    batch = ProposalBatch(run_id="discovery-t", generation=4, pair=pair, requested=4, proposed=4, staged=[first, copy_, other])
+    config = DiscoveryConfig(count=4, generation=4, held_out_fraction=0.5, seed=3)
+    record = admission_record(batch, [v3, v2, v1], config)
+    assert [a.task_id for a in record.admitted] == ["g4-region-totals"]
+    assert record.admitted[0].split == PoolSplit.SEARCH  # round(1 * 0.5) == 0 held out
+    assert record.admitted[0].provenance["generation"] == 4
+    assert {(r.task_id, r.reason) for r in record.rejected} == {
+        ("region-totals-again", RejectReason.DUPLICATE_TESTS),
+        ("uppercase-names", RejectReason.TESTS_READ_SOLUTION),
+    }
+    assert record.reason_counts() == {"duplicate_tests": 1, "tests_read_solution": 1}
+    with pytest.raises(ValueError, match="no verdict"):
+        admission_record(batch, [v1], config)

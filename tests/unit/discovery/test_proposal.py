@@ -170,4 +170,5 @@ def test_the_reply_format_example_parses():
 
 def test_instruction_head():
     assert instruction_head("\n\n# Fix the `build`\nmore") == "Fix the build"
+    assert instruction_head("> Write **/app/out_file.csv**") == "Write /app/out_file.csv"
     assert len(instruction_head("word " * 100)) == 160

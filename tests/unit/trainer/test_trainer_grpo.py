@@ -195,3 +195,21 @@ def test_parent_adapter_continues_training(trained_adapter, yes_no_samples, tiny
     )
     assert child.lora_rank == 4  # the parent's shape wins
     assert child.parent_adapter == trained_adapter.adapter_dir
+
+
+def test_gradient_checkpointing_gives_the_same_update(yes_no_samples, tiny_model_dir, tmp_path) -> None:
+    from safetensors.torch import load_file
+
+    config = CONFIG.model_copy(update={"max_steps": 1})
+    plain = train_grpo(tiny_model_dir, yes_no_samples, config, tmp_path / "plain")
+    ckpt = train_grpo(
+        tiny_model_dir, yes_no_samples, config.model_copy(update={"gradient_checkpointing": True}), tmp_path / "ckpt"
+    )
+    assert ckpt.losses == pytest.approx(plain.losses)
+    a = load_file(str(tmp_path / "plain" / "adapter_model.safetensors"))
+    b = load_file(str(tmp_path / "ckpt" / "adapter_model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert any(bool(t.any()) for k, t in b.items() if "lora_B" in k)
+    base = lora.load_base(tiny_model_dir, torch.device("cpu"), torch.float32)
+    wrapped = lora.wrap_lora(base, config.model_copy(update={"gradient_checkpointing": True}))
+    assert wrapped.get_base_model().model.gradient_checkpointing
