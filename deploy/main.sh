@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Set everything up and run the main job. Extra arguments go to the main job.
+# Set everything up and run the main job: one generation of a lineage on three bundled
+# tasks, through Temporal and Ray, against the embedded policy server (offline tiny model
+# by default). Extra arguments go to `mindforge quickstart` (e.g. --model Qwen/Qwen2.5-0.5B-Instruct,
+# --policy-url http://host:8000/v1 for a running vLLM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
 .venv/bin/mindforge dev up
-exec .venv/bin/mindforge tasks validate tasks/ "$@"
+exec .venv/bin/mindforge quickstart "$@"

@@ -181,6 +181,11 @@ def import_tb1_cmd(
     Console().print(f"imported {src} -> {out}")
 
 
+from mindforge.cli.discover import discover_command  # noqa: E402 - registered beside the other task commands
+
+app.command("discover")(discover_command)
+
+
 def _progress(enabled: bool) -> Progress:
     return Progress(
         TextColumn("{task.description}"),

@@ -341,8 +341,9 @@ class PromptsSection(_Section):
     """``[prompts]``: prompts used outside the agent loop, versioned with the contract.
 
     Attributes:
-        discovery: the Discovery stage's task-proposal prompt (plain text; the stage
-            appends its examples after it).
+        discovery: the Discovery stage's task-proposal prompt: the system message of the
+            proposal request (plain text); the pool summary and the reply format go in
+            the user message (``mindforge.discovery.proposal``).
     """
 
     discovery: str = Field(default=DEFAULT_DISCOVERY_PROMPT, min_length=1)

@@ -418,19 +418,19 @@ def _score(config: SearchConfig, alpha: float, beta: float, rng: random.Random) 
 
 
 def _singles_tried(ctx: _Context, task: int, all_arms: list[Candidate], existing: int) -> bool:
-    """Whether every single edit that fits the task best has been attempted on it.
+    """Whether every single edit that fits the task has been attempted on it.
 
-    The fitting edits are the single-edit arms at the highest affinity level the task's
-    audit gives any of them (all single edits when none is related). Composed and refined
+    The fitting edits are the single-edit arms the task's audit relates to (affinity 1
+    or more), or all single edits when it relates to none. Composed and refined
     candidates are only tried on a task after that: they are for tasks that one fitting
     edit did not solve.
     """
     table = ctx.tables[task]
     singles = [(p, c) for p, c in enumerate(all_arms) if len(c.edits) == 1]
     levels = {p: affinity(table, ctx.arm(c)[0]) for p, c in singles}
-    best = max(levels.values(), default=0)
+    floor = 1 if max(levels.values(), default=0) >= 1 else 0
     for position, _cand in singles:
-        if levels[position] < best:
+        if levels[position] < floor:
             continue
         if position >= existing or ctx.state.cell(task, position).attempts == 0:
             return False

@@ -15,8 +15,9 @@ Two ways to get there:
    tokens). The sample is the LAST call's prompt + completion; each earlier call's
    completion is located at offset ``len(prompt_k)`` and checked token for token.
    When a tokenizer is given, the first call's prompt is also re-rendered with the
-   tokenizer's chat template (tools from ``agent.tool_definitions``) and must equal the
-   recorded ids, which catches a policy served with a different tokenizer or template.
+   tokenizer's chat template (with the tools of ``agent.tool_definitions``, or without
+   tools, as a text action format sends none) and must equal the recorded ids, which
+   catches a policy served with a different tokenizer or template.
 2. **Re-tokenised** (no ids recorded at all): the messages are rendered with the chat
    template call by call; the model's span of each assistant turn is the template's
    delta up to and including its end-of-turn token. No rollout log-probs exist then
@@ -158,13 +159,14 @@ def _from_recorded(trajectory: Trajectory, calls: list[Step], tokenizer: Any | N
         if check_prompt:
             first = trajectory.steps.index(calls[0])
             messages, _ = _messages_and_calls(trajectory.steps[:first])
-            rendered = _render(
-                tokenizer,
-                messages,
-                generation_prompt=True,
-                tools=trajectory.agent.tool_definitions,
-            )
-            if rendered != list(calls[0].metrics.prompt_token_ids):
+            # ATIF lists the agent's tools whether or not they went into the template (a
+            # text action format does not send them), so either rendering may be the one
+            tool_sets = [trajectory.agent.tool_definitions, None] if trajectory.agent.tool_definitions else [None]
+            recorded_prompt = list(calls[0].metrics.prompt_token_ids)
+            if not any(
+                _render(tokenizer, messages, generation_prompt=True, tools=tools) == recorded_prompt
+                for tools in tool_sets
+            ):
                 raise SampleDropped(
                     "retokenize_mismatch", "the chat template does not reproduce the first recorded prompt"
                 )

@@ -83,6 +83,13 @@ def test_retokenize_mismatch_when_template_disagrees(make_trajectory, tokenizer)
     assert kept.num_model_tokens > 0
 
 
+def test_prompt_check_accepts_listed_tools_that_were_not_sent(make_trajectory, tokenizer):
+    traj = make_trajectory(TURNS)
+    schema = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
+    traj.agent = traj.agent.model_copy(update={"tool_definitions": [schema]})
+    assert trajectory_to_sample(traj, 1.0, "g", tokenizer=tokenizer).source == "recorded"
+
+
 def test_other_drop_reasons(make_trajectory, tokenizer):
     short = make_trajectory(TURNS[:1], session_id="short")
     lp_bad = make_trajectory(TURNS[:1], session_id="lp")

@@ -1,0 +1,102 @@
+"""``mindforge quickstart``: the README's main job.
+
+Brings the dev stack up, serves the policy (the embedded server, unless ``--policy-url``
+points at one that runs already, e.g. vLLM), runs a worker, starts a one-generation
+lineage on a few bundled tasks, waits for it with progress, and prints where the results
+and the Temporal Web UI are. The worker and the policy server it started are stopped at
+the end; Temporal, Ray and Docker stay up (``mindforge dev down`` stops them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from mindforge.errors import InputError
+from mindforge.settings import REPO_ROOT
+
+console = Console()
+
+DEFAULT_TASKS = ["log-5xx-report", "fix-invoice-totals", "sqlite-revenue-report"]
+
+
+def quickstart_command(
+    model: str = typer.Option("tiny", "--model", help="Model for the embedded policy server: 'tiny' (offline) or a hub id."),
+    contract: Path = typer.Option(None, "--contract", help="Root HCP contract; default tiny.toml for --model tiny, else baseline.toml."),
+    policy_url: str = typer.Option(None, "--policy-url", help="Use this running endpoint (e.g. vLLM) instead of the embedded server."),
+    tasks: list[Path] = typer.Option(None, "--tasks", help="Tasks to run (default: three bundled tasks)."),
+    name: str = typer.Option(None, "--name", help="Lineage name (default quickstart-<time>)."),
+    generations: int = typer.Option(1, "--generations", min=1),
+    attempts: int = typer.Option(2, "--attempts", min=1),
+    stages: str = typer.Option("discovery,expansion,update", "--stages"),
+) -> None:
+    """Run one generation of a lineage end to end on this machine."""
+    from mindforge.cli.lineage import _print_store_status, build_spec, start_lineage, ui_link, wait_lineage
+    from mindforge.devstack import dev_up
+    from mindforge.hcp import load_contract
+    from mindforge.policy.runner import PolicyServerProcess
+    from mindforge.settings import get_settings
+
+    settings = get_settings()
+    dev_up(settings, say=lambda m: console.print(f"[dim]{m}[/]"))
+    get_settings.cache_clear()
+    settings = get_settings()
+    contract = contract or REPO_ROOT / "hcp_contracts" / ("tiny.toml" if model == "tiny" else "baseline.toml")
+    hcp = load_contract(contract)
+    if not policy_url and hcp.model.id != model:
+        raise InputError(contract, "model.id", f"is {hcp.model.id!r} but the embedded server will serve {model!r}")
+    task_paths = tasks or [REPO_ROOT / "tasks" / t for t in DEFAULT_TASKS]
+    name = name or f"quickstart-{time.strftime('%Y%m%d-%H%M%S')}"
+    logs = settings.data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    server = None
+    worker = None
+    try:
+        if not policy_url:
+            console.print(f"serving {model} (log {logs / 'policy.log'}) ...")
+            server = PolicyServerProcess(
+                "mindforge.policy.server", ["--model", model], log_path=logs / "policy.log", ready_timeout_sec=600
+            ).start()
+            policy_url = server.base_url
+        console.print(f"policy endpoint {policy_url}")
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "mindforge.cli.main", "worker"],
+            stdout=(logs / f"worker-{name}.log").open("wb"),
+            stderr=subprocess.STDOUT,
+            env={**os.environ},
+        )
+        spec = build_spec(name, task_paths, contract, generations, attempts, 0.0, 0, policy_url, stages, 16)
+        wid = asyncio.run(start_lineage(spec, settings))
+        console.print(f"started lineage [bold]{name}[/]\nWeb UI: {ui_link(settings, wid)}")
+        final = asyncio.run(wait_lineage(settings, wid))
+        console.print(f"lineage {name}: {final.get('state')}")
+        _print_store_status(name)
+        console.print(f"artifacts: {settings.artifacts / 'runs'}\nstore: {settings.db_url}")
+        _maybe_report(name)
+    finally:
+        if worker and worker.poll() is None:
+            worker.terminate()
+            worker.wait(60)
+        if server:
+            server.stop()
+
+
+def _maybe_report(name: str) -> None:
+    """Write the lineage's HTML report when the report module is present."""
+    try:
+        from mindforge.cli.report import write_report
+    except ImportError:
+        return
+    path = write_report(name, "html", None)
+    console.print(f"report: {path}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    typer.run(quickstart_command)
