@@ -294,7 +294,7 @@ def choose_successor(
     searched_on = searched_on or {}
     base = heldout.get(parent_hash, {})
     considered: dict[str, dict] = {}
-    best: tuple[tuple[float, float, str], str, tuple[float, float, float], int] | None = None
+    best: tuple[tuple[float, float], str, tuple[float, float, float], int] | None = None
     for contract in sorted(heldout):
         if contract == parent_hash:
             continue
@@ -304,7 +304,7 @@ def choose_successor(
             continue
         lift = bootstrap_lift([base[t] for t in tasks], [heldout[contract][t] for t in tasks], n=n, seed=seed)
         considered[contract] = {"n_tasks": len(tasks), "lift": list(lift)}
-        key = (lift[1], lift[0], "".join(chr(255 - ord(ch)) for ch in contract))
+        key = (lift[1], lift[0])  # ties: the first in sorted order (smaller hash) stays
         if lift[1] > 0 and (best is None or key > best[0]):
             best = (key, contract, lift, len(tasks))
     if best is None:

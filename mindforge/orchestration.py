@@ -44,6 +44,8 @@ class LineageSpec(BaseModel):
         policy_url: OpenAI-compatible endpoint; None = settings / the contract's env var.
         stages: stages enabled, in order; a stage not built yet is skipped and reported.
         trial_batch_size: trials per ``run_trials`` activity.
+        discovery_count: tasks the pair is asked to propose per generation.
+        discovery_attempts: trials of the pair per valid proposal (difficulty estimate).
         heartbeat_timeout_sec: activity heartbeat timeout, seconds (worker-loss detection).
     """
 
@@ -57,6 +59,8 @@ class LineageSpec(BaseModel):
     policy_url: str | None = None
     stages: list[Stage] = Field(default_factory=lambda: [Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE])
     trial_batch_size: int = Field(default=16, ge=1)
+    discovery_count: int = Field(default=2, ge=1)
+    discovery_attempts: int = Field(default=2, ge=1)
     heartbeat_timeout_sec: float = Field(default=60.0, gt=0)
 
 
@@ -116,6 +120,7 @@ class GenerationResult(BaseModel):
     trials: int = 0
     passed: int = 0
     solved_tasks: int = 0
+    admitted_tasks: int = 0
 
 
 class ExpansionInput(BaseModel):
@@ -187,3 +192,41 @@ class LineageEvent(BaseModel):
 def trial_id_for(lineage_id: str, generation: int, stage: str, task_id: str, contract_hash: str, attempt: int) -> str:
     """Deterministic trial id: ``<lineage>/g<gen>/<stage>/<task>/<contract[:12]>/<attempt>``."""
     return f"{lineage_id}/g{generation}/{stage}/{task_id}/{contract_hash[:12]}/{attempt}"
+
+
+class DiscoveryInput(BaseModel):
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    contract_hash: str
+    adapter: str = ""
+
+
+class CheckProposalInput(BaseModel):
+    """One staged proposal to check (on Ray) against the lineage's pool."""
+
+    lineage_id: str
+    generation: int
+    task_dir: str
+    contract_hash: str
+    policy_url: str | None = None
+    attempts: int = 2
+
+
+class AdmitInput(BaseModel):
+    """The staged batch (``ProposalBatch`` as JSON) and one verdict per staged proposal (JSON)."""
+
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    batch: dict
+    verdicts: list[dict]
+
+
+class DiscoveryResult(BaseModel):
+    """Counts of one Discovery run (the full record is in the generation's record)."""
+
+    requested: int
+    proposed: int
+    admitted: int
+    rejected: int

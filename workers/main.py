@@ -21,13 +21,15 @@ from temporalio.worker import Worker
 from mindforge.orchestration import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.activities import LineageActivities
+from workers.discovery_activities import DiscoveryActivities
+from workflows.discovery import DiscoveryWorkflow
 from workflows.expansion import ExpansionWorkflow
 from workflows.generation import GenerationWorkflow
 from workflows.lineage import LineageWorkflow
 
 log = logging.getLogger("mindforge.worker")
 
-WORKFLOWS = [LineageWorkflow, GenerationWorkflow, ExpansionWorkflow]
+WORKFLOWS = [LineageWorkflow, GenerationWorkflow, DiscoveryWorkflow, ExpansionWorkflow]
 
 
 async def connect(settings: Settings) -> Client:
@@ -61,7 +63,8 @@ def init_ray(address: str) -> None:
 def build_workers(client: Client, acts: LineageActivities, queues: list[str], graceful_shutdown_sec: float) -> list[Worker]:
     """Worker objects for the requested queues (``orchestration``, ``sandbox``)."""
     workers = []
-    store_acts = [a for a in acts.all() if a is not acts.run_trials]
+    disc = DiscoveryActivities(acts.engine, get_settings().artifacts)
+    store_acts = [a for a in acts.all() if a is not acts.run_trials] + [disc.propose, disc.admit]
     if "orchestration" in queues:
         workers.append(
             Worker(
@@ -77,7 +80,7 @@ def build_workers(client: Client, acts: LineageActivities, queues: list[str], gr
             Worker(
                 client,
                 task_queue=SANDBOX_QUEUE,
-                activities=[acts.run_trials],
+                activities=[acts.run_trials, disc.check],
                 max_concurrent_activities=8,
                 graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_sec),
             )

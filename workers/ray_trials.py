@@ -78,3 +78,36 @@ def run_trial_payload(payload: dict[str, Any]) -> dict[str, Any]:
 def run_trial_task(payload: dict[str, Any]) -> dict[str, Any]:
     """Ray task wrapper of :func:`run_trial_payload` (retries belong to Temporal, not Ray)."""
     return run_trial_payload(payload)
+
+
+@ray.remote(max_retries=0)
+def check_proposal_task(payload: dict[str, Any]) -> dict[str, Any]:
+    """Check one staged Discovery proposal on a Ray node; returns the verdict as JSON.
+
+    Args:
+        payload: ``task_dir``, ``pool_paths`` (the lineage's pool task dirs),
+            ``contract_toml``, ``policy_url``, ``attempts``, ``run_id``.
+    """
+    from pathlib import Path
+
+    from mindforge.agent.loop import ModelAgent
+    from mindforge.discovery.admission import check_proposal
+    from mindforge.discovery.checks import PoolIndex
+    from mindforge.hcp import loads_contract
+    from mindforge.settings import get_settings
+    from mindforge.tasks.loader import load_task
+
+    engine, image_map = _engine()
+    contract = loads_contract(payload["contract_toml"])
+    pool_index = PoolIndex.from_tasks([load_task(Path(p)) for p in payload["pool_paths"]])
+    verdict = check_proposal(
+        Path(payload["task_dir"]),
+        pool_index,
+        engine,
+        image_map,
+        get_settings().artifacts,
+        make_agent=lambda: ModelAgent(contract, base_url=payload.get("policy_url")),
+        attempts=payload["attempts"],
+        run_id=payload["run_id"],
+    )
+    return verdict.model_dump(mode="json")

@@ -11,6 +11,8 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from mindforge.orchestration import (
+        DiscoveryInput,
+        DiscoveryResult,
         ExpansionInput,
         ExpansionResult,
         GenerationEvent,
@@ -19,10 +21,11 @@ with workflow.unsafe.imports_passed_through():
         Stage,
     )
     from workflows import options as o
+    from workflows.discovery import DiscoveryWorkflow
     from workflows.expansion import ExpansionWorkflow
 
 #: stages whose workflows exist in this build
-IMPLEMENTED_STAGES = frozenset({Stage.EXPANSION})
+IMPLEMENTED_STAGES = frozenset({Stage.DISCOVERY, Stage.EXPANSION})
 
 
 @workflow.defn(name="GenerationWorkflow")
@@ -38,6 +41,21 @@ class GenerationWorkflow:
         result = GenerationResult(
             index=inp.index, stages_run=ran, stages_skipped=skipped, contract_hash=inp.contract_hash, adapter=inp.adapter
         )
+        if Stage.DISCOVERY in inp.spec.stages:
+            disc: DiscoveryResult = await workflow.execute_child_workflow(
+                DiscoveryWorkflow.run,
+                DiscoveryInput(
+                    lineage_id=inp.lineage_id,
+                    generation=inp.index,
+                    spec=inp.spec,
+                    contract_hash=inp.contract_hash,
+                    adapter=inp.adapter,
+                ),
+                id=o.child_id(inp.lineage_id, inp.index, Stage.DISCOVERY.value),
+                search_attributes=o.search_attributes(inp.lineage_id, inp.index, Stage.DISCOVERY.value),
+            )
+            ran.append(Stage.DISCOVERY.value)
+            result.admitted_tasks = disc.admitted
         if Stage.EXPANSION in inp.spec.stages:
             exp: ExpansionResult = await workflow.execute_child_workflow(
                 ExpansionWorkflow.run,

@@ -21,6 +21,9 @@ RECORD_GENERATION = "record_generation"
 PLAN_TRIALS = "plan_trials"
 RUN_TRIALS = "run_trials"
 SUMMARIZE_EXPANSION = "summarize_expansion"
+DISCOVERY_PROPOSE = "discovery_propose"
+DISCOVERY_CHECK = "discovery_check"
+DISCOVERY_ADMIT = "discovery_admit"
 
 #: error types that never retry: bad input, task and model failures
 NON_RETRYABLE = ["InputError", "ContractError", "ContractImmutableError", "ValueError"]

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Reference solution: drop every line holding a credential from every commit (tags rewritten
-# too), then delete the backup refs, expire reflogs and prune the old objects.
+# Reference solution: drop every line that assigns a literal credential value, in every
+# commit (tags rewritten too); then delete the backup refs, expire reflogs and prune.
+# Lines that only name the variables (comments, "${AWS_SECRET_ACCESS_KEY:?...}") stay.
 set -euo pipefail
 cd /app/repo
 export FILTER_BRANCH_SQUELCH_WARNING=1
+pattern='^(export )?AWS_(ACCESS_KEY_ID|SECRET_ACCESS_KEY)=[^$]'
 git filter-branch --force \
-  --tree-filter 'git ls-files -z | xargs -0 -r grep -lZ -e AKIAZ7QXMINDFORGE42 -e q9Vt3Kx7/Lm2PwR8 | xargs -0 -r sed -i -e "/AKIAZ7QXMINDFORGE42/d" -e "/q9Vt3Kx7\/Lm2PwR8/d"' \
+  --tree-filter "git ls-files -z | xargs -0 -r grep -lZE '$pattern' | xargs -0 -r sed -i -E '/$pattern/d'" \
   --tag-name-filter cat -- --all
 git for-each-ref --format='%(refname)' refs/original | while read -r ref; do git update-ref -d "$ref"; done
 git reflog expire --expire=now --all

@@ -1,0 +1,344 @@
+"""Gather a lineage's report data from the store: coverage, audits, spend, lineage, held-out results.
+
+Everything the HTML, Markdown and JSON renderers show comes from :class:`ReportData`,
+built by :func:`gather_report_data` from the store alone (lineage, generations, pool,
+trials, audits, search jobs, candidates, contracts).
+
+Per generation, *coverage trials* are the model trials on search-split tasks; the base
+evaluation is their subset under the generation's own contract, and every other contract
+is a search candidate. Held-out results are the model trials on held-out tasks.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter, defaultdict
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlmodel import Session
+
+from mindforge.audit import usable_for_search
+from mindforge.hcp import diff_contracts, format_diff, loads_contract
+from mindforge.ledger import CoverageSummary, Interval, Ledger, wilson_interval
+from mindforge.store import Contract, PoolSplit, Trial
+from mindforge.store import lineages as lineage_repo
+from mindforge.store import pool as pool_repo
+from mindforge.store import registry as registry_repo
+from mindforge.store import search as search_repo
+from mindforge.store import trials as trial_repo
+from mindforge.store.errors import NotFoundError
+from mindforge.trial import utcnow
+
+
+class ContractInfo(BaseModel):
+    """A contract in the lineage: identity, parent, edit and diff against the parent."""
+
+    hash: str
+    ref: str
+    parent_hash: str | None = None
+    parent_ref: str | None = None
+    edit: str = ""
+    diff: str = ""
+    generations: list[int] = Field(default_factory=list)
+    candidate_of: list[int] = Field(default_factory=list)
+
+
+class GenerationCoverage(BaseModel):
+    """Coverage of one generation's search split.
+
+    Attributes:
+        index: the generation.
+        base_contract: the generation's contract hash.
+        summary: both coverages over all search-split tasks with model trials.
+        base_solved: tasks the base evaluation solved.
+        failing: tasks the base evaluation did not solve.
+        failing_covered: of those, tasks some candidate solved (adaptive search).
+        failing_single: of those, the most any one candidate solved.
+        failing_single_contract: that candidate's hash.
+        curve: ``[attempts, tasks covered]`` after every attempt, in start-time order.
+        matrix: task hash -> contract hash -> ``[successes, usable, attempts]``.
+    """
+
+    index: int
+    base_contract: str | None = None
+    summary: CoverageSummary
+    base_solved: int = 0
+    failing: int = 0
+    failing_covered: int = 0
+    failing_single: int = 0
+    failing_single_contract: str | None = None
+    curve: list[tuple[int, int]] = Field(default_factory=list)
+    matrix: dict[str, dict[str, list[int]]] = Field(default_factory=dict)
+
+
+class SpendRow(BaseModel):
+    """Trials, tokens and wall time of one generation's stage."""
+
+    generation: int
+    stage: str
+    trials: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_sec: float = 0.0
+
+
+class AuditRow(BaseModel):
+    """How many failed trials an audit put in one (failure class, owner) bucket."""
+
+    failure_class: str
+    owner: str
+    count: int
+    judged_by_rules: int = 0
+
+
+class SearchJobInfo(BaseModel):
+    """A configuration-search job's budget, spending and stop reason."""
+
+    id: str
+    generation: int
+    status: str
+    budget: dict[str, Any] = Field(default_factory=dict)
+    spent: dict[str, Any] = Field(default_factory=dict)
+    stop_reason: str | None = None
+    candidates: int = 0
+
+
+class HeldOutRow(BaseModel):
+    """A held-out score of one (contract, adapter) in one generation, with the search coverage beside it."""
+
+    generation: int
+    contract_hash: str
+    adapter: str = ""
+    score: Interval
+    search_covered: int = 0
+    search_tasks: int = 0
+    lift: Any = None
+
+
+class ReportData(BaseModel):
+    """Everything a lineage report shows."""
+
+    lineage_id: str
+    lineage_name: str
+    status: str
+    generated_at: datetime = Field(default_factory=utcnow)
+    generations: list[dict[str, Any]] = Field(default_factory=list)
+    task_ids: dict[str, str] = Field(default_factory=dict)
+    contracts: list[ContractInfo] = Field(default_factory=list)
+    coverage: list[GenerationCoverage] = Field(default_factory=list)
+    audits: list[AuditRow] = Field(default_factory=list)
+    spend: list[SpendRow] = Field(default_factory=list)
+    search_jobs: list[SearchJobInfo] = Field(default_factory=list)
+    held_out: list[HeldOutRow] = Field(default_factory=list)
+    discovery: dict[int, Any] = Field(default_factory=dict)
+
+    def contract_ref(self, contract_hash: str | None) -> str:
+        """``name@revision`` of a contract hash, or a short hash."""
+        for info in self.contracts:
+            if info.hash == contract_hash:
+                return info.ref
+        return (contract_hash or "-")[:12]
+
+
+def gather_report_data(session: Session, lineage_id: str) -> ReportData:
+    """Collect a lineage's report data from the store.
+
+    Args:
+        session: an open session.
+        lineage_id: the lineage's id or name.
+
+    Returns:
+        the report data.
+
+    Raises:
+        NotFoundError: no lineage with that id or name.
+    """
+    lineage = lineage_repo.get_lineage(session=session, lineage_id=lineage_id) or lineage_repo.get_lineage_by_name(
+        session=session, name=lineage_id
+    )
+    if lineage is None:
+        raise NotFoundError("lineage", lineage_id)
+    generations = lineage_repo.list_generations(session=session, lineage_id=lineage.id)
+    splits = {m.task_hash: m.split for m in pool_repo.list_pool(session=session, lineage_id=lineage.id)}
+    trials = [t for t in trial_repo.list_trials(session=session, lineage_id=lineage.id)]
+    data = ReportData(lineage_id=lineage.id, lineage_name=lineage.name, status=str(lineage.status.value))
+    data.task_ids = _task_ids(session, splits, trials)
+    data.generations = [
+        {
+            "index": g.index,
+            "status": g.status.value,
+            "contract_hash": g.contract_hash,
+            "adapter_revision_id": g.adapter_revision_id,
+            "stages_run": list(g.stages_run),
+            "record": {k: v for k, v in g.record.items() if k != "discovery"},
+        }
+        for g in generations
+    ]
+    data.discovery = {g.index: g.record["discovery"] for g in generations if g.record.get("discovery")}
+    by_generation: dict[int, list[Trial]] = defaultdict(list)
+    for trial in trials:
+        by_generation[trial.generation_index if trial.generation_index is not None else -1].append(trial)
+    contracts_of = {g.index: g.contract_hash for g in generations}
+    for index in sorted(i for i in by_generation if i >= 0):
+        data.coverage.append(_coverage(index, contracts_of.get(index), by_generation[index], splits))
+        data.held_out += _held_out(index, by_generation[index], splits, data.coverage[-1], generations)
+    data.spend = _spend(trials)
+    data.audits = _audits(session, lineage.id)
+    jobs = search_repo.list_search_jobs(session=session, lineage_id=lineage.id)
+    candidates = {job.id: search_repo.list_search_candidates(session=session, job_id=job.id) for job in jobs}
+    data.search_jobs = [
+        SearchJobInfo(
+            id=job.id,
+            generation=job.generation_index,
+            status=job.status.value,
+            budget=dict(job.budget),
+            spent=dict(job.spent),
+            stop_reason=job.stop_reason,
+            candidates=len(candidates[job.id]),
+        )
+        for job in jobs
+    ]
+    data.contracts = _contracts(session, generations, jobs, candidates, trials)
+    return data
+
+
+def _task_ids(session: Session, splits: dict[str, PoolSplit], trials: list[Trial]) -> dict[str, str]:
+    names = {t.task_hash: t.task_id for t in trials}
+    for task_hash in splits:
+        if task_hash not in names and (row := pool_repo.get_task(session=session, content_hash=task_hash)):
+            names[task_hash] = row.task_id
+    return names
+
+
+def _is_model(trial: Trial) -> bool:
+    return trial.agent == "model" and bool(trial.contract_hash)
+
+
+def _coverage(index: int, base: str | None, trials: list[Trial], splits: dict[str, PoolSplit]) -> GenerationCoverage:
+    rows = [t for t in trials if _is_model(t) and splits.get(t.task_hash, PoolSplit.SEARCH) == PoolSplit.SEARCH]
+    rows.sort(key=lambda t: (t.started_at, t.trial_id))
+    records = [t.to_record() for t in rows]
+    ledger = Ledger.from_records(records)
+    base_solved = ledger.solved_by(base) if base else set()
+    failing = [t for t in ledger.tasks if t not in base_solved]
+    search = Ledger.from_records([r for r in records if r.contract_hash != base], tasks=failing)
+    best, single = search.single_contract()
+    matrix: dict[str, dict[str, list[int]]] = defaultdict(dict)
+    for (task, contract), tally in ledger.cells.items():
+        matrix[task][contract] = [tally.successes, tally.usable, tally.attempts]
+    return GenerationCoverage(
+        index=index,
+        base_contract=base,
+        summary=ledger.summary(),
+        base_solved=len(base_solved),
+        failing=len(failing),
+        failing_covered=len(search.cumulative()),
+        failing_single=single,
+        failing_single_contract=best,
+        curve=ledger.coverage_curve(),
+        matrix=dict(matrix),
+    )
+
+
+def _held_out(
+    index: int, trials: list[Trial], splits: dict[str, PoolSplit], coverage: GenerationCoverage, generations: list
+) -> list[HeldOutRow]:
+    groups: dict[tuple[str, str], list[Trial]] = defaultdict(list)
+    for t in trials:
+        if _is_model(t) and splits.get(t.task_hash) == PoolSplit.HELD_OUT:
+            groups[(t.contract_hash or "", t.adapter)].append(t)
+    record = next((g.record for g in generations if g.index == index), {})
+    out = []
+    for (contract, adapter), rows in sorted(groups.items()):
+        usable = [r for r in rows if usable_for_search(r.to_record())]
+        passed = sum(1 for r in usable if (r.reward or 0.0) >= 1.0)
+        out.append(
+            HeldOutRow(
+                generation=index,
+                contract_hash=contract,
+                adapter=adapter,
+                score=wilson_interval(passed, len(usable)),
+                search_covered=coverage.summary.cumulative,
+                search_tasks=coverage.summary.tasks,
+                lift=record.get("held_out_lift") or record.get("lift"),
+            )
+        )
+    return out
+
+
+def _spend(trials: list[Trial]) -> list[SpendRow]:
+    rows: dict[tuple[int, str], SpendRow] = {}
+    for t in trials:
+        key = (t.generation_index if t.generation_index is not None else -1, t.stage or "-")
+        row = rows.setdefault(key, SpendRow(generation=key[0], stage=key[1]))
+        row.trials += 1
+        row.prompt_tokens += t.prompt_tokens
+        row.completion_tokens += t.completion_tokens
+        row.wall_sec += t.build_sec + t.start_sec + t.agent_sec + t.verify_sec + t.teardown_sec
+    return [rows[k] for k in sorted(rows)]
+
+
+def _audits(session: Session, lineage_id: str) -> list[AuditRow]:
+    counts: Counter[tuple[str, str]] = Counter()
+    by_rules: Counter[tuple[str, str]] = Counter()
+    for audit in trial_repo.list_audits(session=session, lineage_id=lineage_id):
+        key = (audit.failure_class.value, audit.owner.value)
+        counts[key] += 1
+        by_rules[key] += int(audit.judged_by == "rules")
+    return [
+        AuditRow(failure_class=cls, owner=owner, count=n, judged_by_rules=by_rules[(cls, owner)])
+        for (cls, owner), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+
+
+def _contracts(session: Session, generations: list, jobs: list, candidates: dict, trials: list[Trial]) -> list[ContractInfo]:
+    wanted: dict[str, ContractInfo] = {}
+    rows: dict[str, Contract] = {}
+
+    def visit(contract_hash: str | None) -> ContractInfo | None:
+        if not contract_hash:
+            return None
+        if contract_hash not in wanted:
+            chain = registry_repo.contract_ancestry(session=session, content_hash=contract_hash)
+            for row in reversed(chain):
+                rows[row.hash] = row
+                wanted.setdefault(row.hash, ContractInfo(hash=row.hash, ref=f"{row.name}@{row.revision}"))
+            if contract_hash not in wanted:
+                wanted[contract_hash] = ContractInfo(hash=contract_hash, ref=contract_hash[:12])
+        return wanted[contract_hash]
+
+    for g in generations:
+        if (info := visit(g.contract_hash)) is not None:
+            info.generations.append(g.index)
+    for job in jobs:
+        for cand in candidates[job.id]:
+            if (info := visit(cand.contract_hash)) is not None:
+                info.candidate_of.append(job.generation_index)
+    for t in trials:
+        if _is_model(t):
+            visit(t.contract_hash)
+    for info in wanted.values():
+        row = rows.get(info.hash)
+        if row is None:
+            continue
+        info.edit = row.edit
+        info.parent_hash = row.parent_hash
+        parent = rows.get(row.parent_hash) if row.parent_hash else None
+        info.parent_ref = f"{parent.name}@{parent.revision}" if parent else None
+        info.diff = _diff(parent, row) if parent else ""
+    return list(wanted.values())
+
+
+def _diff(parent: Contract, child: Contract) -> str:
+    """The key-path diff of two registered contracts (a text diff when one does not parse)."""
+    try:
+        a = loads_contract(parent.toml_text, f"{parent.name}@{parent.revision}")
+        b = loads_contract(child.toml_text, f"{child.name}@{child.revision}")
+        return format_diff(diff_contracts(a, b, include_identity=False))
+    except Exception:  # noqa: BLE001 - a stored file that no longer parses still gets a diff
+        lines = difflib.unified_diff(
+            parent.toml_text.splitlines(), child.toml_text.splitlines(), "parent", "child", lineterm="", n=0
+        )
+        return "\n".join(line for line in lines if not line.startswith(("---", "+++")))

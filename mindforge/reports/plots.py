@@ -1,0 +1,115 @@
+"""Report plots: matplotlib (Agg backend, no display) rendered to PNG and embedded as data URIs.
+
+Each function takes plain numbers from :class:`~mindforge.reports.data.ReportData` and
+returns a ``data:image/png;base64,...`` URI, so the HTML report is one self-contained
+file readable without a server.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display; must precede pyplot
+import matplotlib.pyplot as plt  # noqa: E402
+
+#: colours of the audit owners
+OWNER_COLOURS = {"infra": "#8c8c8c", "task": "#d62728", "config": "#1f77b4", "model": "#ff7f0e"}
+
+
+def _data_uri(fig) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def coverage_curve(curves: dict[str, list[tuple[int, int]]], tasks: dict[str, int], singles: dict[str, int]) -> str:
+    """Cumulative coverage against attempts spent, one line per generation.
+
+    Args:
+        curves: label -> ``[(attempts, tasks covered), ...]``.
+        tasks: label -> size of the task set (dotted ceiling line).
+        singles: label -> best single contract's coverage (dashed line).
+    """
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for position, (label, points) in enumerate(curves.items()):
+        colour = f"C{position % 10}"
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        ax.step(xs, ys, where="post", color=colour, label=f"{label}: cumulative")
+        if label in singles:
+            ax.axhline(singles[label], color=colour, linestyle="--", linewidth=1, label=f"{label}: best single contract")
+        if label in tasks:
+            ax.axhline(tasks[label], color=colour, linestyle=":", linewidth=1, label=f"{label}: tasks")
+    ax.set_xlabel("attempts spent")
+    ax.set_ylabel("tasks solved")
+    ax.set_title("Cumulative coverage against attempts")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return _data_uri(fig)
+
+
+def bars(labels: list[str], values: list[float], *, title: str, ylabel: str, colours: list[str] | None = None) -> str:
+    """A simple bar chart (coverage per contract, adaptive vs single)."""
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.35 * len(labels) + 1.2)))
+    positions = list(range(len(labels)))
+    ax.barh(positions, values, color=colours or ["C0"] * len(labels))
+    ax.set_yticks(positions, labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    for position, value in zip(positions, values, strict=True):
+        ax.text(value, position, f" {value:g}", va="center", fontsize=8)
+    return _data_uri(fig)
+
+
+def failure_owners(rows: list[tuple[str, str, int]]) -> str:
+    """Failed trials per failure class, stacked by audit owner.
+
+    Args:
+        rows: ``(failure class, owner, count)``.
+    """
+    classes = sorted({cls for cls, _owner, _n in rows})
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.4 * len(classes) + 1.2)))
+    left = [0] * len(classes)
+    for owner, colour in OWNER_COLOURS.items():
+        counts = [sum(n for c, o, n in rows if c == cls and o == owner) for cls in classes]
+        if any(counts):
+            ax.barh(classes, counts, left=left, color=colour, label=owner)
+            left = [a + b for a, b in zip(left, counts, strict=True)]
+    ax.invert_yaxis()
+    ax.set_xlabel("failed trials")
+    ax.set_title("Failure classes by owner (audit)")
+    ax.legend(fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    return _data_uri(fig)
+
+
+def held_out(points: list[tuple[int, float, float, float, str]], coverage: dict[int, float]) -> str:
+    """Held-out pass rate per generation with 95% intervals, and search-set coverage beside it.
+
+    Args:
+        points: ``(generation, rate, lo, hi, label)`` per evaluated pair.
+        coverage: generation -> cumulative search-set coverage as a fraction.
+    """
+    fig, ax = plt.subplots(figsize=(8, 4))
+    labels = sorted({p[4] for p in points})
+    for position, label in enumerate(labels):
+        mine = [p for p in points if p[4] == label]
+        xs = [p[0] + 0.08 * position for p in mine]
+        ys = [p[1] for p in mine]
+        err = [[p[1] - p[2] for p in mine], [p[3] - p[1] for p in mine]]
+        ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4, label=f"held-out: {label}")
+    if coverage:
+        gens = sorted(coverage)
+        ax.plot(gens, [coverage[g] for g in gens], "s--", color="grey", label="search set: cumulative coverage")
+    ax.set_xlabel("generation")
+    ax.set_ylabel("rate")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("Held-out score per generation (95% Wilson intervals)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _data_uri(fig)

@@ -1,0 +1,271 @@
+"""The report's sections as renderer-neutral content: paragraphs, tables, code blocks and plots.
+
+HTML and Markdown render the same :class:`Section` list, so both formats always carry
+the same numbers. Section ids are stable (the HTML test looks for them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mindforge.reports import plots
+from mindforge.reports.data import ReportData
+
+#: section ids, in order
+SECTION_IDS = (
+    "summary",
+    "coverage-curve",
+    "single-vs-adaptive",
+    "coverage-per-contract",
+    "failure-audit",
+    "task-matrix",
+    "spend",
+    "search-jobs",
+    "lineage",
+    "held-out",
+    "discovery",
+)
+
+
+class Table(BaseModel):
+    """A table: a header row and body rows of text cells."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+class Block(BaseModel):
+    """One piece of a section: a paragraph, a table, a preformatted text or an image (data URI)."""
+
+    kind: str  # "text" | "table" | "pre" | "image"
+    text: str = ""
+    table: Table | None = None
+    alt: str = ""
+
+
+class Section(BaseModel):
+    """A titled section with a stable id."""
+
+    id: str
+    title: str
+    blocks: list[Block] = Field(default_factory=list)
+
+    def text(self, text: str) -> Section:
+        self.blocks.append(Block(kind="text", text=text))
+        return self
+
+    def table(self, header: list[str], rows: list[list[Any]]) -> Section:
+        self.blocks.append(Block(kind="table", table=Table(header=header, rows=[[str(c) for c in r] for r in rows])))
+        return self
+
+    def pre(self, text: str) -> Section:
+        self.blocks.append(Block(kind="pre", text=text))
+        return self
+
+    def image(self, uri: str, alt: str) -> Section:
+        self.blocks.append(Block(kind="image", text=uri, alt=alt))
+        return self
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{part}/{whole}" + (f" ({100 * part / whole:.0f}%)" if whole else "")
+
+
+def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section]:
+    """All report sections, in :data:`SECTION_IDS` order.
+
+    Args:
+        data: the gathered report data.
+        with_plots: render plots (HTML); Markdown leaves them out.
+    """
+    return [
+        _summary(data),
+        _curve(data, with_plots),
+        _single_vs_adaptive(data, with_plots),
+        _per_contract(data, with_plots),
+        _audit(data, with_plots),
+        _matrix(data),
+        _spend(data),
+        _jobs(data),
+        _lineage(data),
+        _held_out(data, with_plots),
+        _discovery(data),
+    ]
+
+
+def _summary(data: ReportData) -> Section:
+    s = Section(id="summary", title=f"Lineage {data.lineage_name}")
+    s.text(f"Status {data.status}; {len(data.generations)} generation(s); report generated {data.generated_at:%Y-%m-%d %H:%M} UTC.")
+    if data.coverage:
+        c = data.coverage[-1]
+        s.text(
+            f"Generation {c.index}: the base contract solved {_pct(c.base_solved, c.summary.tasks)} search tasks; "
+            f"of the {c.failing} it failed, adaptive search covered {c.failing_covered} (cumulative) while the best "
+            f"single candidate covered {c.failing_single}. Cumulative coverage is an upper bound across contracts, "
+            "not the skill of any one contract."
+        )
+    else:
+        s.text("No model trials recorded yet.")
+    return s
+
+
+def _curve(data: ReportData, with_plots: bool) -> Section:
+    s = Section(id="coverage-curve", title="Cumulative coverage against attempts")
+    if not data.coverage:
+        return s.text("No coverage data recorded yet.")
+    if with_plots:
+        curves = {f"gen {c.index}": c.curve for c in data.coverage}
+        tasks = {f"gen {c.index}": c.summary.tasks for c in data.coverage}
+        singles = {f"gen {c.index}": c.summary.single_contract for c in data.coverage}
+        s.image(plots.coverage_curve(curves, tasks, singles), "cumulative coverage against attempts")
+    rows = []
+    for c in data.coverage:
+        marks = sorted({max(1, round(c.summary.attempts * f)) for f in (0.25, 0.5, 0.75, 1.0)}) if c.summary.attempts else []
+        for m in marks:
+            rows.append([c.index, m, c.curve[min(m, len(c.curve) - 1)][1], c.summary.tasks])
+    return s.table(["generation", "attempts spent", "tasks covered", "tasks"], rows)
+
+
+def _single_vs_adaptive(data: ReportData, with_plots: bool) -> Section:
+    s = Section(id="single-vs-adaptive", title="Best single contract against adaptive search")
+    if not data.coverage:
+        return s.text("No coverage data recorded yet.")
+    rows = [
+        [
+            c.index,
+            c.summary.tasks,
+            c.base_solved,
+            c.failing,
+            c.failing_covered,
+            c.failing_single,
+            data.contract_ref(c.failing_single_contract),
+            c.summary.cumulative,
+            c.summary.single_contract,
+        ]
+        for c in data.coverage
+    ]
+    header = [
+        "generation", "search tasks", "base solved", "failing after base", "adaptive (cumulative)",
+        "best single candidate", "best candidate", "cumulative, all tasks", "single contract, all tasks",
+    ]  # fmt: skip
+    s.table(header, rows)
+    if with_plots:
+        c = data.coverage[-1]
+        labels = ["failing after base", "adaptive search (cumulative)", "best single candidate"]
+        s.image(
+            plots.bars(labels, [c.failing, c.failing_covered, c.failing_single], title=f"Generation {c.index}", ylabel="tasks", colours=["#bbbbbb", "C0", "C1"]),
+            "best single contract against adaptive search",
+        )
+    return s
+
+
+def _per_contract(data: ReportData, with_plots: bool) -> Section:
+    s = Section(id="coverage-per-contract", title="Coverage per contract")
+    if not data.coverage:
+        return s.text("No coverage data recorded yet.")
+    rows = []
+    for c in data.coverage:
+        for contract, solved in sorted(c.summary.per_contract.items(), key=lambda kv: -kv[1]):
+            attempts = sum(cells.get(contract, [0, 0, 0])[2] for cells in c.matrix.values())
+            wins = sum(cells.get(contract, [0, 0, 0])[0] for cells in c.matrix.values())
+            usable = sum(cells.get(contract, [0, 0, 0])[1] for cells in c.matrix.values())
+            rate = f"{wins}/{usable}" if usable else "-"
+            rows.append([c.index, data.contract_ref(contract), solved, attempts, rate])
+    s.table(["generation", "contract", "tasks solved", "attempts", "successes/usable"], rows)
+    if with_plots:
+        c = data.coverage[-1]
+        items = sorted(c.summary.per_contract.items(), key=lambda kv: -kv[1])[:30]
+        s.image(plots.bars([data.contract_ref(k) for k, _ in items], [v for _, v in items], title=f"Tasks solved per contract, generation {c.index}", ylabel="tasks solved"), "coverage per contract")
+    return s
+
+
+def _audit(data: ReportData, with_plots: bool) -> Section:
+    s = Section(id="failure-audit", title="Failure classes and owners")
+    if not data.audits:
+        return s.text("No audits recorded yet.")
+    s.table(["failure class", "owner", "failed trials", "judged by rules"], [[a.failure_class, a.owner, a.count, a.judged_by_rules] for a in data.audits])
+    if with_plots:
+        s.image(plots.failure_owners([(a.failure_class, a.owner, a.count) for a in data.audits]), "failure classes by owner")
+    return s
+
+
+def _matrix(data: ReportData) -> Section:
+    s = Section(id="task-matrix", title="Task x contract matrix")
+    if not data.coverage:
+        return s.text("No coverage data recorded yet.")
+    c = data.coverage[-1]
+    contracts = list(c.summary.per_contract)
+    s.text(f"Generation {c.index}; each cell is successes/attempts (usable attempts only count as successes).")
+    s.table(["column", "contract"], [[f"C{i + 1}", data.contract_ref(h)] for i, h in enumerate(contracts)])
+    rows = []
+    for task, cells in sorted(c.matrix.items(), key=lambda kv: data.task_ids.get(kv[0], kv[0])):
+        rows.append([data.task_ids.get(task, task[:12])] + [f"{cells[h][0]}/{cells[h][2]}" if h in cells else "" for h in contracts])
+    return s.table(["task"] + [f"C{i + 1}" for i in range(len(contracts))], rows)
+
+
+def _spend(data: ReportData) -> Section:
+    s = Section(id="spend", title="Tokens and wall time spent")
+    if not data.spend:
+        return s.text("No trials recorded yet.")
+    rows = [[r.generation, r.stage, r.trials, r.prompt_tokens, r.completion_tokens, f"{r.wall_sec:.1f}"] for r in data.spend]
+    total = [sum(r.trials for r in data.spend), sum(r.prompt_tokens for r in data.spend), sum(r.completion_tokens for r in data.spend), sum(r.wall_sec for r in data.spend)]
+    rows.append(["all", "all", total[0], total[1], total[2], f"{total[3]:.1f}"])
+    return s.table(["generation", "stage", "trials", "prompt tokens", "completion tokens", "wall seconds"], rows)
+
+
+def _jobs(data: ReportData) -> Section:
+    s = Section(id="search-jobs", title="Search jobs: budget, spending, stop reason")
+    if not data.search_jobs:
+        return s.text("No configuration-search jobs recorded yet.")
+    rows = [[j.generation, j.id[:16], j.status, j.budget, j.spent, j.stop_reason or "-", j.candidates] for j in data.search_jobs]
+    return s.table(["generation", "job", "status", "budget", "spent", "stop reason", "candidates"], rows)
+
+
+def _lineage(data: ReportData) -> Section:
+    s = Section(id="lineage", title="Contract lineage with diffs")
+    if not data.contracts:
+        return s.text("No contracts recorded yet.")
+    for info in data.contracts:
+        used = []
+        if info.generations:
+            used.append("generation " + ", ".join(map(str, info.generations)))
+        if info.candidate_of:
+            used.append("candidate in generation " + ", ".join(map(str, sorted(set(info.candidate_of)))))
+        s.text(f"{info.ref} ({info.hash[:12]}) <- {info.parent_ref or 'root'}; {'; '.join(used) or 'ancestor'}; edit: {info.edit or '-'}")
+        if info.diff:
+            s.pre(info.diff)
+    return s
+
+
+def _held_out(data: ReportData, with_plots: bool) -> Section:
+    s = Section(id="held-out", title="Held-out score per generation")
+    if not data.held_out:
+        return s.text("No held-out evaluation recorded yet.")
+    if with_plots:
+        points = [(r.generation, r.score.rate, r.score.lo, r.score.hi, f"{data.contract_ref(r.contract_hash)} {r.adapter or 'base'}") for r in data.held_out]
+        coverage = {c.index: c.summary.cumulative / c.summary.tasks for c in data.coverage if c.summary.tasks}
+        s.image(plots.held_out(points, coverage), "held-out score per generation")
+    rows = [
+        [r.generation, data.contract_ref(r.contract_hash), r.adapter or "base", f"{r.score.successes}/{r.score.n}", f"{r.score.rate:.3f}", f"{r.score.lo:.3f}..{r.score.hi:.3f}", f"{r.search_covered}/{r.search_tasks}", r.lift if r.lift is not None else "-"]
+        for r in data.held_out
+    ]
+    return s.table(["generation", "contract", "adapter", "passed/usable", "rate", "95% interval", "search-set coverage", "recorded lift"], rows)
+
+
+def _discovery(data: ReportData) -> Section:
+    s = Section(id="discovery", title="Discovery proposals and admissions")
+    if not data.discovery:
+        return s.text("No Discovery proposals recorded yet.")
+    for generation, record in sorted(data.discovery.items()):
+        if not isinstance(record, dict):
+            s.text(f"Generation {generation}: {record}")
+            continue
+        scalars = {k: v for k, v in record.items() if not isinstance(v, (list, dict))}
+        s.text(f"Generation {generation}: " + ", ".join(f"{k} {v}" for k, v in scalars.items()))
+        for key, value in record.items():
+            if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                header = list(dict.fromkeys(k for v in value for k in v))
+                s.text(f"{key}:").table(header, [[v.get(h, "") for h in header] for v in value])
+    return s

@@ -1,0 +1,169 @@
+"""Discovery activities: propose (policy call), check each proposal on Ray, admit to the pool.
+
+The batch and the verdicts travel through the workflow as small JSON records (paths,
+reasons, hashes); task files stay in the staging area under the artifact root until
+admission moves them to ``<artifacts>/discovered/<lineage>/<task_id>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from mindforge.orchestration import AdmitInput, CheckProposalInput, DiscoveryInput, DiscoveryResult, Stage
+from mindforge.store import engine as store_engine
+from mindforge.store import lineages, pool, registry, trials
+from mindforge.store.models import PoolSplit
+
+
+def _pool_tasks(session, lineage_id: str):
+    from mindforge.tasks.loader import load_task
+
+    return [load_task(Path(t.path)) for t in pool.list_pool_tasks(session=session, lineage_id=lineage_id)]
+
+
+class DiscoveryActivities:
+    """Activities bound to one store (the same database as the lineage activities).
+
+    Args:
+        engine: a SQLAlchemy engine of the migrated store.
+        artifact_root: where staging and admitted tasks live.
+    """
+
+    def __init__(self, engine, artifact_root: Path) -> None:
+        self.engine = engine
+        self.artifact_root = Path(artifact_root)
+
+    @activity.defn(name="discovery_propose")
+    async def propose(self, inp: DiscoveryInput) -> dict:
+        """Ask the current pair for ``spec.discovery_count`` tasks; stage the well-formed ones.
+
+        Returns:
+            ``ProposalBatch`` as JSON (staged paths and malformed rejections).
+
+        Raises:
+            ApplicationError: retryable when the endpoint did not answer.
+        """
+        return await asyncio.to_thread(self._propose, inp)
+
+    def _propose(self, inp: DiscoveryInput) -> dict:
+        from mindforge.discovery.proposal import summarise_pool
+        from mindforge.discovery.run import DiscoveryConfig, propose_batch
+        from mindforge.hcp import loads_contract
+
+        with store_engine.session_scope(self.engine) as s:
+            contract = loads_contract(registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text)
+            tasks = _pool_tasks(s, inp.lineage_id)
+            counts = pool.pool_counts(session=s, lineage_id=inp.lineage_id)
+            solved, failed, classes = set(), set(), {}
+            if inp.generation > 0:
+                for r in trials.list_trials(
+                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation - 1, stage=Stage.EXPANSION.value
+                ):
+                    (solved if r.reward is not None and r.reward >= 1.0 else failed).add(r.task_id)
+                    if r.failure_class:
+                        classes[str(r.failure_class)] = classes.get(str(r.failure_class), 0) + 1
+        config = DiscoveryConfig(
+            count=inp.spec.discovery_count,
+            generation=inp.generation,
+            attempts=inp.spec.discovery_attempts,
+            held_out_fraction=inp.spec.held_out_fraction,
+            seed=inp.spec.seed,
+            pool_total=sum(counts.values()),
+            pool_held_out=counts.get(PoolSplit.HELD_OUT, 0),
+        )
+        staging = self.artifact_root / "staging" / inp.lineage_id / f"g{inp.generation}"
+        batch = propose_batch(
+            contract,
+            summarise_pool(tasks, solved=solved, failed=failed, failure_classes=classes),
+            staging_dir=staging,
+            config=config,
+            taken_ids={t.id for t in tasks},
+            client=inp.spec.policy_url,
+            run_id=f"{inp.lineage_id}/g{inp.generation}/discovery",
+        )
+        return batch.model_dump(mode="json")
+
+    @activity.defn(name="discovery_check")
+    async def check(self, inp: CheckProposalInput) -> dict:
+        """Check one staged proposal on Ray: static checks, validation, difficulty estimate.
+
+        Returns:
+            ``ProposalVerdict`` as JSON.
+        """
+        import ray
+
+        from workers.ray_trials import check_proposal_task
+
+        with store_engine.session_scope(self.engine) as s:
+            toml_text = registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text
+            pool_paths = [t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)]
+        ref = check_proposal_task.remote(
+            {
+                "task_dir": inp.task_dir,
+                "pool_paths": pool_paths,
+                "contract_toml": toml_text,
+                "policy_url": inp.policy_url,
+                "attempts": inp.attempts,
+                "run_id": f"{inp.lineage_id}/g{inp.generation}/discovery",
+            }
+        )
+        try:
+            while True:
+                activity.heartbeat()
+                ready, _ = await asyncio.to_thread(ray.wait, [ref], num_returns=1, timeout=2.0)
+                if ready:
+                    return ray.get(ref)
+        except asyncio.CancelledError:
+            ray.cancel(ref)
+            raise
+
+    @activity.defn(name="discovery_admit")
+    async def admit(self, inp: AdmitInput) -> DiscoveryResult:
+        """Decide admission, move admitted tasks out of staging and add them to the pool.
+
+        The generation's record gets ``discovery``: proposals, admissions (with split,
+        difficulty and provenance) and rejections with reasons.
+        """
+        return await asyncio.to_thread(self._admit, inp)
+
+    def _admit(self, inp: AdmitInput) -> DiscoveryResult:
+        from mindforge.discovery.admission import admit_to_store
+        from mindforge.discovery.records import ProposalVerdict
+        from mindforge.discovery.run import DiscoveryConfig, ProposalBatch, admission_record
+
+        batch = ProposalBatch.model_validate(inp.batch)
+        verdicts = [ProposalVerdict.model_validate(v) for v in inp.verdicts]
+        with store_engine.session_scope(self.engine) as s:
+            counts = pool.pool_counts(session=s, lineage_id=inp.lineage_id)
+            new = {a.task_hash for a in pool.list_pool(session=s, lineage_id=inp.lineage_id) if a.added_generation == inp.generation}
+            held_new = sum(
+                1 for a in pool.list_pool(session=s, lineage_id=inp.lineage_id)
+                if a.added_generation == inp.generation and a.split == PoolSplit.HELD_OUT
+            )
+            config = DiscoveryConfig(
+                count=max(1, batch.requested),
+                generation=inp.generation,
+                held_out_fraction=inp.spec.held_out_fraction,
+                seed=inp.spec.seed,
+                # counts before this generation's admissions, so a retried activity decides the same splits
+                pool_total=sum(counts.values()) - len(new),
+                pool_held_out=counts.get(PoolSplit.HELD_OUT, 0) - held_new,
+            )
+            record = admission_record(batch, verdicts, config)
+            admitted = admit_to_store(s, inp.lineage_id, inp.generation, record.admitted, artifact_root=self.artifact_root)
+            record = record.model_copy(update={"admitted": admitted})
+            lineages.update_generation(
+                session=s, lineage_id=inp.lineage_id, index=inp.generation, record={"discovery": record.model_dump(mode="json")}
+            )
+        return DiscoveryResult(
+            requested=record.requested, proposed=record.proposed, admitted=len(record.admitted), rejected=len(record.rejected)
+        )
+
+    def all(self) -> list[Any]:
+        """Every activity of this class, for worker registration."""
+        return [self.propose, self.check, self.admit]
