@@ -11,6 +11,11 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from mindforge.trainer.config import TrainerConfig, TrainResult
+from mindforge.trainer.lift import LiftReport, PairRef
+from mindforge.trainer.selection import SelectedGroup, SelectionReport
+from mindforge.trainer.validate_adapter import AdapterReport
+
 #: task queue for workflow tasks and store-only activities
 ORCHESTRATION_QUEUE = "mindforge-orchestration"
 #: task queue for activities that run sandboxes (fan out to Ray)
@@ -28,6 +33,9 @@ class Stage(StrEnum):
     DISCOVERY = "discovery"
     EXPANSION = "expansion"
     UPDATE = "update"
+    #: trial stage of the Update's held-out evaluation (parent and successor pairs); not a
+    #: generation stage: never list it in ``LineageSpec.stages``
+    HELDOUT = "heldout"
 
 
 class LineageSpec(BaseModel):
@@ -47,6 +55,16 @@ class LineageSpec(BaseModel):
         discovery_count: tasks the pair is asked to propose per generation.
         discovery_attempts: trials of the pair per valid proposal (difficulty estimate).
         heartbeat_timeout_sec: activity heartbeat timeout, seconds (worker-loss detection).
+        base_model_path: local directory of the base model (weights + tokenizer) the
+            Update stage trains on; distinct from the served model id (``model.id``).
+            Required when the Update stage runs; the tiny model's directory in CI.
+        trainer: GRPO/LoRA hyper-parameters of the Update stage.
+        max_rank: largest LoRA rank the serving endpoint accepts (vLLM ``--max-lora-rank``).
+        heldout_attempts: attempts per held-out task per pair in the lift evaluation.
+        max_groups_per_task / max_trials_per_group: selection caps per task and group.
+        serving_urls: endpoints each new adapter revision is handed off to; empty = the
+            policy endpoint (``policy_url`` or settings).
+        lift_resamples: bootstrap resamples of the held-out lift interval.
     """
 
     name: str
@@ -62,6 +80,14 @@ class LineageSpec(BaseModel):
     discovery_count: int = Field(default=2, ge=1)
     discovery_attempts: int = Field(default=2, ge=1)
     heartbeat_timeout_sec: float = Field(default=60.0, gt=0)
+    base_model_path: str | None = None
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    max_rank: int = Field(default=64, ge=1)
+    heldout_attempts: int = Field(default=2, ge=1)
+    max_groups_per_task: int = Field(default=2, ge=1)
+    max_trials_per_group: int = Field(default=16, ge=2)
+    serving_urls: list[str] = Field(default_factory=list)
+    lift_resamples: int = Field(default=2000, ge=1)
 
 
 class LineageInput(BaseModel):
@@ -230,3 +256,171 @@ class DiscoveryResult(BaseModel):
     proposed: int
     admitted: int
     rejected: int
+
+
+# ------------------------------------------------------------------------------ Update
+
+
+class UpdateOutcome(StrEnum):
+    """How an Update stage ended (every outcome is recorded; only ``registered`` makes a new pair)."""
+
+    REGISTERED = "registered"
+    #: selection, or tokenisation of the selected trajectories, left no group with signal
+    NO_SIGNAL = "no_signal"
+    #: the trained adapter failed validation (empty, zero, no effect, over the rank limit, ...)
+    REJECTED = "rejected"
+
+
+class UpdateInput(BaseModel):
+    """The Update stage of one generation.
+
+    Attributes:
+        contract_hash / adapter: the parent pair (the generation's pair).
+        successor_contract_hash: the contract the Expansion stage's search picked for the
+            next generation; None = the parent's. The successor pair's contract is this one
+            with ``model.adapter`` set to the new revision's name.
+    """
+
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    contract_hash: str
+    adapter: str = ""
+    successor_contract_hash: str | None = None
+
+
+class SelectTrajectoriesResult(BaseModel):
+    """Selection's report, and the name and revision the new adapter will get."""
+
+    report: SelectionReport
+    adapter_name: str
+    revision: int
+    parent_adapter_path: str | None = None
+
+
+class TrainAdapterInput(BaseModel):
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    adapter_name: str
+    groups: list[SelectedGroup]
+    parent_adapter_path: str | None = None
+
+
+class TrainAdapterResult(BaseModel):
+    """Training outcome: the adapter directory and metrics, or why nothing was trained.
+
+    Attributes:
+        trained: False when the built samples had no group with signal.
+        adapter_dir: the saved PEFT adapter (``<artifacts>/adapters/<lineage>/<name>``).
+        samples_built: training samples built from the selected trajectories.
+        samples_dropped: reason -> trajectories that could not become samples.
+        train: the trainer's result (None when not trained).
+        reason: why nothing was trained.
+    """
+
+    trained: bool
+    adapter_dir: str = ""
+    samples_built: int = 0
+    samples_dropped: dict[str, int] = Field(default_factory=dict)
+    train: TrainResult | None = None
+    reason: str = ""
+
+
+class ValidateAdapterInput(BaseModel):
+    adapter_dir: str
+    base_model_path: str
+    max_rank: int
+
+
+class RegisterAdapterInput(BaseModel):
+    lineage_id: str
+    generation: int
+    adapter_name: str
+    revision: int
+    parent: PairRef
+    successor_contract_hash: str | None = None
+    base_model_path: str
+    trainer: TrainerConfig
+    report: AdapterReport
+    train: TrainResult
+    trial_ids: list[str]
+
+
+class RegisterAdapterResult(BaseModel):
+    """The registered revision and the successor contract that names it."""
+
+    adapter_revision_id: str
+    adapter_name: str
+    sha256: str
+    successor_contract_hash: str
+    successor_contract_ref: str
+
+
+class HandOffInput(BaseModel):
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    adapter_name: str
+    adapter_dir: str
+
+
+class HandOffResult(BaseModel):
+    """One ``mindforge.serving.HandoffRecord`` (as JSON) per endpoint."""
+
+    endpoints: list[dict]
+
+
+class PlanHeldoutInput(BaseModel):
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    parent: PairRef
+    successor: PairRef
+
+
+class HeldoutPlan(BaseModel):
+    """Held-out trials of both pairs (same tasks, same attempts) with deterministic ids."""
+
+    parent: list[TrialSpec]
+    successor: list[TrialSpec]
+    tasks: int
+
+
+class MeasureLiftInput(BaseModel):
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    parent: PairRef
+    successor: PairRef
+
+
+class RecordUpdateInput(BaseModel):
+    """The Update's outcome and the next generation's pair, for the generation record."""
+
+    lineage_id: str
+    generation: int
+    outcome: UpdateOutcome
+    next_pair: PairRef
+    detail: dict = Field(default_factory=dict)
+
+
+class UpdateResult(BaseModel):
+    """What the Update stage hands to the next generation.
+
+    Attributes:
+        outcome: see :class:`UpdateOutcome`.
+        contract_hash / adapter: the next generation's pair (the parent pair unless
+            ``outcome`` is ``registered``).
+        adapter_revision_id: the registered revision, if any.
+        selected_groups / selected_trials: what selection kept.
+        lift: the held-out lift (registered outcome only).
+    """
+
+    outcome: UpdateOutcome
+    contract_hash: str
+    adapter: str = ""
+    adapter_revision_id: str | None = None
+    selected_groups: int = 0
+    selected_trials: int = 0
+    lift: LiftReport | None = None

@@ -24,6 +24,14 @@ SUMMARIZE_EXPANSION = "summarize_expansion"
 DISCOVERY_PROPOSE = "discovery_propose"
 DISCOVERY_CHECK = "discovery_check"
 DISCOVERY_ADMIT = "discovery_admit"
+SELECT_TRAJECTORIES = "select_trajectories"
+TRAIN_ADAPTER = "train_adapter"
+VALIDATE_ADAPTER = "validate_adapter"
+REGISTER_ADAPTER = "register_adapter"
+HAND_OFF_ADAPTER = "hand_off_adapter"
+PLAN_HELDOUT_TRIALS = "plan_heldout_trials"
+MEASURE_LIFT = "measure_lift"
+RECORD_UPDATE = "record_update"
 
 #: error types that never retry: bad input, task and model failures
 NON_RETRYABLE = ["InputError", "ContractError", "ContractImmutableError", "ValueError"]

@@ -134,6 +134,10 @@ class ReportData(BaseModel):
     held_out: list[HeldOutRow] = Field(default_factory=list)
     discovery: dict[int, Any] = Field(default_factory=dict)
 
+    def contract_edit(self, contract_hash: str | None) -> str:
+        """The recorded edit of a contract ("" for a root or an unknown hash)."""
+        return next((info.edit for info in self.contracts if info.hash == contract_hash), "")
+
     def contract_ref(self, contract_hash: str | None) -> str:
         """``name@revision`` of a contract hash, or a short hash."""
         for info in self.contracts:
@@ -162,7 +166,7 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
         raise NotFoundError("lineage", lineage_id)
     generations = lineage_repo.list_generations(session=session, lineage_id=lineage.id)
     splits = {m.task_hash: m.split for m in pool_repo.list_pool(session=session, lineage_id=lineage.id)}
-    trials = [t for t in trial_repo.list_trials(session=session, lineage_id=lineage.id)]
+    trials = trial_repo.list_trials(session=session, lineage_id=lineage.id)
     data = ReportData(lineage_id=lineage.id, lineage_name=lineage.name, status=str(lineage.status.value))
     data.task_ids = _task_ids(session, splits, trials)
     data.generations = [
@@ -182,8 +186,10 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
         by_generation[trial.generation_index if trial.generation_index is not None else -1].append(trial)
     contracts_of = {g.index: g.contract_hash for g in generations}
     for index in sorted(i for i in by_generation if i >= 0):
-        data.coverage.append(_coverage(index, contracts_of.get(index), by_generation[index], splits))
-        data.held_out += _held_out(index, by_generation[index], splits, data.coverage[-1], generations)
+        coverage = _coverage(index, contracts_of.get(index), by_generation[index], splits)
+        if coverage.summary.tasks:
+            data.coverage.append(coverage)
+        data.held_out += _held_out(index, by_generation[index], splits, coverage, generations)
     data.spend = _spend(trials)
     data.audits = _audits(session, lineage.id)
     jobs = search_repo.list_search_jobs(session=session, lineage_id=lineage.id)

@@ -140,7 +140,7 @@ def _single_vs_adaptive(data: ReportData, with_plots: bool) -> Section:
             c.failing,
             c.failing_covered,
             c.failing_single,
-            data.contract_ref(c.failing_single_contract),
+            f"{data.contract_ref(c.failing_single_contract)} ({data.contract_edit(c.failing_single_contract) or '-'})",
             c.summary.cumulative,
             c.summary.single_contract,
         ]
@@ -172,8 +172,8 @@ def _per_contract(data: ReportData, with_plots: bool) -> Section:
             wins = sum(cells.get(contract, [0, 0, 0])[0] for cells in c.matrix.values())
             usable = sum(cells.get(contract, [0, 0, 0])[1] for cells in c.matrix.values())
             rate = f"{wins}/{usable}" if usable else "-"
-            rows.append([c.index, data.contract_ref(contract), solved, attempts, rate])
-    s.table(["generation", "contract", "tasks solved", "attempts", "successes/usable"], rows)
+            rows.append([c.index, data.contract_ref(contract), data.contract_edit(contract) or "-", solved, attempts, rate])
+    s.table(["generation", "contract", "edit", "tasks solved", "attempts", "successes/usable"], rows)
     if with_plots:
         c = data.coverage[-1]
         items = sorted(c.summary.per_contract.items(), key=lambda kv: -kv[1])[:30]
@@ -198,7 +198,7 @@ def _matrix(data: ReportData) -> Section:
     c = data.coverage[-1]
     contracts = list(c.summary.per_contract)
     s.text(f"Generation {c.index}; each cell is successes/attempts (usable attempts only count as successes).")
-    s.table(["column", "contract"], [[f"C{i + 1}", data.contract_ref(h)] for i, h in enumerate(contracts)])
+    s.table(["column", "contract", "edit"], [[f"C{i + 1}", data.contract_ref(h), data.contract_edit(h) or "-"] for i, h in enumerate(contracts)])
     rows = []
     for task, cells in sorted(c.matrix.items(), key=lambda kv: data.task_ids.get(kv[0], kv[0])):
         rows.append([data.task_ids.get(task, task[:12])] + [f"{cells[h][0]}/{cells[h][2]}" if h in cells else "" for h in contracts])
@@ -248,7 +248,7 @@ def _held_out(data: ReportData, with_plots: bool) -> Section:
         coverage = {c.index: c.summary.cumulative / c.summary.tasks for c in data.coverage if c.summary.tasks}
         s.image(plots.held_out(points, coverage), "held-out score per generation")
     rows = [
-        [r.generation, data.contract_ref(r.contract_hash), r.adapter or "base", f"{r.score.successes}/{r.score.n}", f"{r.score.rate:.3f}", f"{r.score.lo:.3f}..{r.score.hi:.3f}", f"{r.search_covered}/{r.search_tasks}", r.lift if r.lift is not None else "-"]
+        [r.generation, data.contract_ref(r.contract_hash), r.adapter or "base", f"{r.score.successes}/{r.score.n}", f"{r.score.rate:.3f}", f"{r.score.lo:.3f}..{r.score.hi:.3f}", f"{r.search_covered}/{r.search_tasks}" if r.search_tasks else "-", r.lift if r.lift is not None else "-"]
         for r in data.held_out
     ]
     return s.table(["generation", "contract", "adapter", "passed/usable", "rate", "95% interval", "search-set coverage", "recorded lift"], rows)

@@ -1,0 +1,238 @@
+"""Trajectory selection for GRPO: from a generation's trials to groups with a learning signal.
+
+A *group* is the attempts of one task under one pair (contract + adapter): GRPO's
+advantages are relative to the group's mean (DeepSeekMath, Shao et al. 2024), so a group
+carries a signal only when its rewards differ. Every choice is counted in a
+:class:`SelectionReport`, which goes into the generation's record:
+
+1. trials on **held-out** tasks are set aside first (they measure lift and must never be
+   trained on);
+2. trials without a **real reward** are dropped, by reason: no verifier reward
+   (``reward`` None: environment, verifier or infrastructure errors), an infrastructure
+   or endpoint failure, an audit that puts the failure on the infrastructure or the
+   task, a non-model agent, or no model turn to train on
+   (:func:`mindforge.audit.usable_for_training`); a missing reward is never read as 0;
+3. groups with fewer than two usable attempts have nothing to compare (``singleton``);
+   groups whose rewards are all equal have zero advantage everywhere (``no_signal``);
+4. per-task contribution is **capped**: at most ``max_groups_per_task`` groups of a task
+   (the most contrasted first) and ``max_trials_per_group`` attempts per group (kept
+   balanced between high and low rewards), so a few tasks attempted under many
+   contracts cannot dominate the batch.
+
+Pure: pydantic and the trial model only (the audit predicate is imported on use).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mindforge.trial import NO_REWARD_CLASSES, TrialRecord
+
+
+class SelectedGroup(BaseModel):
+    """One GRPO group kept for training.
+
+    Attributes:
+        group_id: ``<task_hash[:16]>/<contract_hash[:12]>/<adapter or "base">``.
+        task_hash / task_id: the task.
+        contract_hash / adapter: the pair the attempts ran under.
+        trial_ids: the kept attempts, shape (n,), n >= 2.
+        rewards: their rewards in [0, 1], shape (n,), not all equal.
+    """
+
+    group_id: str
+    task_hash: str
+    task_id: str
+    contract_hash: str
+    adapter: str = ""
+    trial_ids: list[str]
+    rewards: list[float]
+
+    @property
+    def reward_std(self) -> float:
+        """Population standard deviation of the group's rewards."""
+        return statistics.pstdev(self.rewards)
+
+
+class SelectionReport(BaseModel):
+    """What selection kept and what it dropped, with a count for every choice.
+
+    Attributes:
+        trials_seen: trials given to selection.
+        held_out_trials: trials on held-out tasks, set aside (never trained on).
+        held_out_tasks: distinct held-out tasks among them.
+        dropped_no_reward: trials without a usable real reward (sum of ``dropped_by_reason``).
+        dropped_by_reason: reason -> trials: ``no_reward`` (reward None or a no-reward
+            failure class), ``infra_failure`` (infrastructure/endpoint/harness failure),
+            ``audit_excluded`` (audit owner infra or task), ``not_model`` (oracle/nop),
+            ``no_model_turns``.
+        candidate_groups: groups formed from the usable trials.
+        dropped_singleton: groups with a single usable attempt.
+        dropped_no_signal: groups whose rewards are all equal.
+        capped_groups: groups over ``max_groups_per_task`` for their task.
+        capped_trials: attempts trimmed by ``max_trials_per_group`` (from kept groups).
+        kept_groups / kept_trials / kept_tasks: what training gets.
+        max_groups_per_task / max_trials_per_group: the caps applied.
+        groups: the kept groups.
+    """
+
+    trials_seen: int = 0
+    held_out_trials: int = 0
+    held_out_tasks: int = 0
+    dropped_no_reward: int = 0
+    dropped_by_reason: dict[str, int] = Field(default_factory=dict)
+    candidate_groups: int = 0
+    dropped_singleton: int = 0
+    dropped_no_signal: int = 0
+    capped_groups: int = 0
+    capped_trials: int = 0
+    kept_groups: int = 0
+    kept_trials: int = 0
+    kept_tasks: int = 0
+    max_groups_per_task: int = 0
+    max_trials_per_group: int = 0
+    groups: list[SelectedGroup] = Field(default_factory=list)
+
+    def counts(self) -> dict[str, Any]:
+        """The report without the group list (for the generation record)."""
+        return self.model_dump(mode="json", exclude={"groups"})
+
+    @property
+    def trial_ids(self) -> list[str]:
+        """Ids of every kept attempt, group by group."""
+        return [t for g in self.groups for t in g.trial_ids]
+
+
+def group_id_for(task_hash: str, contract_hash: str, adapter: str) -> str:
+    """The stable id of the group of one task under one pair."""
+    return f"{task_hash[:16]}/{contract_hash[:12]}/{adapter or 'base'}"
+
+
+def drop_reason(record: TrialRecord, audit: Any | None = None) -> str | None:
+    """Why a trial cannot be trained on, or None when it can.
+
+    Args:
+        record: the trial.
+        audit: its :class:`mindforge.audit.AuditResult`, if audited.
+
+    Returns:
+        a reason key of :attr:`SelectionReport.dropped_by_reason`, or None.
+    """
+    from mindforge.audit import INFRA_CLASSES, usable_for_search, usable_for_training
+
+    if record.reward is None or record.failure_class in NO_REWARD_CLASSES:
+        return "no_reward"
+    if record.failure_class in INFRA_CLASSES:
+        return "infra_failure"
+    if not usable_for_search(record, audit):
+        return "audit_excluded"
+    if record.agent != "model":
+        return "not_model"
+    if not usable_for_training(record, audit):
+        return "no_model_turns"
+    return None
+
+
+def _balanced(trials: list[TrialRecord], cap: int) -> list[TrialRecord]:
+    """At most ``cap`` attempts, alternating from the highest and the lowest rewards.
+
+    Attempts are taken in attempt order within each end, so the choice is deterministic
+    and a capped group keeps its contrast.
+    """
+    if len(trials) <= cap:
+        return trials
+    ordered = sorted(trials, key=lambda r: (-(r.reward or 0.0), r.attempt, r.trial_id))
+    high, low, picked = 0, len(ordered) - 1, []
+    while len(picked) < cap:
+        picked.append(ordered[high])
+        high += 1
+        if len(picked) < cap:
+            picked.append(ordered[low])
+            low -= 1
+    return sorted(picked, key=lambda r: (r.attempt, r.trial_id))
+
+
+def select_groups(
+    records: Iterable[TrialRecord],
+    held_out: set[str],
+    *,
+    max_groups_per_task: int = 2,
+    max_trials_per_group: int = 16,
+    audits: Mapping[str, Any] | None = None,
+) -> SelectionReport:
+    """Build GRPO groups from a generation's trials, counting every drop.
+
+    Args:
+        records: the generation's trials (search-side stages; held-out ones are set aside).
+        held_out: content hashes of the lineage's held-out tasks.
+        max_groups_per_task: most groups (pairs) one task may contribute (>= 1).
+        max_trials_per_group: most attempts one group may contribute (>= 2).
+        audits: trial id -> :class:`mindforge.audit.AuditResult` for audited trials.
+
+    Returns:
+        the report; ``groups`` ordered by task hash, then contract, then adapter.
+
+    Raises:
+        ValueError: a cap below its minimum.
+    """
+    if max_groups_per_task < 1 or max_trials_per_group < 2:
+        raise ValueError("max_groups_per_task must be >= 1 and max_trials_per_group >= 2")
+    audits = audits or {}
+    report = SelectionReport(max_groups_per_task=max_groups_per_task, max_trials_per_group=max_trials_per_group)
+    reasons: Counter[str] = Counter()
+    held_tasks: set[str] = set()
+    grouped: dict[tuple[str, str, str], list[TrialRecord]] = defaultdict(list)
+    for record in records:
+        report.trials_seen += 1
+        if record.task_hash in held_out:
+            report.held_out_trials += 1
+            held_tasks.add(record.task_hash)
+            continue
+        reason = drop_reason(record, audits.get(record.trial_id))
+        if reason is not None:
+            reasons[reason] += 1
+            continue
+        grouped[(record.task_hash, record.contract_hash or "", record.adapter)].append(record)
+    report.held_out_tasks = len(held_tasks)
+    report.dropped_by_reason = dict(sorted(reasons.items()))
+    report.dropped_no_reward = sum(reasons.values())
+    report.candidate_groups = len(grouped)
+
+    by_task: dict[str, list[list[TrialRecord]]] = defaultdict(list)
+    for key in sorted(grouped):
+        trials = sorted(grouped[key], key=lambda r: (r.attempt, r.trial_id))
+        if len(trials) < 2:
+            report.dropped_singleton += 1
+        elif len({r.reward for r in trials}) == 1:
+            report.dropped_no_signal += 1
+        else:
+            by_task[key[0]].append(trials)
+    for task_hash in sorted(by_task):
+        # most contrasted groups first; ties keep the sorted (contract, adapter) order
+        ranked = sorted(by_task[task_hash], key=lambda g: -statistics.pstdev(r.reward or 0.0 for r in g))
+        report.capped_groups += max(0, len(ranked) - max_groups_per_task)
+        for trials in ranked[:max_groups_per_task]:
+            kept = _balanced(trials, max_trials_per_group)
+            report.capped_trials += len(trials) - len(kept)
+            first = kept[0]
+            report.groups.append(
+                SelectedGroup(
+                    group_id=group_id_for(task_hash, first.contract_hash or "", first.adapter),
+                    task_hash=task_hash,
+                    task_id=first.task_id,
+                    contract_hash=first.contract_hash or "",
+                    adapter=first.adapter,
+                    trial_ids=[r.trial_id for r in kept],
+                    rewards=[float(r.reward) for r in kept if r.reward is not None],
+                )
+            )
+    report.groups.sort(key=lambda g: (g.task_hash, g.contract_hash, g.adapter))
+    report.kept_groups = len(report.groups)
+    report.kept_trials = sum(len(g.trial_ids) for g in report.groups)
+    report.kept_tasks = len({g.task_hash for g in report.groups})
+    return report

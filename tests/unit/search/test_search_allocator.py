@@ -1,0 +1,202 @@
+"""Adaptive allocation on a small simulated unlock problem: coverage, budgets, refusals, determinism.
+
+Trial outcomes come from :class:`mindforge.search.simulate.UnlockOracle` (each task is
+unlocked by one harness property, a noisy policy succeeds with p = 0.6 when unlocked),
+standing in for sandbox + policy so the real allocator runs hundreds of attempts in
+a second; audits are computed by the real audit rules on simulated base transcripts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mindforge.hcp import derive, load_contract
+from mindforge.ledger import Ledger
+from mindforge.search import (
+    BudgetTooSmallError,
+    CellResult,
+    CostEstimate,
+    Edit,
+    NoCandidatesError,
+    SearchBudget,
+    SearchConfig,
+    SearchState,
+    StaleStepError,
+    StepResults,
+    init_search,
+    observe,
+    plan_step,
+    run_search,
+)
+from mindforge.search.simulate import UnlockOracle, base_search_tasks, make_unlock_tasks
+
+REPO = Path(__file__).resolve().parents[3]
+ROOT = derive(
+    load_contract(REPO / "hcp_contracts" / "baseline.toml"),
+    name="bench",
+    revision="1.0.0",
+    edit="tools: bash and finish only",
+    changes={"tools.allow": ["bash", "finish"]},
+)
+KINDS = ["tool:read_file", "observation", "turns", "plan", "skill:run_tests.sh", "format", "error_output"]
+
+
+def problem(n_tasks: int = 14, seed: int = 0, kinds=KINDS):
+    tasks = make_unlock_tasks(n_tasks, kinds)
+    return tasks, base_search_tasks(tasks, ROOT), UnlockOracle(ROOT, tasks, seed=seed)
+
+
+def run(state: SearchState, oracle: UnlockOracle) -> SearchState:
+    holder = {"state": state}
+
+    def execute(plan):
+        return oracle.execute(holder["state"], plan)
+
+    while not holder["state"].done:
+        plan = plan_step(holder["state"])
+        results = execute(plan) if plan.stop_reason is None else StepResults(step=plan.step)
+        holder["state"] = observe(holder["state"], results)
+    return holder["state"]
+
+
+def test_adaptive_search_reaches_full_coverage_within_budget() -> None:
+    tasks, failing, oracle = problem()
+    assert len(failing) == len(tasks)  # the base contract fails them all
+    state = init_search(job_id="job", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=300))
+    state = run(state, oracle)
+    assert state.stop_reason == "full_coverage"
+    assert state.covered == len(tasks) and state.spent.attempts <= 300
+    ledger = Ledger(tasks=[t.task_hash for t in failing])
+    for key, cell in state.cells.items():
+        t, c = (int(x) for x in key.split(":"))
+        for i in range(cell.attempts):
+            ledger.add(failing[t].task_hash, state.candidates[c].contract_hash, 1.0 if i < cell.successes else 0.0)
+    summary = ledger.summary()
+    assert summary.cumulative == len(tasks)
+    assert summary.single_contract < summary.cumulative  # no one contract unlocks every task
+    best_possible = max(
+        sum(oracle.unlocks(t.task_hash, oracle.contracts[c.contract_hash]) for t in failing) for c in state.candidates
+    )
+    assert summary.single_contract <= best_possible < len(tasks)
+    assert state.curve[0] == (0, 0) and state.curve[-1] == (state.spent.attempts, len(tasks))
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(state.curve, state.curve[1:]))
+    # every candidate has a parent and a recorded edit chain; none repeats a harness
+    assert len({c.harness_hash for c in state.candidates}) == len(state.candidates)
+    assert all(c.parent_hash and c.edits for c in state.candidates)
+
+
+def test_adaptive_beats_random_search_on_the_same_problem() -> None:
+    spent = {}
+    for strategy in ("adaptive", "random"):
+        tasks, failing, oracle = problem(seed=3)
+        config = SearchConfig(seed=3, strategy=strategy)
+        state = init_search(job_id="j", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=3000), config=config)
+        state = run(state, oracle)
+        assert state.stop_reason == "full_coverage"
+        spent[strategy] = state.spent.attempts
+    assert spent["adaptive"] * 2 <= spent["random"], spent
+
+
+@pytest.mark.parametrize(
+    ("budget", "cost", "reason"),
+    [
+        (SearchBudget(max_attempts=40), CostEstimate(), "budget_attempts"),
+        (SearchBudget(max_tokens=100_000), CostEstimate(tokens_per_attempt=3000), "budget_tokens"),
+        (SearchBudget(max_wall_sec=900), CostEstimate(wall_sec_per_attempt=30), "budget_time"),
+    ],
+)
+def test_search_stops_on_each_budget_and_records_why(budget, cost, reason) -> None:
+    _tasks, failing, oracle = problem(n_tasks=20, kinds=["plan", "verify", "skill:find_files.sh", "temperature"])
+    state = init_search(job_id="b", root=ROOT, tasks=failing, budget=budget, cost=cost)
+    state = run(state, oracle)
+    assert state.stop_reason == reason
+    if reason == "budget_attempts":
+        assert state.spent.attempts == 40  # the last step is cut to the remaining budget
+    if reason == "budget_tokens":
+        assert 100_000 <= state.spent.tokens < 100_000 + 3000 * 16
+
+
+def test_a_budget_for_fewer_than_two_candidates_is_refused_before_it_starts() -> None:
+    _tasks, failing, _oracle = problem()
+    with pytest.raises(BudgetTooSmallError, match="fewer than two candidates"):
+        init_search(job_id="x", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=5))
+    with pytest.raises(BudgetTooSmallError, match="tokens"):
+        init_search(
+            job_id="x",
+            root=ROOT,
+            tasks=failing,
+            budget=SearchBudget(max_tokens=10_000),
+            cost=CostEstimate(tokens_per_attempt=2000),
+        )
+    with pytest.raises(BudgetTooSmallError, match=" s allows"):
+        init_search(
+            job_id="x", root=ROOT, tasks=failing, budget=SearchBudget(max_wall_sec=60), cost=CostEstimate(wall_sec_per_attempt=30)
+        )
+    ok = init_search(job_id="x", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=6))
+    assert not ok.done
+    with pytest.raises(NoCandidatesError):
+        init_search(
+            job_id="x", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=100), config=SearchConfig(edit_keys=["max_turns=60"])
+        )
+    with pytest.raises(ValueError, match="needs max_attempts"):
+        SearchBudget()
+
+
+def test_no_failing_tasks_is_full_coverage_at_once() -> None:
+    state = init_search(job_id="x", root=ROOT, tasks=[], budget=SearchBudget(max_attempts=10))
+    assert state.done and state.stop_reason == "full_coverage"
+
+
+def test_search_stops_when_no_candidate_is_left() -> None:
+    _tasks, failing, oracle = problem(n_tasks=3, kinds=["verify"])
+    config = SearchConfig(edit_keys=["max_turns=60", "temperature=0.0"], max_attempts_per_cell=2, compose_top=0)
+    state = init_search(job_id="n", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=500), config=config)
+    state = run(state, oracle)
+    assert state.stop_reason == "no_candidates"
+    assert state.spent.attempts == 3 * 2 * 2  # every cell up to its cap, nothing more
+
+
+def test_plans_are_deterministic_given_the_state() -> None:
+    _tasks, failing, oracle = problem()
+    state = init_search(job_id="d", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=300))
+    state = run_search(state, lambda plan: oracle.execute(state, plan), max_steps=1)
+    plan = plan_step(state)
+    again = plan_step(SearchState.model_validate_json(state.model_dump_json()))
+    assert plan == again and plan.cells
+    assert len(state.model_dump_json()) < 50_000  # small enough to carry through a workflow
+
+
+def test_observe_counts_each_planned_trial_once_and_refuses_stale_or_unplanned_results() -> None:
+    _tasks, failing, oracle = problem()
+    state = init_search(job_id="o", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=300))
+    plan = plan_step(state)
+    results = oracle.execute(state, plan)
+    doubled = StepResults(step=plan.step, results=results.results + results.results[:3])
+    after = observe(state, doubled)
+    assert after.spent.attempts == len(plan.cells) and after.step == 1
+    assert len(after.candidates) == len(plan.new_candidates)
+    with pytest.raises(StaleStepError):
+        observe(after, results)
+    stray = CellResult(trial_id="s-x", task_hash=failing[0].task_hash, contract_hash="c", attempt=0, reward=1.0)
+    with pytest.raises(ValueError, match="not a cell planned"):
+        observe(state, StepResults(step=0, results=[stray]))
+    # partial results: the unobserved cells are not counted
+    partial = observe(state, StepResults(step=0, results=results.results[:2]))
+    assert partial.spent.attempts == 2
+
+
+def test_prompt_proposals_are_requested_and_added_once() -> None:
+    _tasks, failing, _oracle = problem()
+    state = init_search(job_id="p", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=300))
+    plan = plan_step(state)
+    assert len(plan.prompt_requests) == 1
+    request = plan.prompt_requests[0]
+    assert request.audits and all(a.task_id for a in request.audits)
+    edit = Edit(op="append_prompt", value="Check every requirement of the task by running it before you finish.")
+    after = observe(state, StepResults(step=0, prompt_edits=[edit, edit], prompt_rejections=["bad json"]))
+    model = [c for c in after.candidates if c.origin == "model"]
+    assert len(model) == 1 and model[0].edits == [edit]
+    assert after.rejected == {"duplicate_or_full": 1, "prompt_rejected": 1}
+    assert after.prompt_requests == 1
