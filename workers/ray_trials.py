@@ -111,3 +111,132 @@ def check_proposal_task(payload: dict[str, Any]) -> dict[str, Any]:
         run_id=payload["run_id"],
     )
     return verdict.model_dump(mode="json")
+
+
+# ------------------------------------------------------------------ Update stage
+#: the training record written into a finished adapter directory (makes a retry a no-op)
+TRAIN_RECORD = "mindforge_train.json"
+
+
+def train_resources() -> dict[str, float]:
+    """Ray resources of one training task: a GPU when the cluster has one, else one CPU."""
+    return {"num_cpus": 1, "num_gpus": 1 if ray.cluster_resources().get("GPU") else 0}
+
+
+def _report(progress: Any, message: dict[str, Any]) -> None:
+    """Put a progress message on the activity's Ray queue; progress is best effort."""
+    if progress is None:
+        return
+    try:
+        progress.put_nowait(message)
+    except Exception:  # noqa: BLE001 - a full or dead queue must not stop training
+        pass
+
+
+def train_adapter_payload(payload: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Build samples from the selected trajectories and train a LoRA adapter with GRPO.
+
+    The adapter is trained into a private directory beside ``out_dir`` and renamed into
+    place with its training record (:data:`TRAIN_RECORD`), so ``out_dir`` only ever holds
+    a finished, immutable adapter; when it already does (a retried activity), its record
+    is returned without training again.
+
+    Args:
+        payload: ``base_model_path``, ``items`` (``trial_id``, ``trajectory`` path,
+            ``reward``, ``group_id``), ``config`` (``TrainerConfig`` as JSON),
+            ``out_dir``, ``parent_adapter`` (a directory or None).
+        progress: a ``ray.util.queue.Queue`` for progress messages (``phase``, ``step``,
+            ``loss``, ``tokens``, reward statistics), or None.
+
+    Returns:
+        ``TrainAdapterResult`` as JSON.
+
+    Raises:
+        InputError: the base model, tokenizer or parent adapter cannot be loaded.
+    """
+    import json
+    import shutil
+    import uuid
+    from collections import Counter
+    from pathlib import Path
+
+    from mindforge.atif import read_trajectory
+    from mindforge.errors import InputError
+    from mindforge.trainer import TrainerConfig, build_samples
+    from mindforge.trainer.errors import NoTrainingSignalError
+    from mindforge.trainer.grpo import reward_stats, train_grpo
+    from mindforge.trainer.lora import load_tokenizer
+
+    out_dir = Path(payload["out_dir"])
+    if (out_dir / TRAIN_RECORD).is_file():
+        return json.loads((out_dir / TRAIN_RECORD).read_text(encoding="utf-8"))
+    config = TrainerConfig.model_validate(payload["config"])
+    base_path = Path(payload["base_model_path"])
+    _report(progress, {"phase": "building_samples", "trajectories": len(payload["items"])})
+    items, dropped = [], Counter()
+    for item in payload["items"]:
+        try:
+            items.append((read_trajectory(Path(item["trajectory"])), float(item["reward"]), item["group_id"]))
+        except (InputError, OSError, ValueError):
+            dropped["unreadable_trajectory"] += 1
+    built = build_samples(items, tokenizer=load_tokenizer(base_path), max_seq_len=config.max_seq_len)
+    dropped.update(built.dropped)
+    stats = reward_stats(built.samples)
+    rewards = {"reward_mean": stats.mean, "reward_std": stats.std, "groups": stats.num_groups, "flat_groups": stats.flat_groups}
+    _report(progress, {"phase": "training", "step": 0, "samples": len(built.samples), **rewards})
+    out: dict[str, Any] = {"samples_built": len(built.samples), "samples_dropped": dict(sorted(dropped.items()))}
+
+    def on_step(step: int, loss: float, step_stats: dict) -> None:
+        keep = ("tokens", "icepop_masked", "clipped", "kl", "grad_norm")
+        _report(progress, {"phase": "training", "step": step, "loss": loss, **{k: step_stats[k] for k in keep}, **rewards})
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}"
+    try:
+        parent = Path(payload["parent_adapter"]) if payload.get("parent_adapter") else None
+        result = train_grpo(base_path, built.samples, config, tmp, progress_cb=on_step, parent_adapter=parent)
+        out.update(trained=True, adapter_dir=str(out_dir), train=result.model_copy(update={"adapter_dir": out_dir}).model_dump(mode="json"))
+        (tmp / TRAIN_RECORD).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+        try:
+            tmp.rename(out_dir)
+        except OSError:
+            if not (out_dir / TRAIN_RECORD).is_file():  # not a finished twin from a concurrent retry
+                raise
+            return json.loads((out_dir / TRAIN_RECORD).read_text(encoding="utf-8"))
+    except NoTrainingSignalError as exc:
+        out.update(trained=False, reason=str(exc))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _report(progress, {"phase": "done", "trained": out["trained"]})
+    return out
+
+
+@ray.remote(max_retries=0)
+def train_adapter_task(payload: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Ray task wrapper of :func:`train_adapter_payload`; submit with :func:`train_resources`."""
+    return train_adapter_payload(payload, progress)
+
+
+@ray.remote(max_retries=0)
+def validate_adapter_task(payload: dict[str, Any]) -> dict[str, Any]:
+    """Validate an adapter on a Ray node (the probe loads the base model).
+
+    Args:
+        payload: ``adapter_dir``, ``base_model_path``, ``max_rank``.
+
+    Returns:
+        ``{"report": AdapterReport JSON}``, or ``{"error": <exception class>, "message"}``
+        for an :class:`~mindforge.trainer.errors.AdapterValidationError`.
+    """
+    from pathlib import Path
+
+    from mindforge.trainer.errors import AdapterValidationError
+    from mindforge.trainer.validate_adapter import validate_adapter
+
+    try:
+        report = validate_adapter(
+            Path(payload["adapter_dir"]), Path(payload["base_model_path"]), max_rank=int(payload["max_rank"])
+        )
+    except AdapterValidationError as exc:
+        return {"error": type(exc).__name__, "message": str(exc)}
+    return {"report": report.model_dump(mode="json")}

@@ -121,12 +121,18 @@ class PolicyScript(BaseModel):
             the draw depends only on (seed, request seed, rule, turn), whatever the
             order of requests; without one, a shared RNG is drawn in arrival order.
         base_models: names served as base models (``/v1/models``).
+        return_token_ids: answer ``return_token_ids`` / ``logprobs`` requests with the
+            fake ids and logprobs (default). False answers as an endpoint that exposes
+            neither: the trainer then re-tokenises the trajectory with its own tokenizer
+            (``mindforge.trainer.samples``) instead of dropping it for ids that no real
+            tokenizer produced.
     """
 
     rules: list[ScriptRule] = Field(default_factory=list)
     default: ScriptReply = Field(default_factory=ScriptReply)
     seed: int = 0
     base_models: list[str] = Field(default_factory=lambda: ["scripted"])
+    return_token_ids: bool = True
 
     @classmethod
     def from_file(cls, path: Path) -> PolicyScript:
@@ -212,8 +218,12 @@ def _fake_logprobs(token_ids: list[int], k: int) -> list[dict[str, Any]]:
     return entries
 
 
-def reply_body(reply: ScriptReply, req: ChatCompletionRequest) -> dict[str, Any]:
-    """The ``chat.completion`` body for ``reply`` (fake token ids: UTF-8 bytes)."""
+def reply_body(reply: ScriptReply, req: ChatCompletionRequest, *, token_ids: bool = True) -> dict[str, Any]:
+    """The ``chat.completion`` body for ``reply`` (fake token ids: UTF-8 bytes).
+
+    With ``token_ids`` False the body carries neither token ids nor logprobs, whatever
+    the request asked.
+    """
     content: str | None = reply.content
     calls: list[dict[str, Any]] = []
     text = reply.content
@@ -234,8 +244,8 @@ def reply_body(reply: ScriptReply, req: ChatCompletionRequest) -> dict[str, Any]
         finish_reason=finish,
         prompt_token_ids=prompt_ids,
         completion_token_ids=completion_ids,
-        logprobs=_fake_logprobs(completion_ids, req.top_logprobs or 0) if req.logprobs else None,
-        return_token_ids=req.return_token_ids,
+        logprobs=_fake_logprobs(completion_ids, req.top_logprobs or 0) if req.logprobs and token_ids else None,
+        return_token_ids=req.return_token_ids and token_ids,
     )
 
 
@@ -268,7 +278,7 @@ def create_scripted_app(script: PolicyScript) -> FastAPI:
             time.sleep(reply.delay_sec)
         if reply.http_status is not None:
             return error_response(reply.http_status, "scripted failure", "InternalServerError")
-        return reply_body(reply, req)
+        return reply_body(reply, req, token_ids=script.return_token_ids)
 
     @app.post("/v1/load_lora_adapter", response_class=PlainTextResponse)
     def load_lora_adapter(req: LoadLoRAAdapterRequest):

@@ -33,13 +33,19 @@ from mindforge.trial import utcnow
 
 
 class ContractInfo(BaseModel):
-    """A contract in the lineage: identity, parent, edit and diff against the parent."""
+    """A contract in the lineage: identity, parent, edit and diff against the parent.
+
+    Attributes:
+        chain: the edits from the nearest generation contract (or root) to this one, in
+            order; a composed candidate lists all of them.
+    """
 
     hash: str
     ref: str
     parent_hash: str | None = None
     parent_ref: str | None = None
     edit: str = ""
+    chain: list[str] = Field(default_factory=list)
     diff: str = ""
     generations: list[int] = Field(default_factory=list)
     candidate_of: list[int] = Field(default_factory=list)
@@ -135,8 +141,9 @@ class ReportData(BaseModel):
     discovery: dict[int, Any] = Field(default_factory=dict)
 
     def contract_edit(self, contract_hash: str | None) -> str:
-        """The recorded edit of a contract ("" for a root or an unknown hash)."""
-        return next((info.edit for info in self.contracts if info.hash == contract_hash), "")
+        """The edits that made a contract from its generation's contract, joined by " + " ("" when none)."""
+        info = next((info for info in self.contracts if info.hash == contract_hash), None)
+        return " + ".join(info.chain or [info.edit]) if info is not None and (info.chain or info.edit) else ""
 
     def contract_ref(self, contract_hash: str | None) -> str:
         """``name@revision`` of a contract hash, or a short hash."""
@@ -302,6 +309,7 @@ def _audits(session: Session, lineage_id: str) -> list[AuditRow]:
 def _contracts(session: Session, generations: list, jobs: list, candidates: dict, trials: list[Trial]) -> list[ContractInfo]:
     wanted: dict[str, ContractInfo] = {}
     rows: dict[str, Contract] = {}
+    by_index = {g.index: g.contract_hash for g in generations}
 
     def visit(contract_hash: str | None) -> ContractInfo | None:
         if not contract_hash:
@@ -334,7 +342,20 @@ def _contracts(session: Session, generations: list, jobs: list, candidates: dict
         parent = rows.get(row.parent_hash) if row.parent_hash else None
         info.parent_ref = f"{parent.name}@{parent.revision}" if parent else None
         info.diff = _diff(parent, row) if parent else ""
+        # a candidate's edits count from the contract of the generation that searched it
+        stop = by_index.get(min(info.candidate_of)) if info.candidate_of else None
+        info.chain = _chain(row, rows, stop)
     return list(wanted.values())
+
+
+def _chain(row: Contract, rows: dict[str, Contract], stop: str | None) -> list[str]:
+    """Edits from ``stop`` (or the root) down to ``row``."""
+    edits: list[str] = []
+    current: Contract | None = row
+    while current is not None and current.hash != stop and current.parent_hash:
+        edits.append(current.edit)
+        current = rows.get(current.parent_hash)
+    return edits[::-1]
 
 
 def _diff(parent: Contract, child: Contract) -> str:

@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 #: colours of the audit owners
 OWNER_COLOURS = {"infra": "#8c8c8c", "task": "#d62728", "config": "#1f77b4", "model": "#ff7f0e"}
@@ -43,6 +44,7 @@ def coverage_curve(curves: dict[str, list[tuple[int, int]]], tasks: dict[str, in
             ax.axhline(singles[label], color=colour, linestyle="--", linewidth=1, label=f"{label}: best single contract")
         if label in tasks:
             ax.axhline(tasks[label], color=colour, linestyle=":", linewidth=1, label=f"{label}: tasks")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("attempts spent")
     ax.set_ylabel("tasks solved")
     ax.set_title("Cumulative coverage against attempts")
@@ -61,6 +63,7 @@ def bars(labels: list[str], values: list[float], *, title: str, ylabel: str, col
     ax.set_xlabel(ylabel)
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for position, value in zip(positions, values, strict=True):
         ax.text(value, position, f" {value:g}", va="center", fontsize=8)
     return _data_uri(fig)
@@ -81,6 +84,7 @@ def failure_owners(rows: list[tuple[str, str, int]]) -> str:
             ax.barh(classes, counts, left=left, color=colour, label=owner)
             left = [a + b for a, b in zip(left, counts, strict=True)]
     ax.invert_yaxis()
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("failed trials")
     ax.set_title("Failure classes by owner (audit)")
     ax.legend(fontsize=8)

@@ -69,6 +69,18 @@ class Section(BaseModel):
         return self
 
 
+def _kv(mapping: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in mapping.items()) or "-"
+
+
+def _lift(lift: Any) -> str:
+    if isinstance(lift, (list, tuple)) and len(lift) == 3 and all(isinstance(v, (int, float)) for v in lift):
+        return f"{lift[0]:+.3f} ({lift[1]:+.3f}..{lift[2]:+.3f})"
+    if isinstance(lift, dict):
+        return _kv(lift)
+    return "-" if lift is None else str(lift)
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{part}/{whole}" + (f" ({100 * part / whole:.0f}%)" if whole else "")
 
@@ -177,7 +189,8 @@ def _per_contract(data: ReportData, with_plots: bool) -> Section:
     if with_plots:
         c = data.coverage[-1]
         items = sorted(c.summary.per_contract.items(), key=lambda kv: -kv[1])[:30]
-        s.image(plots.bars([data.contract_ref(k) for k, _ in items], [v for _, v in items], title=f"Tasks solved per contract, generation {c.index}", ylabel="tasks solved"), "coverage per contract")
+        labels = [f"{(data.contract_edit(k) or data.contract_ref(k))[:60]} ({k[:6]})" for k, _ in items]
+        s.image(plots.bars(labels, [v for _, v in items], title=f"Tasks solved per contract, generation {c.index}", ylabel="tasks solved"), "coverage per contract")
     return s
 
 
@@ -219,7 +232,7 @@ def _jobs(data: ReportData) -> Section:
     s = Section(id="search-jobs", title="Search jobs: budget, spending, stop reason")
     if not data.search_jobs:
         return s.text("No configuration-search jobs recorded yet.")
-    rows = [[j.generation, j.id[:16], j.status, j.budget, j.spent, j.stop_reason or "-", j.candidates] for j in data.search_jobs]
+    rows = [[j.generation, j.id[:16], j.status, _kv(j.budget), _kv(j.spent), j.stop_reason or "-", j.candidates] for j in data.search_jobs]
     return s.table(["generation", "job", "status", "budget", "spent", "stop reason", "candidates"], rows)
 
 
@@ -248,7 +261,7 @@ def _held_out(data: ReportData, with_plots: bool) -> Section:
         coverage = {c.index: c.summary.cumulative / c.summary.tasks for c in data.coverage if c.summary.tasks}
         s.image(plots.held_out(points, coverage), "held-out score per generation")
     rows = [
-        [r.generation, data.contract_ref(r.contract_hash), r.adapter or "base", f"{r.score.successes}/{r.score.n}", f"{r.score.rate:.3f}", f"{r.score.lo:.3f}..{r.score.hi:.3f}", f"{r.search_covered}/{r.search_tasks}" if r.search_tasks else "-", r.lift if r.lift is not None else "-"]
+        [r.generation, data.contract_ref(r.contract_hash), r.adapter or "base", f"{r.score.successes}/{r.score.n}", f"{r.score.rate:.3f}", f"{r.score.lo:.3f}..{r.score.hi:.3f}", f"{r.search_covered}/{r.search_tasks}" if r.search_tasks else "-", _lift(r.lift)]
         for r in data.held_out
     ]
     return s.table(["generation", "contract", "adapter", "passed/usable", "rate", "95% interval", "search-set coverage", "recorded lift"], rows)

@@ -1,0 +1,124 @@
+"""Reports from a filled SQLite store: the gathered numbers, HTML / Markdown / JSON, and the CLI command."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from mindforge.cli.report import report_command
+from mindforge.errors import InputError
+from mindforge.reports import SECTION_IDS, ReportData, gather_report_data, render_report
+from mindforge.store import LineageCreate, init_db, make_engine, session_scope
+from mindforge.store import lineages
+from mindforge.store.errors import NotFoundError
+from tests.unit.reports.report_store import FilledStore, fill_store
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory) -> FilledStore:
+    return fill_store(f"sqlite:///{tmp_path_factory.mktemp('report') / 'mindforge.db'}")
+
+
+@pytest.fixture(scope="module")
+def data(filled: FilledStore) -> ReportData:
+    engine = make_engine(filled.db_url)
+    with session_scope(engine) as session:
+        gathered = gather_report_data(session, filled.lineage_name)
+    engine.dispose()
+    return gathered
+
+
+def test_gathered_numbers_match_the_store(filled: FilledStore, data: ReportData) -> None:
+    assert data.lineage_id == filled.lineage_id and len(data.generations) == 2
+    [cov] = data.coverage  # generation 1 has held-out trials only
+    assert (cov.summary.tasks, cov.base_solved, cov.failing) == (filled.search_tasks, 1, filled.failing)
+    assert cov.failing_covered == filled.covered == filled.failing  # the search reached full coverage
+    assert 0 < cov.failing_single < cov.failing_covered  # best single candidate below cumulative
+    assert cov.curve[-1] == (filled.attempts + 2 * filled.search_tasks, filled.search_tasks)
+    assert sum(cells[cov.base_contract][2] for cells in cov.matrix.values()) == 2 * filled.search_tasks
+    [job] = data.search_jobs
+    assert job.stop_reason == filled.stop_reason == "full_coverage" and job.spent["attempts"] == filled.attempts
+    assert {a.owner for a in data.audits} == {"config", "model"}
+    root = next(c for c in data.contracts if c.hash == filled.root_hash)
+    assert root.generations == [0] and root.chain == ["tools: bash and finish only"]
+    assert "tools.allow" in root.diff
+    candidates = [c for c in data.contracts if c.candidate_of]
+    assert len(candidates) == job.candidates and all(c.diff and c.chain for c in candidates)
+    assert any(len(c.chain) >= 2 for c in candidates)  # composed candidates list every edit
+    assert [(r.generation, r.contract_hash) for r in data.held_out] == sorted(
+        [(0, filled.root_hash), (0, filled.successor_hash), (1, filled.successor_hash)]
+    )
+    assert all(r.score.n == 8 and r.score.lo <= r.score.rate <= r.score.hi for r in data.held_out)
+    assert data.discovery[0]["admitted"] == 1
+
+
+def test_markdown_and_json_carry_the_same_sections_and_numbers(data: ReportData) -> None:
+    md = render_report(data, "md")
+    for section in SECTION_IDS:
+        assert f'<a id="{section}"></a>' in md
+    cov = data.coverage[0]
+    assert f"adaptive search covered {cov.failing_covered} (cumulative) while the best single candidate covered {cov.failing_single}" in md
+    assert "full_coverage" in md and "csv-merge" in md and "no held-out evaluation" not in md.lower()
+    assert "data:image" not in md
+    again = ReportData.model_validate_json(render_report(data, "json"))
+    assert again == data
+    with pytest.raises(ValueError, match="unknown report format"):
+        render_report(data, "pdf")
+
+
+def test_html_is_self_contained_with_plots(data: ReportData) -> None:
+    html = render_report(data, "html")
+    for section in SECTION_IDS:
+        assert f'<section id="{section}">' in html
+    assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 5
+    assert "<script" not in html and 'src="http' not in html
+
+
+def test_sections_say_when_there_is_nothing_yet(tmp_path: Path) -> None:
+    bare = fill_store(f"sqlite:///{tmp_path / 'bare.db'}", held_out=False, discovery=False)
+    engine = make_engine(bare.db_url)
+    with session_scope(engine) as session:
+        lineages.create_lineage(session=session, lineage_in=LineageCreate(name="empty"))
+    with session_scope(engine) as session:
+        no_held_out = gather_report_data(session, bare.lineage_name)
+        empty = gather_report_data(session, "empty")
+        with pytest.raises(NotFoundError):
+            gather_report_data(session, "nope")
+    engine.dispose()
+    html = render_report(no_held_out, "html")
+    assert "No held-out evaluation recorded yet." in html and "No Discovery proposals recorded yet." in html
+    assert html.count("<img") == 4  # no held-out plot
+    md = render_report(empty, "md")
+    assert "No model trials recorded yet." in md and "No coverage data recorded yet." in md
+    assert all(f'<a id="{s}"></a>' in md for s in SECTION_IDS)
+
+
+def test_report_command_writes_html_and_prints_markdown(filled: FilledStore, tmp_path: Path, monkeypatch) -> None:
+    from mindforge.settings import get_settings
+
+    monkeypatch.setenv("MINDFORGE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MINDFORGE_DATABASE_URL", filled.db_url)
+    get_settings.cache_clear()
+    app = typer.Typer()
+    app.command()(report_command)
+    runner = CliRunner()
+    try:
+        done = runner.invoke(app, [filled.lineage_name])
+        assert done.exit_code == 0, done.output
+        page = tmp_path / "artifacts" / "reports" / "demo-report.html"
+        assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+        md = runner.invoke(app, [filled.lineage_id, "--format", "md"])
+        assert md.exit_code == 0 and '<a id="coverage-curve"></a>' in md.stdout
+        out = tmp_path / "r.json"
+        assert runner.invoke(app, [filled.lineage_name, "-f", "json", "-o", str(out)]).exit_code == 0
+        assert ReportData.model_validate_json(out.read_text()).lineage_id == filled.lineage_id
+        bad = runner.invoke(app, [filled.lineage_name, "--format", "pdf"])
+        assert isinstance(bad.exception, InputError) and "pdf" in str(bad.exception)
+        missing = runner.invoke(app, ["no-such-lineage"])
+        assert isinstance(missing.exception, InputError) and "no-such-lineage" in str(missing.exception)
+    finally:
+        get_settings.cache_clear()

@@ -1,0 +1,472 @@
+"""Update activities: select trajectories, train on Ray, validate, register, hand off, measure lift.
+
+Store activities run on the orchestration queue; ``train_adapter`` and
+``validate_adapter`` run on the sandbox queue, where the worker is a Ray driver, and
+each submits one Ray task (training asks for a GPU when the cluster has one). Every
+activity writes its part of the generation record under ``record["update"]``
+(``selection``, ``training``, ``adapter``, ``successor_contract``, ``handoff``, ``lift``,
+``outcome``, ``next_pair``); the lift also goes to ``record["held_out_lift"]``, where the
+lineage report reads it.
+
+Errors: bad input (no base model path, an unregistered contract) and hand-off refusals
+are non-retryable ``ApplicationError``s; a validation failure is non-retryable with the
+validation error's class name as its type (the workflow records it as ``rejected``); an
+unreachable endpoint is retryable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from mindforge.errors import InputError
+from mindforge.orchestration import (
+    HandOffInput,
+    HandOffResult,
+    HeldoutPlan,
+    MeasureLiftInput,
+    PlanHeldoutInput,
+    RecordUpdateInput,
+    RegisterAdapterInput,
+    RegisterAdapterResult,
+    SelectTrajectoriesResult,
+    Stage,
+    TrainAdapterInput,
+    TrainAdapterResult,
+    TrialSpec,
+    UpdateInput,
+    ValidateAdapterInput,
+)
+from mindforge.serving import EndpointUnavailableError, ServingError, hand_off, versioned_adapter_name
+from mindforge.store import engine as store_engine
+from mindforge.store import lineages, pool, registry, trials
+from mindforge.store.models import AdapterRevisionCreate, PoolSplit
+from mindforge.trainer.lift import LiftReport, PairRef, heldout_lift
+from mindforge.trainer.selection import select_groups
+from mindforge.trainer.validate_adapter import AdapterReport
+
+#: trial stages never trained on: held-out evaluation, and Discovery's proposal checks
+NOT_TRAINED_STAGES = frozenset({Stage.HELDOUT.value, Stage.DISCOVERY.value})
+
+
+def _non_retryable(exc: Exception, type_name: str | None = None) -> ApplicationError:
+    return ApplicationError(str(exc), type=type_name or type(exc).__name__, non_retryable=True)
+
+
+def successor_contract(base: Any, adapter_name: str) -> Any:
+    """The successor contract: ``base`` with ``model.adapter`` set to the new revision's name.
+
+    Derived with :func:`mindforge.hcp.derive` (recorded edit ``adapter -> <name>``); its
+    revision is the base's with ``+<name>`` (a previous adapter's suffix replaced).
+    """
+    from mindforge.hcp import derive
+
+    revision = base.mindforge.revision
+    old = base.model.adapter
+    if old and revision.endswith(f"+{old}"):
+        revision = revision[: -len(old) - 1]
+    return derive(
+        base, revision=f"{revision}+{adapter_name}", edit=f"adapter -> {adapter_name}", changes={"model.adapter": adapter_name}
+    )
+
+
+def _merge_update(session, lineage_id: str, index: int, parts: dict[str, Any], top: dict[str, Any] | None = None) -> None:
+    """Merge ``parts`` into the generation's ``record["update"]`` (and ``top`` into the record)."""
+    generation = lineages.get_generation(session=session, lineage_id=lineage_id, index=index)
+    current = dict(generation.record.get("update") or {}) if generation is not None else {}
+    lineages.update_generation(
+        session=session, lineage_id=lineage_id, index=index, record={"update": {**current, **parts}, **(top or {})}
+    )
+
+
+class UpdateActivities:
+    """Activities bound to one store and artifact root.
+
+    Args:
+        engine: a SQLAlchemy engine of the migrated store.
+        artifact_root: adapters go to ``<artifact_root>/adapters/<lineage>/<name>``.
+    """
+
+    def __init__(self, engine, artifact_root: Path) -> None:
+        self.engine = engine
+        self.artifact_root = Path(artifact_root)
+
+    # ------------------------------------------------------------ orchestration queue
+    @activity.defn(name="select_trajectories")
+    async def select_trajectories(self, inp: UpdateInput) -> SelectTrajectoriesResult:
+        """Build GRPO groups from the generation's trials; record the counts; name the new revision.
+
+        Raises:
+            ApplicationError: non-retryable ``InputError`` when the spec has no base model path.
+        """
+        try:
+            return await asyncio.to_thread(self._select, inp)
+        except InputError as exc:
+            raise _non_retryable(exc) from exc
+
+    def _select(self, inp: UpdateInput) -> SelectTrajectoriesResult:
+        if not inp.spec.base_model_path:
+            raise InputError(
+                f"lineage {inp.lineage_id} spec", "base_model_path", "the Update stage needs a local base model to train on"
+            )
+        with store_engine.session_scope(self.engine) as s:
+            held = {t.id for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.HELD_OUT)}
+            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
+            records = [r.to_record() for r in rows if r.stage not in NOT_TRAINED_STAGES]
+            audits = {
+                a.trial_id: a
+                for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
+            }
+            report = select_groups(
+                records,
+                held,
+                max_groups_per_task=inp.spec.max_groups_per_task,
+                max_trials_per_group=inp.spec.max_trials_per_group,
+                audits=audits,
+            )
+            adapters = registry.list_adapters(session=s, lineage_id=inp.lineage_id)
+            prefix = versioned_adapter_name(inp.lineage_id, inp.generation, 0)[:-1]
+            mine = [a for a in adapters if a.name.startswith(prefix)]  # a rerun of this generation's Update
+            revision = mine[0].revision if mine else len(adapters)
+            parent = registry.get_adapter_by_name(session=s, name=inp.adapter) if inp.adapter else None
+            _merge_update(s, inp.lineage_id, inp.generation, {"selection": report.counts()})
+        return SelectTrajectoriesResult(
+            report=report,
+            adapter_name=versioned_adapter_name(inp.lineage_id, inp.generation, revision),
+            revision=revision,
+            parent_adapter_path=parent.path if parent is not None else None,
+        )
+
+    @activity.defn(name="register_adapter")
+    async def register_adapter(self, inp: RegisterAdapterInput) -> RegisterAdapterResult:
+        """Register the validated adapter revision (immutable) and the successor contract that names it.
+
+        Raises:
+            ApplicationError: non-retryable when a contract is not registered, or the
+                adapter name is bound to other weights (``AdapterImmutableError``).
+        """
+        from mindforge.store.errors import AdapterImmutableError
+
+        try:
+            return await asyncio.to_thread(self._register, inp)
+        except (InputError, AdapterImmutableError) as exc:
+            raise _non_retryable(exc) from exc
+
+    def _contract(self, session, content_hash: str):
+        from mindforge.hcp import loads_contract
+
+        row = registry.get_contract(session=session, content_hash=content_hash)
+        if row is None:
+            raise InputError("store table contracts", content_hash, "contract is not registered")
+        return loads_contract(row.toml_text, source=f"contract {content_hash}")
+
+    def _register(self, inp: RegisterAdapterInput) -> RegisterAdapterResult:
+        report, train = inp.report, inp.train
+        with store_engine.session_scope(self.engine) as s:
+            parent_contract = self._contract(s, inp.parent.contract_hash)
+            parent_row = registry.get_adapter_by_name(session=s, name=inp.parent.adapter) if inp.parent.adapter else None
+            training_config = {
+                "trainer": inp.trainer.model_dump(mode="json"),
+                "base_model_path": inp.base_model_path,
+                "generation": inp.generation,
+                "steps": train.steps,
+                "samples_used": train.samples_used,
+                "device": train.device,
+                "dtype": train.dtype,
+                "seed": train.seed,
+                "parent_adapter_path": str(train.parent_adapter) if train.parent_adapter else None,
+                "weight_sha256": report.weight_sha256,
+                "max_abs_logit_diff": report.max_abs_logit_diff,
+            }
+            row = registry.register_adapter(
+                session=s,
+                adapter_in=AdapterRevisionCreate(
+                    name=inp.adapter_name,
+                    base_model=parent_contract.model.id,
+                    lineage_id=inp.lineage_id,
+                    revision=inp.revision,
+                    parent_id=parent_row.id if parent_row is not None else None,
+                    path=str(report.adapter_dir),
+                    sha256=report.sha256,
+                    rank=report.rank,
+                    alpha=report.lora_alpha,
+                    target_modules=report.target_modules,
+                    training_config=training_config,
+                    trial_ids=inp.trial_ids,
+                ),
+            )
+            base = self._contract(s, inp.successor_contract_hash or inp.parent.contract_hash)
+            successor = successor_contract(base, inp.adapter_name)
+            registry.register_hcp_contract(session=s, contract=successor)
+            adapter = {
+                "id": row.id,
+                "name": row.name,
+                "revision": row.revision,
+                "path": row.path,
+                "sha256": row.sha256,
+                "base_model": row.base_model,
+                "rank": row.rank,
+                "alpha": row.alpha,
+                "target_modules": row.target_modules,
+                "parent": inp.parent.adapter or None,
+                "trials": len(row.trial_ids),
+                "max_abs_logit_diff": report.max_abs_logit_diff,
+            }
+            contract = {"hash": successor.content_hash, "ref": successor.ref, "edit": successor.mindforge.edit}
+            _merge_update(s, inp.lineage_id, inp.generation, {"adapter": adapter, "successor_contract": contract})
+            return RegisterAdapterResult(
+                adapter_revision_id=row.id,
+                adapter_name=row.name,
+                sha256=row.sha256,
+                successor_contract_hash=successor.content_hash,
+                successor_contract_ref=successor.ref,
+            )
+
+    @activity.defn(name="hand_off_adapter")
+    async def hand_off_adapter(self, inp: HandOffInput) -> HandOffResult:
+        """Load the revision into every serving endpoint under its versioned name and probe it.
+
+        Raises:
+            ApplicationError: retryable when an endpoint is unreachable; non-retryable
+                when it refuses the name (bound to other weights), the adapter, or the probe.
+        """
+        from mindforge.settings import get_settings
+
+        urls = inp.spec.serving_urls or [inp.spec.policy_url or get_settings().policy_url]
+        records = []
+        for url in urls:
+            activity.heartbeat({"endpoint": url})
+            try:
+                records.append(await asyncio.to_thread(hand_off, url, inp.adapter_name, inp.adapter_dir))
+            except EndpointUnavailableError as exc:
+                raise ApplicationError(str(exc), type=type(exc).__name__) from exc
+            except ServingError as exc:
+                raise _non_retryable(exc) from exc
+        endpoints = [r.model_dump(mode="json") for r in records]
+
+        def work() -> None:
+            with store_engine.session_scope(self.engine) as s:
+                _merge_update(s, inp.lineage_id, inp.generation, {"handoff": endpoints})
+
+        await asyncio.to_thread(work)
+        return HandOffResult(endpoints=endpoints)
+
+    @activity.defn(name="plan_heldout_trials")
+    async def plan_heldout_trials(self, inp: PlanHeldoutInput) -> HeldoutPlan:
+        """The same held-out tasks and attempts for both pairs, with deterministic trial ids."""
+
+        def work() -> HeldoutPlan:
+            with store_engine.session_scope(self.engine) as s:
+                tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.HELD_OUT)
+
+            def specs(pair: PairRef) -> list[TrialSpec]:
+                return [
+                    TrialSpec(
+                        trial_id=trials.make_trial_id(
+                            lineage_id=inp.lineage_id,
+                            generation_index=inp.generation,
+                            stage=Stage.HELDOUT.value,
+                            task_hash=t.id,
+                            contract_hash=pair.contract_hash,
+                            adapter=pair.adapter,
+                            attempt=a,
+                        ),
+                        task_path=t.path,
+                        task_hash=t.id,
+                        attempt=a,
+                    )
+                    for t in tasks
+                    for a in range(inp.spec.heldout_attempts)
+                ]
+
+            return HeldoutPlan(parent=specs(inp.parent), successor=specs(inp.successor), tasks=len(tasks))
+
+        return await asyncio.to_thread(work)
+
+    @activity.defn(name="measure_lift")
+    async def measure_lift(self, inp: MeasureLiftInput) -> LiftReport:
+        """Paired held-out lift of the successor over the parent, with a bootstrap interval; recorded."""
+
+        def work() -> LiftReport:
+            with store_engine.session_scope(self.engine) as s:
+                held = {t.id for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.HELD_OUT)}
+                rows = trials.list_trials(
+                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=Stage.HELDOUT.value
+                )
+                report = heldout_lift(
+                    [r.to_record() for r in rows],
+                    inp.parent,
+                    inp.successor,
+                    held,
+                    resamples=inp.spec.lift_resamples,
+                    seed=inp.spec.seed,
+                )
+                summary = {
+                    k: getattr(report, k)
+                    for k in ("mean", "lo", "hi", "confidence", "parent_score", "successor_score", "n_tasks")
+                }
+                summary.update(parent=inp.parent.model_dump(), successor=inp.successor.model_dump(), reason=report.reason)
+                _merge_update(
+                    s, inp.lineage_id, inp.generation, {"lift": report.model_dump(mode="json")}, {"held_out_lift": summary}
+                )
+                return report
+
+        return await asyncio.to_thread(work)
+
+    @activity.defn(name="record_update")
+    async def record_update(self, inp: RecordUpdateInput) -> None:
+        """Record the Update's outcome, its detail and the next generation's pair."""
+
+        def work() -> None:
+            with store_engine.session_scope(self.engine) as s:
+                parts = {"outcome": inp.outcome.value, "next_pair": inp.next_pair.model_dump(), **inp.detail}
+                _merge_update(s, inp.lineage_id, inp.generation, parts)
+
+        await asyncio.to_thread(work)
+
+    # ------------------------------------------------------------------ sandbox queue
+    @activity.defn(name="train_adapter")
+    async def train_adapter(self, inp: TrainAdapterInput) -> TrainAdapterResult:
+        """Train the new revision with GRPO in a Ray task; heartbeat its progress; record the metrics.
+
+        Heartbeat details (visible in the Web UI): ``phase``, ``step``, ``loss``,
+        ``tokens``, ``reward_mean``, ``reward_std``, ``groups``.
+
+        Raises:
+            ApplicationError: non-retryable ``InputError`` when the base model, its
+                tokenizer or the parent adapter cannot be loaded.
+        """
+        import ray
+        from ray.util.queue import Queue
+
+        from workers.ray_trials import train_adapter_task, train_resources
+
+        items, missing = await asyncio.to_thread(self._training_items, inp)
+        payload = {
+            "base_model_path": inp.spec.base_model_path,
+            "items": items,
+            "config": inp.spec.trainer.model_dump(mode="json"),
+            "out_dir": str(self.artifact_root / "adapters" / inp.lineage_id / inp.adapter_name),
+            "parent_adapter": inp.parent_adapter_path,
+        }
+        queue = await asyncio.to_thread(Queue, maxsize=10_000, actor_options={"num_cpus": 0})
+        ref = train_adapter_task.options(**train_resources()).remote(payload, queue)
+        details: dict[str, Any] = {"phase": "queued", "trajectories": len(items)}
+        try:
+            while True:
+                details = await asyncio.to_thread(_drain, queue, details)
+                activity.heartbeat(details)
+                ready, _ = await asyncio.to_thread(ray.wait, [ref], num_returns=1, timeout=2.0)
+                if ready:
+                    break
+            out = await asyncio.to_thread(_ray_result, ref)
+        except asyncio.CancelledError:
+            ray.cancel(ref)
+            raise
+        finally:
+            await asyncio.to_thread(queue.shutdown)
+        dropped = Counter(out.get("samples_dropped", {})) + missing
+        result = TrainAdapterResult.model_validate({**out, "samples_dropped": dict(sorted(dropped.items()))})
+        await asyncio.to_thread(self._record_training, inp, result)
+        return result
+
+    def _training_items(self, inp: TrainAdapterInput) -> tuple[list[dict[str, Any]], Counter]:
+        missing: Counter[str] = Counter()
+        items = []
+        with store_engine.session_scope(self.engine) as s:
+            for group in inp.groups:
+                for trial_id, reward in zip(group.trial_ids, group.rewards, strict=True):
+                    row = trials.get_trial(session=s, trial_id=trial_id)
+                    path = (row.artifacts or {}).get("trajectory") if row is not None else None
+                    if not path:
+                        missing["no_trajectory"] += 1
+                        continue
+                    items.append({"trial_id": trial_id, "trajectory": path, "reward": reward, "group_id": group.group_id})
+        return items, missing
+
+    def _record_training(self, inp: TrainAdapterInput, result: TrainAdapterResult) -> None:
+        part: dict[str, Any] = {
+            "trained": result.trained,
+            "reason": result.reason,
+            "samples_built": result.samples_built,
+            "samples_dropped": result.samples_dropped,
+        }
+        if result.train is not None:
+            part.update(result.train.model_dump(mode="json", exclude={"adapter_dir", "base_model_path", "parent_adapter"}))
+        with store_engine.session_scope(self.engine) as s:
+            _merge_update(s, inp.lineage_id, inp.generation, {"training": part})
+
+    @activity.defn(name="validate_adapter")
+    async def validate_adapter(self, inp: ValidateAdapterInput) -> AdapterReport:
+        """Validate the trained adapter in a Ray task (files, servability, rank, non-zero, effect).
+
+        Raises:
+            ApplicationError: non-retryable, typed with the validation error's class
+                (``ZeroAdapterError``, ``RankLimitError``, ...).
+        """
+        import ray
+
+        from workers.ray_trials import validate_adapter_task
+
+        ref = validate_adapter_task.remote(inp.model_dump(mode="json"))
+        try:
+            while True:
+                activity.heartbeat({"phase": "validating"})
+                ready, _ = await asyncio.to_thread(ray.wait, [ref], num_returns=1, timeout=2.0)
+                if ready:
+                    break
+            out = await asyncio.to_thread(_ray_result, ref)
+        except asyncio.CancelledError:
+            ray.cancel(ref)
+            raise
+        if "error" in out:
+            raise ApplicationError(out["message"], type=out["error"], non_retryable=True)
+        return AdapterReport.model_validate(out["report"])
+
+    def all(self) -> list[Any]:
+        """Every activity of this class, for worker registration."""
+        return [*self.orchestration_activities(), *self.sandbox_activities()]
+
+    def orchestration_activities(self) -> list[Any]:
+        """Activities of the orchestration queue (store and HTTP only)."""
+        return [
+            self.select_trajectories,
+            self.register_adapter,
+            self.hand_off_adapter,
+            self.plan_heldout_trials,
+            self.measure_lift,
+            self.record_update,
+        ]
+
+    def sandbox_activities(self) -> list[Any]:
+        """Activities of the sandbox queue (they submit Ray tasks)."""
+        return [self.train_adapter, self.validate_adapter]
+
+
+def _drain(queue: Any, details: dict[str, Any]) -> dict[str, Any]:
+    """The latest progress message on ``queue`` (``details`` when there is none)."""
+    from ray.util.queue import Empty
+
+    while True:
+        try:
+            details = queue.get_nowait()
+        except Empty:
+            return details
+
+
+def _ray_result(ref: Any) -> dict[str, Any]:
+    """``ray.get(ref)``, with an ``InputError`` raised in the task made non-retryable."""
+    import ray
+
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, InputError):
+            raise _non_retryable(cause) from exc
+        raise
