@@ -103,8 +103,22 @@ def list_cmd() -> None:
     for sid, desc in asyncio.run(go()):
         spec = desc.schedule.spec
         nxt = desc.info.next_action_times[0] if desc.info.next_action_times else ""
-        table.add_row(sid, ", ".join(spec.cron_expressions), str(desc.schedule.policy.overlap.name), str(nxt))
+        table.add_row(sid, _spec_text(spec), str(desc.schedule.policy.overlap.name), str(nxt))
     console.print(table)
+
+
+def _spec_text(spec) -> str:
+    """Cron-like text of a schedule spec (the server keeps crons as calendar specs)."""
+    if spec.cron_expressions:
+        return ", ".join(spec.cron_expressions)
+
+    def ranges(rs) -> str:
+        return ",".join(str(r.start) if r.start == r.end else f"{r.start}-{r.end}" for r in rs) or "*"
+
+    return "; ".join(
+        f"{ranges(c.minute)} {ranges(c.hour)} {ranges(c.day_of_month)} {ranges(c.month)} {ranges(c.day_of_week)}"
+        for c in spec.calendars
+    )
 
 
 @app.command()

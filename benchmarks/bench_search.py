@@ -1,0 +1,156 @@
+"""Scripted unlock benchmark: adaptive configuration search vs random search vs the best single contract.
+
+Each of N tasks (default 39, three of each of 13 kinds) is unlocked by one particular
+harness property - a tool (read_file, write_file), a hook (plan_first,
+verify_before_finish, full error output), a skill (run_tests.sh, find_files.sh,
+show_tree.sh, show_lines.sh), an observation-cap raise, more turns, the other action
+format, a low temperature. Under a contract that has it, a noisy policy succeeds with
+probability p (default 0.6); otherwise never. The base contract (bash and finish only)
+fails every task.
+
+Trial outcomes are simulated in-process by :class:`mindforge.search.simulate.UnlockOracle`:
+the outcome oracle stands in for the sandbox and the scripted policy so that thousands
+of attempts run in seconds. Everything else is the product's code: the base
+evaluation's transcripts are audited by the real audit rules, and every strategy runs
+through the same candidates, allocator, state and budget (``init_search`` /
+``plan_step`` / ``observe``):
+
+- adaptive: the default allocator (audit-guided priors, cluster sharing, composed and
+  refined candidates);
+- adaptive, no audits: the same without audit priors (an ablation);
+- random: tasks and single operator edits drawn uniformly (``strategy="random"``);
+- best single contract: the one single-edit contract that unlocks the most tasks
+  (chosen with the oracle's knowledge, the most favourable choice), run over the whole
+  failing set.
+
+Each strategy runs on the same seeds. Printed: attempts to full cumulative coverage,
+coverage at fixed attempt budgets, and the ratios. Run::
+
+    python benchmarks/bench_search.py [--seeds 10] [--tasks 39] [--p 0.6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mindforge.hcp import derive, load_contract  # noqa: E402
+from mindforge.search import (  # noqa: E402
+    SearchBudget,
+    SearchConfig,
+    StepResults,
+    init_search,
+    make_candidate,
+    materialize,
+    observe,
+    operator_edits,
+    plan_step,
+)
+from mindforge.search.simulate import UNLOCKS, UnlockOracle, base_search_tasks, make_unlock_tasks  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def bench_root():
+    """The benchmark's base contract: the shipped baseline with bash and finish only."""
+    base = load_contract(REPO / "hcp_contracts" / "baseline.toml")
+    return derive(base, name="bench", revision="1.0.0", edit="tools: bash and finish only", changes={"tools.allow": ["bash", "finish"]})
+
+
+def run_strategy(root, tasks, failing, config: SearchConfig, seed: int, p: float, max_attempts: int):
+    """Run one search to full coverage or the budget; returns (attempts to full coverage or None, curve)."""
+    oracle = UnlockOracle(root, tasks, seed=seed, p_unlocked=p)
+    state = init_search(job_id=f"bench-{seed}", root=root, tasks=failing, budget=SearchBudget(max_attempts=max_attempts), config=config)
+    while not state.done:
+        plan = plan_step(state)
+        results = oracle.execute(state, plan) if plan.stop_reason is None else StepResults(step=plan.step)
+        state = observe(state, results)
+    full = state.spent.attempts if state.stop_reason == "full_coverage" else None
+    return full, state.curve
+
+
+def covered_at(curve: list[tuple[int, int]], budget: int) -> int:
+    """Tasks covered once ``budget`` attempts were spent (steps that would exceed it do not count)."""
+    return max((covered for spent, covered in curve if spent <= budget), default=0)
+
+
+def best_single_edit(root, tasks) -> tuple[str, int]:
+    """The single operator edit whose contract unlocks the most tasks, and how many."""
+    best, count = "", -1
+    for edit in operator_edits(root):
+        contract = materialize(root, make_candidate(root, [edit], origin="operator", step=0).edits)
+        unlocked = sum(UNLOCKS[t.kind](root, contract) for t in tasks)
+        if unlocked > count:
+            best, count = edit.key, unlocked
+    return best, count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=39, help="number of tasks (>= 30)")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--p", type=float, default=0.6, help="success probability when unlocked (< 1)")
+    parser.add_argument("--budgets", default="100,200,400,800", help="attempt budgets for coverage")
+    parser.add_argument("--max-attempts", type=int, default=6000, help="cap on attempts per run")
+    args = parser.parse_args(argv)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    root = bench_root()
+    tasks = make_unlock_tasks(args.tasks)
+    failing = base_search_tasks(tasks, root)
+    single_key, single_unlocks = best_single_edit(root, tasks)
+    strategies = {
+        "adaptive": lambda s: SearchConfig(seed=s),
+        "adaptive, no audits": lambda s: SearchConfig(seed=s, use_audits=False),
+        "random": lambda s: SearchConfig(seed=s, strategy="random"),
+        "best single contract": lambda s: SearchConfig(seed=s, strategy="random", edit_keys=[single_key]),
+    }
+    print(f"{len(tasks)} tasks ({len(failing)} failing under the base), {len(set(t.kind for t in tasks))} unlock kinds, "
+          f"p = {args.p}, {args.seeds} seeds, edit space {len(operator_edits(root))} single edits")  # fmt: skip
+    print(f"best single contract: {single_key} (unlocks {single_unlocks}/{len(tasks)} tasks)\n")
+    full: dict[str, list[int | None]] = {}
+    cover: dict[str, dict[int, list[int]]] = {}
+    for name, make in strategies.items():
+        t0 = time.monotonic()
+        cap = max(budgets) if name == "best single contract" else args.max_attempts
+        runs = [run_strategy(root, tasks, failing, make(seed), seed, args.p, cap) for seed in range(args.seeds)]
+        full[name] = [f for f, _ in runs]
+        cover[name] = {b: [covered_at(curve, b) for _, curve in runs] for b in budgets}
+        print(f"  ran {name!r}: {time.monotonic() - t0:.1f} s")
+    print()
+    header = f"{'strategy':<22} {'attempts to full coverage (mean, median, range)':<50}" + "".join(f"{'@' + str(b):>8}" for b in budgets)
+    print(header)
+    print("-" * len(header))
+    for name in strategies:
+        reached = [f for f in full[name] if f is not None]
+        if len(reached) == len(full[name]):
+            cell = f"{statistics.mean(reached):7.1f} {statistics.median(reached):7.1f}   {min(reached)}..{max(reached)}"
+        else:
+            cell = f"never in {len(full[name]) - len(reached)}/{len(full[name])} runs" + (f" (others mean {statistics.mean(reached):.0f})" if reached else "")
+        cov = "".join(f"{statistics.mean(cover[name][b]):8.1f}" for b in budgets)
+        print(f"{name:<22} {cell:<50}{cov}")
+    print(f"(coverage columns: mean tasks covered of {len(tasks)} at that many attempts)\n")
+    adaptive, rand = full["adaptive"], full["random"]
+    if all(a is not None for a in adaptive + rand):
+        ratios = [a / r for a, r in zip(adaptive, rand, strict=True)]
+        mean_ratio = statistics.mean(adaptive) / statistics.mean(rand)
+        print(f"adaptive / random attempts to full coverage: mean {mean_ratio:.3f}; per seed {min(ratios):.3f}..{max(ratios):.3f}")
+        print(f"target (adaptive needs at most half the attempts of random search): {'met' if max(ratios) <= 0.5 else 'NOT met'}")
+        ablation = full["adaptive, no audits"]
+        if all(a is not None for a in ablation):
+            print(f"adaptive without audit priors / random: mean {statistics.mean(ablation) / statistics.mean(rand):.3f}")
+    for b in budgets:
+        single = statistics.mean(cover["best single contract"][b])
+        ada = statistics.mean(cover["adaptive"][b])
+        ran = statistics.mean(cover["random"][b])
+        print(f"at {b:>4} attempts: adaptive covers {ada:.1f}, random {ran:.1f} ({ada / max(ran, 1e-9):.2f}x), "
+              f"best single contract {single:.1f} ({ada / max(single, 1e-9):.2f}x)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""Schedules created from the CLI, and ``mindforge dev status`` for Temporal and Ray, on the real services."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BUNDLED_TASKS, REPO
+
+pytestmark = [pytest.mark.temporal, pytest.mark.ray]
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "mindforge"), *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
+    from temporalio.client import ScheduleOverlapPolicy
+
+    env, address, loop = temporal_env
+    cli_env = {**os.environ, "MINDFORGE_TEMPORAL_ADDRESS": address, "MINDFORGE_DATA_DIR": str(settings.data_dir)}
+    out = _cli(
+        "schedule", "create", "--cron", "0 2 * * *", "--name", "nightly",
+        "--tasks", str(BUNDLED_TASKS / "log-5xx-report"), "--contract", str(REPO / "hcp_contracts" / "baseline.toml"),
+        env=cli_env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "schedules/schedule-nightly" in out.stdout
+
+    async def describe():
+        return await env.client.get_schedule_handle("schedule-nightly").describe()
+
+    desc = loop.run_until_complete(describe())
+    # the server stores a cron expression as its calendar equivalent
+    [cal] = desc.schedule.spec.calendars
+    assert [(r.start, r.end) for r in cal.hour] == [(2, 2)] and [(r.start, r.end) for r in cal.minute] == [(0, 0)]
+    assert [r.start for r in cal.day_of_month] == [1] and cal.day_of_month[0].end == 31
+    assert desc.schedule.policy.overlap == ScheduleOverlapPolicy.SKIP
+    assert desc.schedule.action.workflow == "LineageWorkflow"
+    listed = _cli("schedule", "list", env=cli_env)
+    assert "schedule-nightly" in listed.stdout
+    assert _cli("schedule", "delete", "schedule-nightly", env=cli_env).returncode == 0
+
+
+def _status(env: dict[str, str]) -> dict[str, dict]:
+    out = _cli("dev", "status", "--json", "-c", "temporal", "-c", "ray", env=env)
+    assert out.returncode in (0, 1), out.stderr
+    return {row["name"]: row for row in json.loads(out.stdout)}
+
+
+def test_dev_status_reports_temporal_and_ray_up_and_down(temporal_env, ray_cluster, settings, tmp_path):
+    _env, address, _loop = temporal_env
+    base = {**os.environ, "MINDFORGE_DATA_DIR": str(tmp_path)}
+    up = _status({**base, "MINDFORGE_TEMPORAL_ADDRESS": address, "MINDFORGE_RAY_ADDRESS": ray_cluster.address})
+    assert up["temporal"]["up"] and up["temporal"]["address"] == address
+    assert up["ray"]["up"] and up["ray"]["address"] == ray_cluster.address
+    dead = f"127.0.0.1:{_free_port()}"
+    down = _status({**base, "MINDFORGE_TEMPORAL_ADDRESS": dead, "MINDFORGE_RAY_ADDRESS": dead})
+    assert not down["temporal"]["up"] and not down["ray"]["up"]
