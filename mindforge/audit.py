@@ -240,7 +240,7 @@ def _hidden_errors(record: TrialRecord, events: list[dict[str, Any]], contract: 
     hidden = [
         n
         for n, ev in _indexed(events, "observation")[-RECENT_OBSERVATIONS:]
-        if (code := _exit_code(str(ev.get("content", "")))) not in (None, 0)
+        if _exit_code(str(ev.get("content", ""))) not in (None, 0)
         and "stdout:" not in str(ev.get("content", ""))
         and "stderr:" not in str(ev.get("content", ""))
     ]

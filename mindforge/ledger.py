@@ -300,7 +300,10 @@ def choose_successor(
             continue
         tasks = sorted(set(base) & set(heldout[contract]) - set(searched_on.get(contract, set())))
         if len(tasks) < min_tasks:
-            considered[contract] = {"n_tasks": len(tasks), "skipped": f"fewer than {min_tasks} unsearched held-out tasks"}
+            considered[contract] = {
+                "n_tasks": len(tasks),
+                "skipped": f"fewer than {min_tasks} unsearched held-out tasks",
+            }
             continue
         lift = bootstrap_lift([base[t] for t in tasks], [heldout[contract][t] for t in tasks], n=n, seed=seed)
         considered[contract] = {"n_tasks": len(tasks), "lift": list(lift)}

@@ -55,9 +55,25 @@ def init_ray(address: str) -> None:
     env = {k: v for k, v in os.environ.items() if k.startswith("MINDFORGE_")}
     runtime_env = {"env_vars": env} if env else None
     if address == "local":
-        ray.init(include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+        ray.init(address="local", include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
     else:
         ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+
+
+def warm_up_ray() -> int:
+    """Start one Ray worker process per CPU of the cluster and load MindForge's trial code in each.
+
+    Ray starts worker processes lazily; without this the first trials of a job also pay
+    for interpreter start-up, imports and the Docker client (seconds). Returns the number
+    of warmed processes.
+    """
+    import ray
+
+    from workers.ray_trials import warm
+
+    n = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    ray.get([warm.remote() for _ in range(n)])
+    return n
 
 
 def build_workers(client: Client, acts: LineageActivities, queues: list[str], graceful_shutdown_sec: float) -> list[Worker]:
@@ -103,6 +119,7 @@ async def run_worker(
     client = await connect(settings)
     if "sandbox" in queues:
         init_ray(settings.ray_address)
+        warm_up_ray()
     acts = LineageActivities(settings.db_url)
     workers = build_workers(client, acts, queues, graceful_shutdown_sec)
     stop = asyncio.Event()

@@ -75,6 +75,16 @@ def run_trial_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 @ray.remote(max_retries=0)
+def warm() -> str:
+    """Load the trial code and open the Docker engine in this worker process (see ``warm_up_ray``)."""
+    import mindforge.agent.loop  # noqa: F401 - imports are the point
+    import mindforge.runner  # noqa: F401
+
+    _engine()
+    return f"{socket.gethostname()}/{os.getpid()}"
+
+
+@ray.remote(max_retries=0)
 def run_trial_task(payload: dict[str, Any]) -> dict[str, Any]:
     """Ray task wrapper of :func:`run_trial_payload` (retries belong to Temporal, not Ray)."""
     return run_trial_payload(payload)
@@ -182,20 +192,24 @@ def train_adapter_payload(payload: dict[str, Any], progress: Any = None) -> dict
     built = build_samples(items, tokenizer=load_tokenizer(base_path), max_seq_len=config.max_seq_len)
     dropped.update(built.dropped)
     stats = reward_stats(built.samples)
-    rewards = {"reward_mean": stats.mean, "reward_std": stats.std, "groups": stats.num_groups, "flat_groups": stats.flat_groups}
+    rewards = {
+        "reward_mean": stats.mean, "reward_std": stats.std, "groups": stats.num_groups, "flat_groups": stats.flat_groups
+    }
     _report(progress, {"phase": "training", "step": 0, "samples": len(built.samples), **rewards})
     out: dict[str, Any] = {"samples_built": len(built.samples), "samples_dropped": dict(sorted(dropped.items()))}
 
     def on_step(step: int, loss: float, step_stats: dict) -> None:
         keep = ("tokens", "icepop_masked", "clipped", "kl", "grad_norm")
-        _report(progress, {"phase": "training", "step": step, "loss": loss, **{k: step_stats[k] for k in keep}, **rewards})
+        details = {k: step_stats[k] for k in keep}
+        _report(progress, {"phase": "training", "step": step, "loss": loss, **details, **rewards})
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.parent / f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}"
     try:
         parent = Path(payload["parent_adapter"]) if payload.get("parent_adapter") else None
         result = train_grpo(base_path, built.samples, config, tmp, progress_cb=on_step, parent_adapter=parent)
-        out.update(trained=True, adapter_dir=str(out_dir), train=result.model_copy(update={"adapter_dir": out_dir}).model_dump(mode="json"))
+        train = result.model_copy(update={"adapter_dir": out_dir}).model_dump(mode="json")
+        out.update(trained=True, adapter_dir=str(out_dir), train=train)
         (tmp / TRAIN_RECORD).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
         try:
             tmp.rename(out_dir)

@@ -52,6 +52,14 @@ from mindforge.trainer.validate_adapter import AdapterReport
 
 #: trial stages never trained on: held-out evaluation, and Discovery's proposal checks
 NOT_TRAINED_STAGES = frozenset({Stage.HELDOUT.value, Stage.DISCOVERY.value})
+#: lift fields copied to ``record["held_out_lift"]`` (read by the lineage report)
+LIFT_SUMMARY = (
+    "mean", "lo", "hi", "confidence", "parent_score", "successor_score", "n_tasks", "parent", "successor", "reason"
+)
+
+
+def _held_out(session, lineage_id: str):
+    return pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=PoolSplit.HELD_OUT)
 
 
 def _non_retryable(exc: Exception, type_name: str | None = None) -> ApplicationError:
@@ -70,12 +78,11 @@ def successor_contract(base: Any, adapter_name: str) -> Any:
     old = base.model.adapter
     if old and revision.endswith(f"+{old}"):
         revision = revision[: -len(old) - 1]
-    return derive(
-        base, revision=f"{revision}+{adapter_name}", edit=f"adapter -> {adapter_name}", changes={"model.adapter": adapter_name}
-    )
+    edit = f"adapter -> {adapter_name}"
+    return derive(base, revision=f"{revision}+{adapter_name}", edit=edit, changes={"model.adapter": adapter_name})
 
 
-def _merge_update(session, lineage_id: str, index: int, parts: dict[str, Any], top: dict[str, Any] | None = None) -> None:
+def _merge_update(session, lineage_id: str, index: int, parts: dict[str, Any], top: dict | None = None) -> None:
     """Merge ``parts`` into the generation's ``record["update"]`` (and ``top`` into the record)."""
     generation = lineages.get_generation(session=session, lineage_id=lineage_id, index=index)
     current = dict(generation.record.get("update") or {}) if generation is not None else {}
@@ -111,11 +118,10 @@ class UpdateActivities:
 
     def _select(self, inp: UpdateInput) -> SelectTrajectoriesResult:
         if not inp.spec.base_model_path:
-            raise InputError(
-                f"lineage {inp.lineage_id} spec", "base_model_path", "the Update stage needs a local base model to train on"
-            )
+            reason = "the Update stage needs a local base model directory to train on"
+            raise InputError(f"lineage {inp.lineage_id} spec", "base_model_path", reason)
         with store_engine.session_scope(self.engine) as s:
-            held = {t.id for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.HELD_OUT)}
+            held = {t.id for t in _held_out(s, inp.lineage_id)}
             rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
             records = [r.to_record() for r in rows if r.stage not in NOT_TRAINED_STAGES]
             audits = {
@@ -169,19 +175,16 @@ class UpdateActivities:
         report, train = inp.report, inp.train
         with store_engine.session_scope(self.engine) as s:
             parent_contract = self._contract(s, inp.parent.contract_hash)
-            parent_row = registry.get_adapter_by_name(session=s, name=inp.parent.adapter) if inp.parent.adapter else None
+            parent_row = None
+            if inp.parent.adapter:
+                parent_row = registry.get_adapter_by_name(session=s, name=inp.parent.adapter)
             training_config = {
                 "trainer": inp.trainer.model_dump(mode="json"),
                 "base_model_path": inp.base_model_path,
                 "generation": inp.generation,
-                "steps": train.steps,
-                "samples_used": train.samples_used,
-                "device": train.device,
-                "dtype": train.dtype,
-                "seed": train.seed,
                 "parent_adapter_path": str(train.parent_adapter) if train.parent_adapter else None,
                 "weight_sha256": report.weight_sha256,
-                "max_abs_logit_diff": report.max_abs_logit_diff,
+                **train.model_dump(mode="json", include={"steps", "samples_used", "device", "dtype", "seed"}),
             }
             row = registry.register_adapter(
                 session=s,
@@ -203,16 +206,9 @@ class UpdateActivities:
             base = self._contract(s, inp.successor_contract_hash or inp.parent.contract_hash)
             successor = successor_contract(base, inp.adapter_name)
             registry.register_hcp_contract(session=s, contract=successor)
+            fields = {"id", "name", "revision", "path", "sha256", "base_model", "rank", "alpha", "target_modules"}
             adapter = {
-                "id": row.id,
-                "name": row.name,
-                "revision": row.revision,
-                "path": row.path,
-                "sha256": row.sha256,
-                "base_model": row.base_model,
-                "rank": row.rank,
-                "alpha": row.alpha,
-                "target_modules": row.target_modules,
+                **row.model_dump(mode="json", include=fields),
                 "parent": inp.parent.adapter or None,
                 "trials": len(row.trial_ids),
                 "max_abs_logit_diff": report.max_abs_logit_diff,
@@ -262,19 +258,15 @@ class UpdateActivities:
 
         def work() -> HeldoutPlan:
             with store_engine.session_scope(self.engine) as s:
-                tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.HELD_OUT)
+                tasks = _held_out(s, inp.lineage_id)
+
+            where = {"lineage_id": inp.lineage_id, "generation_index": inp.generation, "stage": Stage.HELDOUT.value}
 
             def specs(pair: PairRef) -> list[TrialSpec]:
                 return [
                     TrialSpec(
                         trial_id=trials.make_trial_id(
-                            lineage_id=inp.lineage_id,
-                            generation_index=inp.generation,
-                            stage=Stage.HELDOUT.value,
-                            task_hash=t.id,
-                            contract_hash=pair.contract_hash,
-                            adapter=pair.adapter,
-                            attempt=a,
+                            **where, task_hash=t.id, contract_hash=pair.contract_hash, adapter=pair.adapter, attempt=a
                         ),
                         task_path=t.path,
                         task_hash=t.id,
@@ -294,26 +286,17 @@ class UpdateActivities:
 
         def work() -> LiftReport:
             with store_engine.session_scope(self.engine) as s:
-                held = {t.id for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.HELD_OUT)}
+                held = {t.id for t in _held_out(s, inp.lineage_id)}
                 rows = trials.list_trials(
                     session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=Stage.HELDOUT.value
                 )
+                records = [r.to_record() for r in rows]
                 report = heldout_lift(
-                    [r.to_record() for r in rows],
-                    inp.parent,
-                    inp.successor,
-                    held,
-                    resamples=inp.spec.lift_resamples,
-                    seed=inp.spec.seed,
+                    records, inp.parent, inp.successor, held, resamples=inp.spec.lift_resamples, seed=inp.spec.seed
                 )
-                summary = {
-                    k: getattr(report, k)
-                    for k in ("mean", "lo", "hi", "confidence", "parent_score", "successor_score", "n_tasks")
-                }
-                summary.update(parent=inp.parent.model_dump(), successor=inp.successor.model_dump(), reason=report.reason)
-                _merge_update(
-                    s, inp.lineage_id, inp.generation, {"lift": report.model_dump(mode="json")}, {"held_out_lift": summary}
-                )
+                summary = report.model_dump(mode="json", include=set(LIFT_SUMMARY))
+                top = {"held_out_lift": summary}
+                _merge_update(s, inp.lineage_id, inp.generation, {"lift": report.model_dump(mode="json")}, top)
                 return report
 
         return await asyncio.to_thread(work)
@@ -341,7 +324,6 @@ class UpdateActivities:
             ApplicationError: non-retryable ``InputError`` when the base model, its
                 tokenizer or the parent adapter cannot be loaded.
         """
-        import ray
         from ray.util.queue import Queue
 
         from workers.ray_trials import train_adapter_task, train_resources
@@ -356,18 +338,8 @@ class UpdateActivities:
         }
         queue = await asyncio.to_thread(Queue, maxsize=10_000, actor_options={"num_cpus": 0})
         ref = train_adapter_task.options(**train_resources()).remote(payload, queue)
-        details: dict[str, Any] = {"phase": "queued", "trajectories": len(items)}
         try:
-            while True:
-                details = await asyncio.to_thread(_drain, queue, details)
-                activity.heartbeat(details)
-                ready, _ = await asyncio.to_thread(ray.wait, [ref], num_returns=1, timeout=2.0)
-                if ready:
-                    break
-            out = await asyncio.to_thread(_ray_result, ref)
-        except asyncio.CancelledError:
-            ray.cancel(ref)
-            raise
+            out = await _await_ray(ref, {"phase": "queued", "trajectories": len(items)}, queue)
         finally:
             await asyncio.to_thread(queue.shutdown)
         dropped = Counter(out.get("samples_dropped", {})) + missing
@@ -386,7 +358,8 @@ class UpdateActivities:
                     if not path:
                         missing["no_trajectory"] += 1
                         continue
-                    items.append({"trial_id": trial_id, "trajectory": path, "reward": reward, "group_id": group.group_id})
+                    item = {"trial_id": trial_id, "trajectory": path, "reward": reward, "group_id": group.group_id}
+                    items.append(item)
         return items, missing
 
     def _record_training(self, inp: TrainAdapterInput, result: TrainAdapterResult) -> None:
@@ -397,7 +370,8 @@ class UpdateActivities:
             "samples_dropped": result.samples_dropped,
         }
         if result.train is not None:
-            part.update(result.train.model_dump(mode="json", exclude={"adapter_dir", "base_model_path", "parent_adapter"}))
+            paths = {"adapter_dir", "base_model_path", "parent_adapter"}
+            part.update(result.train.model_dump(mode="json", exclude=paths))
         with store_engine.session_scope(self.engine) as s:
             _merge_update(s, inp.lineage_id, inp.generation, {"training": part})
 
@@ -409,21 +383,9 @@ class UpdateActivities:
             ApplicationError: non-retryable, typed with the validation error's class
                 (``ZeroAdapterError``, ``RankLimitError``, ...).
         """
-        import ray
-
         from workers.ray_trials import validate_adapter_task
 
-        ref = validate_adapter_task.remote(inp.model_dump(mode="json"))
-        try:
-            while True:
-                activity.heartbeat({"phase": "validating"})
-                ready, _ = await asyncio.to_thread(ray.wait, [ref], num_returns=1, timeout=2.0)
-                if ready:
-                    break
-            out = await asyncio.to_thread(_ray_result, ref)
-        except asyncio.CancelledError:
-            ray.cancel(ref)
-            raise
+        out = await _await_ray(validate_adapter_task.remote(inp.model_dump(mode="json")), {"phase": "validating"})
         if "error" in out:
             raise ApplicationError(out["message"], type=out["error"], non_retryable=True)
         return AdapterReport.model_validate(out["report"])
@@ -446,6 +408,27 @@ class UpdateActivities:
     def sandbox_activities(self) -> list[Any]:
         """Activities of the sandbox queue (they submit Ray tasks)."""
         return [self.train_adapter, self.validate_adapter]
+
+
+async def _await_ray(ref: Any, details: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Wait for a Ray task, heartbeating ``details`` (updated from ``progress``) every 2 s.
+
+    On cancellation the Ray task is cancelled. An ``InputError`` raised in the task
+    becomes a non-retryable ``ApplicationError``.
+    """
+    import ray
+
+    try:
+        while True:
+            if progress is not None:
+                details = await asyncio.to_thread(_drain, progress, details)
+            activity.heartbeat(details)
+            ready, _ = await asyncio.to_thread(ray.wait, [ref], num_returns=1, timeout=2.0)
+            if ready:
+                return await asyncio.to_thread(_ray_result, ref)
+    except asyncio.CancelledError:
+        ray.cancel(ref)
+        raise
 
 
 def _drain(queue: Any, details: dict[str, Any]) -> dict[str, Any]:

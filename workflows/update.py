@@ -71,7 +71,8 @@ class UpdateWorkflow:
         )
         counts = {"selected_groups": sel.report.kept_groups, "selected_trials": sel.report.kept_trials}
         if not sel.report.groups:
-            return await self._finish(inp, UpdateOutcome.NO_SIGNAL, parent, {"reason": "selection kept no group"}, counts)
+            detail = {"reason": "selection kept no group with signal"}
+            return await self._finish(inp, UpdateOutcome.NO_SIGNAL, parent, detail, counts)
         train: TrainAdapterResult = await workflow.execute_activity(
             o.TRAIN_ADAPTER,
             TrainAdapterInput(
@@ -94,7 +95,9 @@ class UpdateWorkflow:
             report: AdapterReport = await workflow.execute_activity(
                 o.VALIDATE_ADAPTER,
                 ValidateAdapterInput(
-                    adapter_dir=train.adapter_dir, base_model_path=inp.spec.base_model_path or "", max_rank=inp.spec.max_rank
+                    adapter_dir=train.adapter_dir,
+                    base_model_path=inp.spec.base_model_path or "",
+                    max_rank=inp.spec.max_rank,
                 ),
                 result_type=AdapterReport,
                 task_queue=SANDBOX_QUEUE,
@@ -207,7 +210,11 @@ class UpdateWorkflow:
         await workflow.execute_activity(
             o.RECORD_UPDATE,
             RecordUpdateInput(
-                lineage_id=inp.lineage_id, generation=inp.generation, outcome=outcome, next_pair=next_pair, detail=detail
+                lineage_id=inp.lineage_id,
+                generation=inp.generation,
+                outcome=outcome,
+                next_pair=next_pair,
+                detail=detail,
             ),
             start_to_close_timeout=o.STORE_TIMEOUT,
             retry_policy=o.STORE_RETRY,

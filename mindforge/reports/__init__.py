@@ -34,4 +34,12 @@ def render_report(data: ReportData, fmt: str) -> str:
     raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
-__all__ = ["FORMATS", "SECTION_IDS", "ReportData", "gather_report_data", "render_html", "render_markdown", "render_report"]
+__all__ = [
+    "FORMATS",
+    "SECTION_IDS",
+    "ReportData",
+    "gather_report_data",
+    "render_html",
+    "render_markdown",
+    "render_report",
+]

@@ -306,7 +306,9 @@ def _audits(session: Session, lineage_id: str) -> list[AuditRow]:
     ]
 
 
-def _contracts(session: Session, generations: list, jobs: list, candidates: dict, trials: list[Trial]) -> list[ContractInfo]:
+def _contracts(
+    session: Session, generations: list, jobs: list, candidates: dict, trials: list[Trial]
+) -> list[ContractInfo]:
     wanted: dict[str, ContractInfo] = {}
     rows: dict[str, Contract] = {}
     by_index = {g.index: g.contract_hash for g in generations}

@@ -41,7 +41,9 @@ def coverage_curve(curves: dict[str, list[tuple[int, int]]], tasks: dict[str, in
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         ax.step(xs, ys, where="post", color=colour, label=f"{label}: cumulative")
         if label in singles:
-            ax.axhline(singles[label], color=colour, linestyle="--", linewidth=1, label=f"{label}: best single contract")
+            ax.axhline(
+                singles[label], color=colour, linestyle="--", linewidth=1, label=f"{label}: best single contract"
+            )
         if label in tasks:
             ax.axhline(tasks[label], color=colour, linestyle=":", linewidth=1, label=f"{label}: tasks")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))

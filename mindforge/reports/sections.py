@@ -109,7 +109,9 @@ def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section
 
 def _summary(data: ReportData) -> Section:
     s = Section(id="summary", title=f"Lineage {data.lineage_name}")
-    s.text(f"Status {data.status}; {len(data.generations)} generation(s); report generated {data.generated_at:%Y-%m-%d %H:%M} UTC.")
+    s.text(
+        f"Status {data.status}; {len(data.generations)} generation(s); report generated {data.generated_at:%Y-%m-%d %H:%M} UTC."
+    )
     if data.coverage:
         c = data.coverage[-1]
         s.text(
@@ -134,7 +136,11 @@ def _curve(data: ReportData, with_plots: bool) -> Section:
         s.image(plots.coverage_curve(curves, tasks, singles), "cumulative coverage against attempts")
     rows = []
     for c in data.coverage:
-        marks = sorted({max(1, round(c.summary.attempts * f)) for f in (0.25, 0.5, 0.75, 1.0)}) if c.summary.attempts else []
+        marks = (
+            sorted({max(1, round(c.summary.attempts * f)) for f in (0.25, 0.5, 0.75, 1.0)})
+            if c.summary.attempts
+            else []
+        )
         for m in marks:
             rows.append([c.index, m, c.curve[min(m, len(c.curve) - 1)][1], c.summary.tasks])
     return s.table(["generation", "attempts spent", "tasks covered", "tasks"], rows)
@@ -167,7 +173,13 @@ def _single_vs_adaptive(data: ReportData, with_plots: bool) -> Section:
         c = data.coverage[-1]
         labels = ["failing after base", "adaptive search (cumulative)", "best single candidate"]
         s.image(
-            plots.bars(labels, [c.failing, c.failing_covered, c.failing_single], title=f"Generation {c.index}", ylabel="tasks", colours=["#bbbbbb", "C0", "C1"]),
+            plots.bars(
+                labels,
+                [c.failing, c.failing_covered, c.failing_single],
+                title=f"Generation {c.index}",
+                ylabel="tasks",
+                colours=["#bbbbbb", "C0", "C1"],
+            ),
             "best single contract against adaptive search",
         )
     return s
@@ -184,13 +196,23 @@ def _per_contract(data: ReportData, with_plots: bool) -> Section:
             wins = sum(cells.get(contract, [0, 0, 0])[0] for cells in c.matrix.values())
             usable = sum(cells.get(contract, [0, 0, 0])[1] for cells in c.matrix.values())
             rate = f"{wins}/{usable}" if usable else "-"
-            rows.append([c.index, data.contract_ref(contract), data.contract_edit(contract) or "-", solved, attempts, rate])
+            rows.append(
+                [c.index, data.contract_ref(contract), data.contract_edit(contract) or "-", solved, attempts, rate]
+            )
     s.table(["generation", "contract", "edit", "tasks solved", "attempts", "successes/usable"], rows)
     if with_plots:
         c = data.coverage[-1]
         items = sorted(c.summary.per_contract.items(), key=lambda kv: -kv[1])[:30]
         labels = [f"{(data.contract_edit(k) or data.contract_ref(k))[:60]} ({k[:6]})" for k, _ in items]
-        s.image(plots.bars(labels, [v for _, v in items], title=f"Tasks solved per contract, generation {c.index}", ylabel="tasks solved"), "coverage per contract")
+        s.image(
+            plots.bars(
+                labels,
+                [v for _, v in items],
+                title=f"Tasks solved per contract, generation {c.index}",
+                ylabel="tasks solved",
+            ),
+            "coverage per contract",
+        )
     return s
 
 
@@ -198,9 +220,14 @@ def _audit(data: ReportData, with_plots: bool) -> Section:
     s = Section(id="failure-audit", title="Failure classes and owners")
     if not data.audits:
         return s.text("No audits recorded yet.")
-    s.table(["failure class", "owner", "failed trials", "judged by rules"], [[a.failure_class, a.owner, a.count, a.judged_by_rules] for a in data.audits])
+    s.table(
+        ["failure class", "owner", "failed trials", "judged by rules"],
+        [[a.failure_class, a.owner, a.count, a.judged_by_rules] for a in data.audits],
+    )
     if with_plots:
-        s.image(plots.failure_owners([(a.failure_class, a.owner, a.count) for a in data.audits]), "failure classes by owner")
+        s.image(
+            plots.failure_owners([(a.failure_class, a.owner, a.count) for a in data.audits]), "failure classes by owner"
+        )
     return s
 
 
@@ -211,10 +238,16 @@ def _matrix(data: ReportData) -> Section:
     c = data.coverage[-1]
     contracts = list(c.summary.per_contract)
     s.text(f"Generation {c.index}; each cell is successes/attempts (usable attempts only count as successes).")
-    s.table(["column", "contract", "edit"], [[f"C{i + 1}", data.contract_ref(h), data.contract_edit(h) or "-"] for i, h in enumerate(contracts)])
+    s.table(
+        ["column", "contract", "edit"],
+        [[f"C{i + 1}", data.contract_ref(h), data.contract_edit(h) or "-"] for i, h in enumerate(contracts)],
+    )
     rows = []
     for task, cells in sorted(c.matrix.items(), key=lambda kv: data.task_ids.get(kv[0], kv[0])):
-        rows.append([data.task_ids.get(task, task[:12])] + [f"{cells[h][0]}/{cells[h][2]}" if h in cells else "" for h in contracts])
+        rows.append(
+            [data.task_ids.get(task, task[:12])]
+            + [f"{cells[h][0]}/{cells[h][2]}" if h in cells else "" for h in contracts]
+        )
     return s.table(["task"] + [f"C{i + 1}" for i in range(len(contracts))], rows)
 
 
@@ -222,8 +255,15 @@ def _spend(data: ReportData) -> Section:
     s = Section(id="spend", title="Tokens and wall time spent")
     if not data.spend:
         return s.text("No trials recorded yet.")
-    rows = [[r.generation, r.stage, r.trials, r.prompt_tokens, r.completion_tokens, f"{r.wall_sec:.1f}"] for r in data.spend]
-    total = [sum(r.trials for r in data.spend), sum(r.prompt_tokens for r in data.spend), sum(r.completion_tokens for r in data.spend), sum(r.wall_sec for r in data.spend)]
+    rows = [
+        [r.generation, r.stage, r.trials, r.prompt_tokens, r.completion_tokens, f"{r.wall_sec:.1f}"] for r in data.spend
+    ]
+    total = [
+        sum(r.trials for r in data.spend),
+        sum(r.prompt_tokens for r in data.spend),
+        sum(r.completion_tokens for r in data.spend),
+        sum(r.wall_sec for r in data.spend),
+    ]
     rows.append(["all", "all", total[0], total[1], total[2], f"{total[3]:.1f}"])
     return s.table(["generation", "stage", "trials", "prompt tokens", "completion tokens", "wall seconds"], rows)
 
@@ -232,7 +272,10 @@ def _jobs(data: ReportData) -> Section:
     s = Section(id="search-jobs", title="Search jobs: budget, spending, stop reason")
     if not data.search_jobs:
         return s.text("No configuration-search jobs recorded yet.")
-    rows = [[j.generation, j.id[:16], j.status, _kv(j.budget), _kv(j.spent), j.stop_reason or "-", j.candidates] for j in data.search_jobs]
+    rows = [
+        [j.generation, j.id[:16], j.status, _kv(j.budget), _kv(j.spent), j.stop_reason or "-", j.candidates]
+        for j in data.search_jobs
+    ]
     return s.table(["generation", "job", "status", "budget", "spent", "stop reason", "candidates"], rows)
 
 
@@ -246,7 +289,9 @@ def _lineage(data: ReportData) -> Section:
             used.append("generation " + ", ".join(map(str, info.generations)))
         if info.candidate_of:
             used.append("candidate in generation " + ", ".join(map(str, sorted(set(info.candidate_of)))))
-        s.text(f"{info.ref} ({info.hash[:12]}) <- {info.parent_ref or 'root'}; {'; '.join(used) or 'ancestor'}; edit: {info.edit or '-'}")
+        s.text(
+            f"{info.ref} ({info.hash[:12]}) <- {info.parent_ref or 'root'}; {'; '.join(used) or 'ancestor'}; edit: {info.edit or '-'}"
+        )
         if info.diff:
             s.pre(info.diff)
     return s
@@ -257,14 +302,44 @@ def _held_out(data: ReportData, with_plots: bool) -> Section:
     if not data.held_out:
         return s.text("No held-out evaluation recorded yet.")
     if with_plots:
-        points = [(r.generation, r.score.rate, r.score.lo, r.score.hi, f"{data.contract_ref(r.contract_hash)} {r.adapter or 'base'}") for r in data.held_out]
+        points = [
+            (
+                r.generation,
+                r.score.rate,
+                r.score.lo,
+                r.score.hi,
+                f"{data.contract_ref(r.contract_hash)} {r.adapter or 'base'}",
+            )
+            for r in data.held_out
+        ]
         coverage = {c.index: c.summary.cumulative / c.summary.tasks for c in data.coverage if c.summary.tasks}
         s.image(plots.held_out(points, coverage), "held-out score per generation")
     rows = [
-        [r.generation, data.contract_ref(r.contract_hash), r.adapter or "base", f"{r.score.successes}/{r.score.n}", f"{r.score.rate:.3f}", f"{r.score.lo:.3f}..{r.score.hi:.3f}", f"{r.search_covered}/{r.search_tasks}" if r.search_tasks else "-", _lift(r.lift)]
+        [
+            r.generation,
+            data.contract_ref(r.contract_hash),
+            r.adapter or "base",
+            f"{r.score.successes}/{r.score.n}",
+            f"{r.score.rate:.3f}",
+            f"{r.score.lo:.3f}..{r.score.hi:.3f}",
+            f"{r.search_covered}/{r.search_tasks}" if r.search_tasks else "-",
+            _lift(r.lift),
+        ]
         for r in data.held_out
     ]
-    return s.table(["generation", "contract", "adapter", "passed/usable", "rate", "95% interval", "search-set coverage", "recorded lift"], rows)
+    return s.table(
+        [
+            "generation",
+            "contract",
+            "adapter",
+            "passed/usable",
+            "rate",
+            "95% interval",
+            "search-set coverage",
+            "recorded lift",
+        ],
+        rows,
+    )
 
 
 def _discovery(data: ReportData) -> Section:

@@ -56,7 +56,7 @@ from mindforge.search.state import (
 )
 
 #: refined candidates (winner + one edit) considered per cluster and step
-REFINE_PER_CLUSTER = 4
+REFINE_PER_CLUSTER = 8
 
 
 class SearchRefused(MindForgeError):
@@ -138,7 +138,9 @@ def init_search(
         if len(pool.items) >= 2:
             break
     if len(pool.items) < 2:
-        raise NoCandidatesError(f"the edit space of {root.ref} yields {len(pool.items)} candidate(s); a search needs two")
+        raise NoCandidatesError(
+            f"the edit space of {root.ref} yields {len(pool.items)} candidate(s); a search needs two"
+        )
     per_candidate = max(1, min(config.probe_attempts, len(tasks)))
     needed = 2 * per_candidate
     if budget.max_attempts is not None and budget.max_attempts < needed:
@@ -266,12 +268,14 @@ def _offer_new(arms: _Arms, state: SearchState, singles: list[Edit], unsolved: l
     evidence = _evidence(state)
     clusters = sorted({state.tasks[t].cluster for t in unsolved})
     for cluster in clusters:
-        best = max(winners, key=lambda i: (evidence[i][cluster][1], -i), default=None)
+        # the candidate with the most wins in this cluster (any candidate, not only the top winners)
+        best = max(sorted(wins), key=lambda i: (evidence[i][cluster][1], -i), default=None)
         if best is None or evidence[best][cluster][1] == 0:
             continue
         table = task_affinity_table(next(state.tasks[t] for t in unsolved if state.tasks[t].cluster == cluster))
-        fitting = [e for e in singles if affinity(table, e.tags(arms.root)) >= 1][:REFINE_PER_CLUSTER]
-        for edit in fitting:
+        slots = {e.slot for e in state.candidates[best].edits}
+        fitting = [e for e in singles if e.slot not in slots and affinity(table, e.tags(arms.root)) >= 1]
+        for edit in fitting[:REFINE_PER_CLUSTER]:
             try:
                 arms.offer(compose_edits(state.candidates[best].edits, [edit]), "refine")
             except CandidateError:

@@ -226,7 +226,11 @@ def operator_edits(contract: HCPContract) -> list[Edit]:
     out += [Edit(op="remove_tool", value=t) for t in tools.allow if t not in KEEP_TOOLS]
     out += [Edit(op="hook_off" if getattr(hooks, h) else "hook_on", value=h) for h in BOOL_HOOKS]
     out += [Edit(op="on_command_error", value=v) for v in ("full", "tail", "none") if v != hooks.on_command_error]
-    out += [Edit(op="add_skill", value=name) for name in skill_library() if f"{SKILL_DIR}/{name}" not in contract.skills.paths]
+    out += [
+        Edit(op="add_skill", value=name)
+        for name in skill_library()
+        if f"{SKILL_DIR}/{name}" not in contract.skills.paths
+    ]
     numeric = [
         ("max_observation_bytes", tools.max_observation_bytes, (4.0, 0.25), OBSERVATION_BYTES_RANGE, True),
         ("bash_timeout_sec", tools.bash_timeout_sec, (2.0, 0.5), BASH_TIMEOUT_SEC_RANGE, False),

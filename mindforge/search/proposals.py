@@ -108,7 +108,9 @@ def parse_prompt_reply(text: str) -> str:
         raise PromptReplyError(f"append_system_prompt is a {type(prompt).__name__}, not a string")
     prompt = prompt.strip()
     if not MIN_PROMPT_CHARS <= len(prompt) <= MAX_PROMPT_CHARS:
-        raise PromptReplyError(f"append_system_prompt has {len(prompt)} characters, not {MIN_PROMPT_CHARS}..{MAX_PROMPT_CHARS}")
+        raise PromptReplyError(
+            f"append_system_prompt has {len(prompt)} characters, not {MIN_PROMPT_CHARS}..{MAX_PROMPT_CHARS}"
+        )
     if re.search(r"\{[a-z_]+\}", prompt):
         raise PromptReplyError("append_system_prompt contains a {placeholder}")
     return prompt

@@ -78,7 +78,13 @@ def _actions(commands: list[str], exit_code: int = 0) -> list[dict[str, Any]]:
     for turn, command in enumerate(commands, 1):
         out.append(_ev("reply", turn=turn, finish_reason="stop"))
         out.append(_ev("action", turn=turn, tool="bash", arguments={"command": command}))
-        out.append(_ev("observation", turn=turn, content=f"exit code {exit_code}\nstdout:\n{command} done\n[turn {turn}/30; 99 s left]"))
+        out.append(
+            _ev(
+                "observation",
+                turn=turn,
+                content=f"exit code {exit_code}\nstdout:\n{command} done\n[turn {turn}/30; 99 s left]",
+            )
+        )
     return out
 
 
@@ -103,7 +109,10 @@ def base_transcript(kind: str) -> tuple[list[dict[str, Any]], FailureClass, Limi
     if kind == "turns":
         return _actions([f"step {i}" for i in range(12)]), FailureClass.MAX_TURNS, LimitFired.MAX_TURNS
     if kind == "format":
-        bad = [_ev("unusable_reply", failure_class="parse_error", reason="no JSON action found", count=i) for i in (1, 2, 3)]
+        bad = [
+            _ev("unusable_reply", failure_class="parse_error", reason="no JSON action found", count=i)
+            for i in (1, 2, 3)
+        ]
         return bad, FailureClass.PARSE_ERROR, None
     if kind == "temperature":
         return _actions(["make"] * 8, exit_code=2), FailureClass.MAX_TURNS, LimitFired.MAX_TURNS
@@ -201,4 +210,3 @@ class UnlockOracle:
                 )
             )
         return StepResults(step=plan.step, results=results)
-

@@ -27,7 +27,9 @@ from mindforge.trial import FailureClass, LimitFired, TrialRecord
 
 REPO = Path(__file__).resolve().parents[2]
 BASELINE = load_contract(REPO / "hcp_contracts" / "baseline.toml")
-HIDDEN = derive(BASELINE, revision="1.0.0-hidden", edit="hooks: errors hidden", changes={"hooks.on_command_error": "none"})
+HIDDEN = derive(
+    BASELINE, revision="1.0.0-hidden", edit="hooks: errors hidden", changes={"hooks.on_command_error": "none"}
+)
 
 
 def record(cls: FailureClass | None, reward: float | None = 0.0, limit: LimitFired | None = None, **kw) -> TrialRecord:
@@ -51,7 +53,11 @@ def act(turn: int, command: str, code: int = 0, out: str = "ok") -> list[dict]:
     return [
         {"event": "reply", "turn": turn, "finish_reason": "stop"},
         {"event": "action", "turn": turn, "tool": "bash", "arguments": {"command": command}},
-        {"event": "observation", "turn": turn, "content": f"exit code {code}\nstdout:\n{out}\n[turn {turn}/30; 50 s left]"},
+        {
+            "event": "observation",
+            "turn": turn,
+            "content": f"exit code {code}\nstdout:\n{out}\n[turn {turn}/30; 50 s left]",
+        },
     ]
 
 
@@ -145,7 +151,12 @@ def test_only_ambiguous_verdicts_ask_for_a_judge() -> None:
     on_errors = audit_trial(record(FailureClass.TASK_FAILED), act(1, "make", 2) + act(2, "make", 1) + finish(3))
     missing = audit_trial(record(FailureClass.TASK_FAILED), None)
     infra = audit_trial(record(FailureClass.INFRA_ERROR, reward=None), None)
-    assert (clean.needs_judge, on_errors.needs_judge, missing.needs_judge, infra.needs_judge) == (False, True, True, False)
+    assert (clean.needs_judge, on_errors.needs_judge, missing.needs_judge, infra.needs_judge) == (
+        False,
+        True,
+        True,
+        False,
+    )
 
 
 def test_a_passed_trial_is_not_audited() -> None:

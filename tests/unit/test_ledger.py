@@ -70,7 +70,11 @@ def test_bootstrap_lift_by_hand() -> None:
 
 def test_successor_is_promoted_only_on_unsearched_held_out_tasks() -> None:
     tasks = [f"t{i}" for i in range(8)]
-    heldout = {"P": {t: 0.0 for t in tasks}, "C": {t: 1.0 for t in tasks}, "N": {t: float(i % 2) for i, t in enumerate(tasks)}}
+    heldout = {
+        "P": {t: 0.0 for t in tasks},
+        "C": {t: 1.0 for t in tasks},
+        "N": {t: float(i % 2) for i, t in enumerate(tasks)},
+    }
     choice = choose_successor("P", heldout)
     assert choice.promoted and choice.contract_hash == "C" and choice.lift == (1.0, 1.0, 1.0) and choice.n_tasks == 8
     assert choice.considered["N"]["lift"][1] < choice.considered["C"]["lift"][1]
@@ -87,7 +91,16 @@ def test_successor_is_promoted_only_on_unsearched_held_out_tasks() -> None:
 
 def test_heldout_scores_average_usable_rewards() -> None:
     def rec(i, task, contract, reward, cls=None):
-        return TrialRecord(trial_id=f"t{i}", run_id="r", task_id=task, task_hash=task, agent="model", contract_hash=contract, reward=reward, failure_class=cls)
+        return TrialRecord(
+            trial_id=f"t{i}",
+            run_id="r",
+            task_id=task,
+            task_hash=task,
+            agent="model",
+            contract_hash=contract,
+            reward=reward,
+            failure_class=cls,
+        )
 
     records = [
         rec(1, "h1", "P", 1.0),

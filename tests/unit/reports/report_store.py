@@ -9,7 +9,7 @@ for sandbox + policy).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -19,13 +19,24 @@ from mindforge.hcp import derive, load_contract
 from mindforge.search import SearchBudget, init_search, observe, plan_step, search_tasks_from_audits
 from mindforge.search.persist import commit_state, register_candidates, register_contract
 from mindforge.search.simulate import UnlockOracle, base_transcript, make_unlock_tasks
-from mindforge.store import LineageCreate, PoolSplit, RunStatus, StoredTask, TaskSource, init_db, session_scope
-from mindforge.store import lineages, pool, search, trials
+from mindforge.store import (
+    LineageCreate,
+    PoolSplit,
+    RunStatus,
+    StoredTask,
+    TaskSource,
+    init_db,
+    lineages,
+    pool,
+    search,
+    session_scope,
+    trials,
+)
 from mindforge.trial import FailureClass, PhaseTimings, TrialRecord
 
 REPO = Path(__file__).resolve().parents[3]
 SEARCH_KINDS = ["tool:read_file", "observation", "plan", "skill:run_tests.sh", "verify"]
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class FilledStore(BaseModel):
@@ -56,20 +67,34 @@ def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) ->
     """Build the lineage ``demo-report`` in the database at ``db_url`` (migrated first)."""
     engine = init_db(db_url)
     base = load_contract(REPO / "hcp_contracts" / "baseline.toml")
-    root = derive(base, name="bench", revision="1.0.0", edit="tools: bash and finish only", changes={"tools.allow": ["bash", "finish"]})
+    root = derive(
+        base,
+        name="bench",
+        revision="1.0.0",
+        edit="tools: bash and finish only",
+        changes={"tools.allow": ["bash", "finish"]},
+    )
     tasks = make_unlock_tasks(10, SEARCH_KINDS)
     held = make_unlock_tasks(14, ["plan", "tool:read_file"])[10:]
     easy = make_unlock_tasks(16, ["plan"])[15]
     clock = _Clock()
     oracle = UnlockOracle(root, tasks + held, seed=11)
     with session_scope(engine) as s:
-        lineage = lineages.create_lineage(session=s, lineage_in=LineageCreate(name="demo-report", spec={"generations": 2}))
+        lineage = lineages.create_lineage(
+            session=s, lineage_in=LineageCreate(name="demo-report", spec={"generations": 2})
+        )
         register_contract(s, base, None)
         register_contract(s, root, base.content_hash)
         for task, split in [(t, PoolSplit.SEARCH) for t in [*tasks, easy]] + [(t, PoolSplit.HELD_OUT) for t in held]:
-            s.add(StoredTask(id=task.task_hash, task_id=task.task_id, path=f"/tasks/{task.task_id}", source=TaskSource.BUNDLED))
+            s.add(
+                StoredTask(
+                    id=task.task_hash, task_id=task.task_id, path=f"/tasks/{task.task_id}", source=TaskSource.BUNDLED
+                )
+            )
             s.flush()
-            pool.add_to_pool(session=s, lineage_id=lineage.id, task_hash=task.task_hash, split=split, added_generation=0)
+            pool.add_to_pool(
+                session=s, lineage_id=lineage.id, task_hash=task.task_hash, split=split, added_generation=0
+            )
         record = {"discovery": {"proposed": 3, "admitted": 1, "proposals": [
             {"task_id": "csv-merge", "admitted": True, "reason": "validated"},
             {"task_id": "dup-of-logs", "admitted": False, "reason": "near-duplicate of a pool task"},
@@ -81,7 +106,9 @@ def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) ->
             events, cls, limit = base_transcript(task.kind)
             for attempt in range(2):
                 passed = task is easy
-                rec = _record(f"base-{task.task_id}-{attempt}", task, root.content_hash, attempt, 1.0 if passed else 0.0, clock)
+                rec = _record(
+                    f"base-{task.task_id}-{attempt}", task, root.content_hash, attempt, 1.0 if passed else 0.0, clock
+                )
                 if not passed:
                     rec.failure_class, rec.limit_fired = cls, limit
                 trials.insert_trial(session=s, record=rec, lineage_id=lineage.id, generation_index=0, stage="expansion")
@@ -90,7 +117,9 @@ def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) ->
                     audits[rec.trial_id] = audit_trial(rec, events, contract=root)
                     trials.record_audit(session=s, **audits[rec.trial_id].store_fields())
         failing = search_tasks_from_audits(records, audits)
-        job = search.create_search_job(session=s, lineage_id=lineage.id, generation_index=0, budget={"max_attempts": 200})
+        job = search.create_search_job(
+            session=s, lineage_id=lineage.id, generation_index=0, budget={"max_attempts": 200}
+        )
         state = init_search(job_id=job.id, root=root, tasks=failing, budget=SearchBudget(max_attempts=200))
         while not state.done:
             plan = plan_step(state)
@@ -104,18 +133,25 @@ def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) ->
                     trials.record_audit(session=s, **audit_trial(rec, None).store_fields())
             state = observe(state, results)
             commit_state(session=s, job_id=job.id, state=state)
-        wins = {c.contract_hash: sum(v.successes for k, v in state.cells.items() if int(k.split(":")[1]) == i) for i, c in enumerate(state.candidates)}
+        wins = {
+            c.contract_hash: sum(v.successes for k, v in state.cells.items() if int(k.split(":")[1]) == i)
+            for i, c in enumerate(state.candidates)
+        }
         successor = max(wins, key=lambda h: (wins[h], h))
         if held_out:
             lineages.create_generation(session=s, lineage_id=lineage.id, index=1, contract_hash=successor)
-            lineages.update_generation(session=s, lineage_id=lineage.id, index=1, record={"held_out_lift": [0.25, 0.0, 0.5]})
+            lineages.update_generation(
+                session=s, lineage_id=lineage.id, index=1, record={"held_out_lift": [0.25, 0.0, 0.5]}
+            )
             for generation, contract in [(0, root.content_hash), (0, successor), (1, successor)]:
                 for task in held:
                     for attempt in range(2):
                         tid = f"held-{generation}-{contract[:8]}-{task.task_id}-{attempt}"
                         unlocked = oracle.unlocks(task.task_hash, oracle.contracts.get(contract, root))
                         rec = _record(tid, task, contract, attempt, oracle.outcome(tid, unlocked), clock)
-                        trials.insert_trial(session=s, record=rec, lineage_id=lineage.id, generation_index=generation, stage="eval")
+                        trials.insert_trial(
+                            session=s, record=rec, lineage_id=lineage.id, generation_index=generation, stage="eval"
+                        )
     engine.dispose()
     return FilledStore(
         db_url=db_url,

@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 from mindforge.cli.report import report_command
 from mindforge.errors import InputError
 from mindforge.reports import SECTION_IDS, ReportData, gather_report_data, render_report
-from mindforge.store import LineageCreate, init_db, make_engine, session_scope
-from mindforge.store import lineages
+from mindforge.store import LineageCreate, lineages, make_engine, session_scope
 from mindforge.store.errors import NotFoundError
 from tests.unit.reports.report_store import FilledStore, fill_store
 
@@ -61,7 +60,10 @@ def test_markdown_and_json_carry_the_same_sections_and_numbers(data: ReportData)
     for section in SECTION_IDS:
         assert f'<a id="{section}"></a>' in md
     cov = data.coverage[0]
-    assert f"adaptive search covered {cov.failing_covered} (cumulative) while the best single candidate covered {cov.failing_single}" in md
+    assert (
+        f"adaptive search covered {cov.failing_covered} (cumulative) while the best single candidate covered {cov.failing_single}"
+        in md
+    )
     assert "full_coverage" in md and "csv-merge" in md and "no held-out evaluation" not in md.lower()
     assert "data:image" not in md
     again = ReportData.model_validate_json(render_report(data, "json"))

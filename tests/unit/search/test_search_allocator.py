@@ -81,7 +81,7 @@ def test_adaptive_search_reaches_full_coverage_within_budget() -> None:
     )
     assert summary.single_contract <= best_possible < len(tasks)
     assert state.curve[0] == (0, 0) and state.curve[-1] == (state.spent.attempts, len(tasks))
-    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(state.curve, state.curve[1:]))
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(state.curve, state.curve[1:], strict=False))
     # every candidate has a parent and a recorded edit chain; none repeats a harness
     assert len({c.harness_hash for c in state.candidates}) == len(state.candidates)
     assert all(c.parent_hash and c.edits for c in state.candidates)
@@ -132,13 +132,21 @@ def test_a_budget_for_fewer_than_two_candidates_is_refused_before_it_starts() ->
         )
     with pytest.raises(BudgetTooSmallError, match=" s allows"):
         init_search(
-            job_id="x", root=ROOT, tasks=failing, budget=SearchBudget(max_wall_sec=60), cost=CostEstimate(wall_sec_per_attempt=30)
+            job_id="x",
+            root=ROOT,
+            tasks=failing,
+            budget=SearchBudget(max_wall_sec=60),
+            cost=CostEstimate(wall_sec_per_attempt=30),
         )
     ok = init_search(job_id="x", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=6))
     assert not ok.done
     with pytest.raises(NoCandidatesError):
         init_search(
-            job_id="x", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=100), config=SearchConfig(edit_keys=["max_turns=60"])
+            job_id="x",
+            root=ROOT,
+            tasks=failing,
+            budget=SearchBudget(max_attempts=100),
+            config=SearchConfig(edit_keys=["max_turns=60"]),
         )
     with pytest.raises(ValueError, match="needs max_attempts"):
         SearchBudget()

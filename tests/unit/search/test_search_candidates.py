@@ -54,7 +54,15 @@ def test_every_child_records_parent_edit_and_diff_and_no_task_limit() -> None:
         assert diff and changed
         for key in changed:
             assert key.split("[")[0].split(".")[-1] not in _TASK_LIMIT_KEYS, key
-            assert key.split(".")[0] in {"tools", "hooks", "resources", "skills", "workspace", "model", "provider_options"}
+            assert key.split(".")[0] in {
+                "tools",
+                "hooks",
+                "resources",
+                "skills",
+                "workspace",
+                "model",
+                "provider_options",
+            }
 
 
 def test_task_limits_cannot_even_be_expressed_as_edits() -> None:
@@ -88,12 +96,16 @@ def test_near_duplicates_are_one_candidate() -> None:
     assert pool.add(make_candidate(ROOT, [plan, full], origin="compose", step=2)) is False  # same hash
     assert len(pool.items) == 1
     # the same chain always materialises to the same contract
-    assert make_candidate(ROOT, [plan], origin="operator", step=0) == make_candidate(ROOT, [plan], origin="operator", step=0)
+    assert make_candidate(ROOT, [plan], origin="operator", step=0) == make_candidate(
+        ROOT, [plan], origin="operator", step=0
+    )
 
 
 def test_no_op_and_conflicting_edits_are_refused() -> None:
     with pytest.raises(CandidateError, match="already"):
-        make_candidate(ROOT, [Edit(op="temperature", value=ROOT.provider_options.temperature)], origin="operator", step=0)
+        make_candidate(
+            ROOT, [Edit(op="temperature", value=ROOT.provider_options.temperature)], origin="operator", step=0
+        )
     with pytest.raises(CandidateError, match="changes nothing"):
         make_candidate(ROOT, [Edit(op="hook_off", value="plan_first")], origin="operator", step=0)
     with pytest.raises(CandidateError, match="same thing twice"):

@@ -21,7 +21,15 @@ ROOT = load_contract(REPO / "hcp_contracts" / "baseline.toml")
 GOOD = "When a command's output is long, page through it with head and tail instead of reading it whole."
 REQUEST = PromptRequest(
     cluster="config:config.output_cut",
-    audits=[AuditSummary(task_id="logs-1", failure_class="task_failed", owner="config", rule="config.output_cut", detail="50000 bytes cut")],
+    audits=[
+        AuditSummary(
+            task_id="logs-1",
+            failure_class="task_failed",
+            owner="config",
+            rule="config.output_cut",
+            detail="50000 bytes cut",
+        )
+    ],
 )
 
 

@@ -12,16 +12,26 @@ from pathlib import Path
 from sqlmodel import select
 
 from mindforge.hcp import derive, load_contract
-from mindforge.search import CellResult, SearchBudget, StepResults, init_search, observe, plan_step
+from mindforge.search import CellResult, SearchBudget, SearchConfig, StepResults, init_search, observe, plan_step
 from mindforge.search.persist import commit_state, load_state, register_candidates, register_contract
 from mindforge.search.simulate import UnlockOracle, base_search_tasks, make_unlock_tasks
-from mindforge.store import LineageCreate, SearchCandidate, Trial, init_db, session_scope
-from mindforge.store import lineages, search, trials
+from mindforge.store import LineageCreate, SearchCandidate, Trial, init_db, lineages, search, session_scope, trials
 from mindforge.trial import TrialRecord
 
 REPO = Path(__file__).resolve().parents[3]
 BASE = load_contract(REPO / "hcp_contracts" / "baseline.toml")
-ROOT = derive(BASE, name="bench", revision="1.0.0", edit="tools: bash and finish only", changes={"tools.allow": ["bash", "finish"]})
+ROOT = derive(
+    BASE,
+    name="bench",
+    revision="1.0.0",
+    edit="tools: bash and finish only",
+    changes={"tools.allow": ["bash", "finish"]},
+)
+
+
+def final_steps(engine, job_id: str) -> int:
+    with session_scope(engine) as s:
+        return load_state(session=s, job_id=job_id).step
 
 
 def test_crash_between_plan_and_observe_repeats_neither_trials_nor_candidates(tmp_path: Path) -> None:
@@ -34,7 +44,13 @@ def test_crash_between_plan_and_observe_repeats_neither_trials_nor_candidates(tm
         register_contract(s, ROOT, BASE.content_hash)
         lineages.create_generation(session=s, lineage_id=lineage.id, index=0, contract_hash=ROOT.content_hash)
         job = search.create_search_job(session=s, lineage_id=lineage.id, generation_index=0, budget={"attempts": 400})
-        state = init_search(job_id=job.id, root=ROOT, tasks=base_search_tasks(tasks, ROOT), budget=SearchBudget(max_attempts=400))
+        state = init_search(
+            job_id=job.id,
+            root=ROOT,
+            tasks=base_search_tasks(tasks, ROOT),
+            budget=SearchBudget(max_attempts=400),
+            config=SearchConfig(cells_per_step=6),
+        )
         commit_state(session=s, job_id=job.id, state=state)
     executed: list[str] = []
 
@@ -43,7 +59,7 @@ def test_crash_between_plan_and_observe_repeats_neither_trials_nor_candidates(tm
         with session_scope(engine) as s:
             state_now = load_state(session=s, job_id=job.id)
             fresh = oracle.execute(state_now, plan.model_copy(update={"cells": plan.cells[:limit]}))
-            for cell, result in zip(plan.cells, fresh.results):
+            for cell, result in zip(plan.cells, fresh.results, strict=False):
                 if trials.trial_exists(session=s, trial_id=cell.trial_id):
                     continue
                 executed.append(cell.trial_id)
@@ -57,13 +73,19 @@ def test_crash_between_plan_and_observe_repeats_neither_trials_nor_candidates(tm
                 )  # fmt: skip
             stored = [trials.get_trial(session=s, trial_id=c.trial_id) for c in plan.cells[:limit]]
             results = [
-                CellResult(trial_id=t.trial_id, task_hash=t.task_hash, contract_hash=t.contract_hash, attempt=t.attempt, reward=t.reward)
+                CellResult(
+                    trial_id=t.trial_id,
+                    task_hash=t.task_hash,
+                    contract_hash=t.contract_hash,
+                    attempt=t.attempt,
+                    reward=t.reward,
+                )
                 for t in stored
             ]
         return StepResults(step=plan.step, results=results)
 
     crashed_plans = {}
-    crash_at = {2: "after_half_the_cells", 4: "after_observe_before_commit"}
+    crash_at = {1: "after_half_the_cells", 3: "after_observe_before_commit"}
     while True:
         with session_scope(engine) as s:
             state = load_state(session=s, job_id=job.id)
@@ -87,7 +109,7 @@ def test_crash_between_plan_and_observe_repeats_neither_trials_nor_candidates(tm
         with session_scope(engine) as s:
             commit_state(session=s, job_id=job.id, state=new_state)
 
-    assert len(crashed_plans) == 2 and not crash_at
+    assert len(crashed_plans) == 2 and not crash_at and final_steps(engine, job.id) > 3
     with session_scope(engine) as s:
         final = load_state(session=s, job_id=job.id)
         stored = s.exec(select(Trial)).all()
