@@ -62,8 +62,8 @@ class LineageSpec(BaseModel):
         max_rank: largest LoRA rank the serving endpoint accepts (vLLM ``--max-lora-rank``).
         heldout_attempts: attempts per held-out task per pair in the lift evaluation.
         max_groups_per_task / max_trials_per_group: selection caps per task and group.
-        serving_urls: endpoints each new adapter revision is handed off to; empty = the
-            policy endpoint (``policy_url`` or settings).
+        serving_urls: endpoints each new adapter revision is handed off to besides the
+            policy endpoint (``policy_url`` or settings), which always gets it.
         lift_resamples: bootstrap resamples of the held-out lift interval.
     """
 
@@ -147,6 +147,8 @@ class GenerationResult(BaseModel):
     passed: int = 0
     solved_tasks: int = 0
     admitted_tasks: int = 0
+    successor_contract_hash: str | None = None
+    update_outcome: str = ""
 
 
 class ExpansionInput(BaseModel):

@@ -22,14 +22,16 @@ from mindforge.orchestration import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.activities import LineageActivities
 from workers.discovery_activities import DiscoveryActivities
+from workers.update_activities import UpdateActivities
 from workflows.discovery import DiscoveryWorkflow
 from workflows.expansion import ExpansionWorkflow
 from workflows.generation import GenerationWorkflow
 from workflows.lineage import LineageWorkflow
+from workflows.update import UpdateWorkflow
 
 log = logging.getLogger("mindforge.worker")
 
-WORKFLOWS = [LineageWorkflow, GenerationWorkflow, DiscoveryWorkflow, ExpansionWorkflow]
+WORKFLOWS = [LineageWorkflow, GenerationWorkflow, DiscoveryWorkflow, ExpansionWorkflow, UpdateWorkflow]
 
 
 async def connect(settings: Settings) -> Client:
@@ -80,7 +82,9 @@ def build_workers(client: Client, acts: LineageActivities, queues: list[str], gr
     """Worker objects for the requested queues (``orchestration``, ``sandbox``)."""
     workers = []
     disc = DiscoveryActivities(acts.engine, get_settings().artifacts)
+    upd = UpdateActivities(acts.engine, get_settings().artifacts)
     store_acts = [a for a in acts.all() if a is not acts.run_trials] + [disc.propose, disc.admit]
+    store_acts += upd.orchestration_activities()
     if "orchestration" in queues:
         workers.append(
             Worker(
@@ -96,7 +100,7 @@ def build_workers(client: Client, acts: LineageActivities, queues: list[str], gr
             Worker(
                 client,
                 task_queue=SANDBOX_QUEUE,
-                activities=[acts.run_trials, disc.check],
+                activities=[acts.run_trials, disc.check, *upd.sandbox_activities()],
                 max_concurrent_activities=8,
                 graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_sec),
             )

@@ -62,8 +62,8 @@ def _held_out(session, lineage_id: str):
     return pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=PoolSplit.HELD_OUT)
 
 
-def _non_retryable(exc: Exception, type_name: str | None = None) -> ApplicationError:
-    return ApplicationError(str(exc), type=type_name or type(exc).__name__, non_retryable=True)
+def _non_retryable(exc: Exception) -> ApplicationError:
+    return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)
 
 
 def successor_contract(base: Any, adapter_name: str) -> Any:
@@ -225,7 +225,7 @@ class UpdateActivities:
 
     @activity.defn(name="hand_off_adapter")
     async def hand_off_adapter(self, inp: HandOffInput) -> HandOffResult:
-        """Load the revision into every serving endpoint under its versioned name and probe it.
+        """Load the revision under its versioned name into the policy endpoint and ``spec.serving_urls``; probe each.
 
         Raises:
             ApplicationError: retryable when an endpoint is unreachable; non-retryable
@@ -233,7 +233,8 @@ class UpdateActivities:
         """
         from mindforge.settings import get_settings
 
-        urls = inp.spec.serving_urls or [inp.spec.policy_url or get_settings().policy_url]
+        # the policy endpoint always gets it: the next rollouts and the held-out trials ask it for the name
+        urls = list(dict.fromkeys([inp.spec.policy_url or get_settings().policy_url, *inp.spec.serving_urls]))
         records = []
         for url in urls:
             activity.heartbeat({"endpoint": url})

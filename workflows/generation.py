@@ -19,13 +19,16 @@ with workflow.unsafe.imports_passed_through():
         GenerationInput,
         GenerationResult,
         Stage,
+        UpdateInput,
+        UpdateResult,
     )
     from workflows import options as o
     from workflows.discovery import DiscoveryWorkflow
     from workflows.expansion import ExpansionWorkflow
+    from workflows.update import UpdateWorkflow
 
 #: stages whose workflows exist in this build
-IMPLEMENTED_STAGES = frozenset({Stage.DISCOVERY, Stage.EXPANSION})
+IMPLEMENTED_STAGES = frozenset({Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE})
 
 
 @workflow.defn(name="GenerationWorkflow")
@@ -71,6 +74,24 @@ class GenerationWorkflow:
             )
             ran.append(Stage.EXPANSION.value)
             result.trials, result.passed, result.solved_tasks = exp.trials, exp.passed, exp.solved_tasks
+        if Stage.UPDATE in inp.spec.stages:
+            upd: UpdateResult = await workflow.execute_child_workflow(
+                UpdateWorkflow.run,
+                UpdateInput(
+                    lineage_id=inp.lineage_id,
+                    generation=inp.index,
+                    spec=inp.spec,
+                    contract_hash=inp.contract_hash,
+                    adapter=inp.adapter,
+                    successor_contract_hash=result.successor_contract_hash,
+                ),
+                id=o.child_id(inp.lineage_id, inp.index, Stage.UPDATE.value),
+                search_attributes=o.search_attributes(inp.lineage_id, inp.index, Stage.UPDATE.value),
+            )
+            ran.append(Stage.UPDATE.value)
+            # the next generation's pair (the parent pair when nothing was registered)
+            result.contract_hash, result.adapter = upd.contract_hash, upd.adapter
+            result.update_outcome = str(upd.outcome)
         result.stages_run = ran
         await self._record(inp, "completed", result)
         return result

@@ -32,8 +32,12 @@ def ui_link(settings, workflow_id: str) -> str:
     return f"{settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}/workflows/{workflow_id}"
 
 
-def build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size):
+def build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model=None):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract checked).
+
+    ``base_model`` is what the Update stage trains a LoRA on: a local directory or a hub
+    id. Default: the locally built tiny model for a contract whose ``model.id`` is
+    ``tiny``, else the contract's ``model.id``.
 
     Raises:
         InputError: a missing path, an invalid contract or an unknown stage.
@@ -44,7 +48,14 @@ def build_spec(name, tasks, contract, generations, attempts, held_out, seed, pol
     for p in tasks:
         if not p.exists():
             raise InputError(p, "--tasks", "no such file or directory")
-    load_contract(contract)  # fails early with file + key path + reason
+    hcp = load_contract(contract)  # fails early with file + key path + reason
+    if base_model is None:
+        if hcp.model.id == "tiny":
+            from mindforge.policy.tiny import ensure_tiny_model
+
+            base_model = str(ensure_tiny_model())
+        else:
+            base_model = hcp.model.id
     try:
         stage_list = [Stage(s.strip()) for s in stages.split(",") if s.strip()]
     except ValueError as exc:
@@ -60,6 +71,7 @@ def build_spec(name, tasks, contract, generations, attempts, held_out, seed, pol
         policy_url=policy_url,
         stages=stage_list,
         trial_batch_size=batch_size,
+        base_model_path=base_model,
     )
 
 
@@ -113,13 +125,14 @@ def start(
     policy_url: str = typer.Option(None, "--policy-url", help="OpenAI-compatible endpoint (.../v1)."),
     stages: str = typer.Option("discovery,expansion,update", "--stages", help="Stages to run, comma-separated."),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Trials per run_trials activity."),
+    base_model: str = typer.Option(None, "--base-model", help="Base model the Update stage trains on (dir or hub id)."),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
 ) -> None:
     """Start a lineage and print its Temporal Web UI link."""
     from mindforge.settings import get_settings
 
     settings = get_settings()
-    spec = build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size)
+    spec = build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model)
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
     if wait:

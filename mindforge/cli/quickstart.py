@@ -24,7 +24,7 @@ from mindforge.settings import REPO_ROOT
 
 console = Console()
 
-DEFAULT_TASKS = ["log-5xx-report", "fix-invoice-totals", "sqlite-revenue-report"]
+DEFAULT_TASKS = ["log-5xx-report", "fix-invoice-totals", "sqlite-revenue-report", "jsonl-to-csv"]
 
 
 def quickstart_command(
@@ -36,6 +36,7 @@ def quickstart_command(
     generations: int = typer.Option(1, "--generations", min=1),
     attempts: int = typer.Option(2, "--attempts", min=1),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
+    held_out: float = typer.Option(0.25, "--held-out", min=0.0, max=0.99, help="Fraction of tasks held out for the lift."),
 ) -> None:
     """Run one generation of a lineage end to end on this machine."""
     from mindforge.cli.lineage import _print_store_status, build_spec, start_lineage, ui_link, wait_lineage
@@ -72,7 +73,7 @@ def quickstart_command(
             stderr=subprocess.STDOUT,
             env={**os.environ},
         )
-        spec = build_spec(name, task_paths, contract, generations, attempts, 0.0, 0, policy_url, stages, 16)
+        spec = build_spec(name, task_paths, contract, generations, attempts, held_out, 0, policy_url, stages, 16)
         wid = asyncio.run(start_lineage(spec, settings))
         console.print(f"started lineage [bold]{name}[/]\nWeb UI: {ui_link(settings, wid)}")
         final = asyncio.run(wait_lineage(settings, wid))

@@ -112,6 +112,7 @@ def held_out(points: list[tuple[int, float, float, float, str]], coverage: dict[
     if coverage:
         gens = sorted(coverage)
         ax.plot(gens, [coverage[g] for g in gens], "s--", color="grey", label="search set: cumulative coverage")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("generation")
     ax.set_ylabel("rate")
     ax.set_ylim(-0.05, 1.05)

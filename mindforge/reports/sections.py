@@ -53,18 +53,22 @@ class Section(BaseModel):
     blocks: list[Block] = Field(default_factory=list)
 
     def text(self, text: str) -> Section:
+        """Append a paragraph; returns the section."""
         self.blocks.append(Block(kind="text", text=text))
         return self
 
     def table(self, header: list[str], rows: list[list[Any]]) -> Section:
+        """Append a table (cells turned into text); returns the section."""
         self.blocks.append(Block(kind="table", table=Table(header=header, rows=[[str(c) for c in r] for r in rows])))
         return self
 
     def pre(self, text: str) -> Section:
+        """Append preformatted text (a diff); returns the section."""
         self.blocks.append(Block(kind="pre", text=text))
         return self
 
     def image(self, uri: str, alt: str) -> Section:
+        """Append an image (a data URI) with its alt text; returns the section."""
         self.blocks.append(Block(kind="image", text=uri, alt=alt))
         return self
 

@@ -48,6 +48,10 @@ UNLOCKS: dict[str, Predicate] = {
     "skill:show_tree.sh": _skill("show_tree.sh"),
     "skill:show_lines.sh": _skill("show_lines.sh"),
 }
+#: kinds that need two edits together (not in the default mix: the benchmark's tasks need one)
+COMBO_UNLOCKS: dict[str, Predicate] = {
+    "combo:read_file+plan": lambda root, c: "read_file" in c.tools.allow and c.hooks.plan_first,
+}
 
 
 class UnlockTask(BaseModel):
@@ -59,12 +63,13 @@ class UnlockTask(BaseModel):
 
 
 def make_unlock_tasks(n_tasks: int, kinds: list[str] | None = None) -> list[UnlockTask]:
-    """``n_tasks`` tasks cycling through the unlock kinds (all of :data:`UNLOCKS` by default)."""
+    """``n_tasks`` tasks cycling through the unlock kinds (all of :data:`UNLOCKS` by default;
+    :data:`COMBO_UNLOCKS` kinds may be named too)."""
     kinds = kinds or list(UNLOCKS)
     out = []
     for i in range(n_tasks):
         kind = kinds[i % len(kinds)]
-        task_id = f"unlock-{i:03d}-{kind.replace(':', '-').replace('.sh', '')}"
+        task_id = f"unlock-{i:03d}-{kind.replace(':', '-').replace('+', '-').replace('.sh', '')}"
         out.append(UnlockTask(task_hash=hashlib.sha256(task_id.encode()).hexdigest(), task_id=task_id, kind=kind))
     return out
 
@@ -97,8 +102,8 @@ def base_transcript(kind: str) -> tuple[list[dict[str, Any]], FailureClass, Limi
     loops; or it simply finishes with a wrong answer.
     """
     finish = [_ev("reply", turn=9, finish_reason="stop"), _ev("action", turn=9, tool="finish", arguments={})]
-    if kind.startswith("tool:"):
-        tool = kind.split(":", 1)[1]
+    if kind.startswith(("tool:", "combo:")):
+        tool = kind.split(":", 1)[1].split("+")[0]
         reason = f"tool '{tool}' is not available; available tools: bash, finish"
         events = _actions(["ls"]) + [_ev("unusable_reply", failure_class="parse_error", reason=reason, count=1)]
         return events + _actions(["cat notes.txt"]) + finish, FailureClass.TASK_FAILED, None
@@ -177,7 +182,8 @@ class UnlockOracle:
 
     def unlocks(self, task_hash: str, contract: HCPContract) -> bool:
         """Whether ``contract`` has the property that unlocks the task."""
-        return UNLOCKS[self.kinds[task_hash]](self.root, contract)
+        kind = self.kinds[task_hash]
+        return (UNLOCKS.get(kind) or COMBO_UNLOCKS[kind])(self.root, contract)
 
     def contract(self, state: SearchState, plan: StepPlan, contract_hash: str) -> HCPContract:
         """The contract with this hash among the state's and the plan's candidates."""

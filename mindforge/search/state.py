@@ -46,9 +46,10 @@ class SearchConfig(BaseModel):
 
     Attributes:
         seed: seed of every random draw (with the step index).
-        strategy: ``adaptive`` (Thompson sampling with audit-guided priors and cluster
-            sharing, plus composed and refined candidates) or ``random`` (uniform over
-            the single operator edits; a baseline for benchmarks).
+        strategy: ``adaptive`` (audit-guided priors, evidence shared within clusters,
+            composed and refined candidates; see :mod:`mindforge.search.selection`) or
+            ``random`` (tasks and single operator edits drawn uniformly; a benchmark
+            baseline).
         cells_per_step: cells (attempts) planned per step.
         max_attempts_per_cell: attempts of one task under one candidate (adaptive).
         max_candidates: candidates a search may create in all.
@@ -61,6 +62,11 @@ class SearchConfig(BaseModel):
         cluster_weight / global_weight: weight of one attempt of the candidate on another
             task of the same cluster / of another cluster in a cell's posterior.
         edit_keys: restrict the operator edits to these keys (None = all).
+        selection: ``ucb`` (posterior mean + ``exploration`` standard deviations) or
+            ``thompson`` (a draw from the posterior) to score cells.
+        exploration: weight of the posterior standard deviation under ``ucb``.
+        use_audits: take priors from the tasks' audits (off: every edit is unrelated;
+            an ablation).
     """
 
     seed: int = 0

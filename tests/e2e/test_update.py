@@ -1,6 +1,6 @@
 """The Update stage end to end: Temporal dev server, two-node Ray cluster, Docker, SQLite, PEFT.
 
-A lineage generation runs Expansion (rollouts), then the UpdateWorkflow: selection,
+A lineage generation runs Expansion (rollouts), then Update: selection,
 GRPO training of a LoRA adapter on the tiny local model (a Ray task), validation,
 registration, hand-off and held-out evaluation of parent and successor pairs.
 
@@ -18,19 +18,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
 
 from mindforge.orchestration import (
     ORCHESTRATION_QUEUE,
-    SANDBOX_QUEUE,
     LineageInput,
     LineageSpec,
     Stage,
-    UpdateInput,
     UpdateOutcome,
-    UpdateResult,
 )
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, registry, trials
@@ -66,7 +64,9 @@ def _script(tasks: list[str] = TASKS, seed: int = 7) -> dict:
                 }
             )
     rules.append({"match": {"turn": 1}, "reply": _action("bash", command="bash /tmp/solve.sh")})
-    return {"rules": rules, "default": _action("finish"), "base_models": ["tiny"], "seed": seed, "return_token_ids": False}
+    return {
+        "rules": rules, "default": _action("finish"), "base_models": ["tiny"], "seed": seed, "return_token_ids": False
+    }
 
 
 @pytest.fixture(scope="module")
@@ -79,27 +79,15 @@ def contract_path(tmp_path_factory) -> Path:
     return save_contract(child, tmp_path_factory.mktemp("contracts") / "update-e2e.toml")
 
 
-async def _run(env, settings, specs: list[LineageSpec]) -> list[UpdateResult]:
-    """For each spec: Expansion through the lineage workflows, then the UpdateWorkflow (in-process workers)."""
-    from temporalio.worker import Worker
-
+async def _run(env, settings, specs: list[LineageSpec]) -> list[SimpleNamespace]:
+    """Run each spec's lineage (Expansion then Update) with in-process workers; returns each
+    lineage's last generation's Update outcome and next pair, read back from the store."""
     from workers.activities import LineageActivities
-    from workers.main import WORKFLOWS
-    from workers.update_activities import UpdateActivities
-    from workflows.options import child_id, search_attributes
-    from workflows.update import UpdateWorkflow
+    from workers.main import build_workers
+    from workflows.options import search_attributes
 
     acts = LineageActivities(settings.db_url)
-    upd = UpdateActivities(acts.engine, settings.artifacts)
-    orch = Worker(
-        env.client,
-        task_queue=ORCHESTRATION_QUEUE,
-        workflows=[*WORKFLOWS, UpdateWorkflow],
-        activities=[a for a in acts.all() if a is not acts.run_trials] + upd.orchestration_activities(),
-    )
-    sandbox = Worker(
-        env.client, task_queue=SANDBOX_QUEUE, activities=[acts.run_trials, *upd.sandbox_activities()], max_concurrent_activities=8
-    )
+    orch, sandbox = build_workers(env.client, acts, ["orchestration", "sandbox"], 5)
     results = []
     async with orch, sandbox:
         for spec in specs:
@@ -111,16 +99,19 @@ async def _run(env, settings, specs: list[LineageSpec]) -> list[UpdateResult]:
                 search_attributes=search_attributes(spec.name),
             )
             with se.session_scope(acts.engine) as s:
-                root = lineages.get_generation(session=s, lineage_id=spec.name, index=0).contract_hash
-            results.append(
-                await env.client.execute_workflow(
-                    UpdateWorkflow.run,
-                    UpdateInput(lineage_id=spec.name, generation=0, spec=spec, contract_hash=root),
-                    id=child_id(spec.name, 0, Stage.UPDATE.value),
-                    task_queue=ORCHESTRATION_QUEUE,
-                    search_attributes=search_attributes(spec.name, 0, Stage.UPDATE.value),
+                gen = lineages.list_generations(session=s, lineage_id=spec.name)[-1]
+                update = gen.record["update"]
+                pair = update["next_pair"]
+                row = registry.get_adapter_by_name(session=s, name=pair["adapter"]) if pair["adapter"] else None
+                results.append(
+                    SimpleNamespace(
+                        outcome=UpdateOutcome(update["outcome"]),
+                        contract_hash=pair["contract_hash"],
+                        adapter=pair["adapter"],
+                        adapter_revision_id=row.id if row else None,
+                        selected_groups=update["selection"]["kept_groups"],
+                    )
                 )
-            )
     return results
 
 
@@ -141,7 +132,7 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
                 tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
                 contract_path=str(contract_path),
                 policy_url=policy.base_url,
-                stages=[Stage.EXPANSION],
+                stages=[Stage.EXPANSION, Stage.UPDATE],
                 attempts=ATTEMPTS,
                 held_out_fraction=0.4,
                 trial_batch_size=6,
@@ -153,10 +144,11 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
                 ),
                 max_rank=8,
                 heldout_attempts=2,
-                serving_urls=[policy.base_url, tiny.base_url],
+                serving_urls=[tiny.base_url],  # besides the policy endpoint, which always gets it
             )
             (result,) = loop.run_until_complete(_run(env, settings, [spec]))
             served_scripted = served_adapters(policy.base_url)
+            policy_url, tiny_url = policy.base_url, tiny.base_url
         served_tiny = served_adapters(tiny.base_url)
         answer = httpx.post(
             f"{tiny.base_url}/chat/completions",
@@ -214,6 +206,7 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
     # hand-off: loaded under the versioned name on both endpoints, and the tiny server answers under it
     assert served_tiny[ADAPTER] == str(adapter_dir) and served_scripted[ADAPTER] == str(adapter_dir)
     assert answer["model"] == ADAPTER and answer["choices"][0]["message"]["role"] == "assistant"
+    assert [h["base_url"] for h in update["handoff"]] == [policy_url, tiny_url]
     assert {h["load"] for h in update["handoff"]} == {"loaded"}
 
     # held-out: both pairs, same tasks and attempts, in the same run; the lift agrees with the trials
@@ -226,7 +219,8 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
     assert lift["n_tasks"] == len(held)
     def score(adapter: str) -> float:  # mean over tasks of the mean real reward (errors are not zeros)
         per_task = [
-            [r.reward for r in heldout if r.adapter == adapter and r.task_hash == t and r.reward is not None] for t in held
+            [r.reward for r in heldout if r.adapter == adapter and r.task_hash == t and r.reward is not None]
+            for t in held
         ]
         return sum(sum(v) / len(v) for v in per_task) / len(per_task)
 
@@ -236,7 +230,8 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
     assert lift["mean"] == pytest.approx(scores[ADAPTER] - scores[""])
     assert lift["lo"] <= lift["mean"] <= lift["hi"]
     assert record["held_out_lift"]["mean"] == lift["mean"]
-    assert update["outcome"] == "registered" and update["next_pair"] == {"contract_hash": result.contract_hash, "adapter": ADAPTER}
+    assert update["outcome"] == "registered"
+    assert update["next_pair"] == {"contract_hash": result.contract_hash, "adapter": ADAPTER}
 
 
 def _stored_update(settings, lineage_id: str) -> tuple[dict, int]:
@@ -262,7 +257,7 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
     common = {
         "tasks": [str(BUNDLED_TASKS / task)],
         "contract_path": str(contract_path),
-        "stages": [Stage.EXPANSION],
+        "stages": [Stage.EXPANSION, Stage.UPDATE],
         "heartbeat_timeout_sec": 120,
         "base_model_path": str(ensure_tiny_model()),
         "trainer": TrainerConfig(lora_rank=4, lora_alpha=8, target_modules=["q_proj"], learning_rate=1e-3, max_steps=1),

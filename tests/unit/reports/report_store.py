@@ -35,7 +35,7 @@ from mindforge.store import (
 from mindforge.trial import FailureClass, PhaseTimings, TrialRecord
 
 REPO = Path(__file__).resolve().parents[3]
-SEARCH_KINDS = ["tool:read_file", "observation", "plan", "skill:run_tests.sh", "verify"]
+SEARCH_KINDS = ["tool:read_file", "observation", "plan", "skill:run_tests.sh", "verify", "combo:read_file+plan"]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -52,6 +52,7 @@ class FilledStore(BaseModel):
     covered: int
     stop_reason: str
     attempts: int
+    edit_counts: dict[str, int]
 
 
 class _Clock:
@@ -74,9 +75,9 @@ def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) ->
         edit="tools: bash and finish only",
         changes={"tools.allow": ["bash", "finish"]},
     )
-    tasks = make_unlock_tasks(10, SEARCH_KINDS)
-    held = make_unlock_tasks(14, ["plan", "tool:read_file"])[10:]
-    easy = make_unlock_tasks(16, ["plan"])[15]
+    tasks = make_unlock_tasks(12, SEARCH_KINDS)
+    held = make_unlock_tasks(16, ["plan", "tool:read_file"])[12:]
+    easy = make_unlock_tasks(17, ["plan"])[16]
     clock = _Clock()
     oracle = UnlockOracle(root, tasks + held, seed=11)
     with session_scope(engine) as s:
@@ -118,9 +119,9 @@ def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) ->
                     trials.record_audit(session=s, **audits[rec.trial_id].store_fields())
         failing = search_tasks_from_audits(records, audits)
         job = search.create_search_job(
-            session=s, lineage_id=lineage.id, generation_index=0, budget={"max_attempts": 200}
-        )
-        state = init_search(job_id=job.id, root=root, tasks=failing, budget=SearchBudget(max_attempts=200))
+            session=s, lineage_id=lineage.id, generation_index=0, budget={"max_attempts": 300}, job_id="demo-report-g0"
+        )  # a fixed id: trial ids, and so the simulated outcomes, are the same on every run
+        state = init_search(job_id=job.id, root=root, tasks=failing, budget=SearchBudget(max_attempts=300))
         while not state.done:
             plan = plan_step(state)
             register_candidates(session=s, job_id=job.id, root=root, candidates=plan.new_candidates)
@@ -164,6 +165,7 @@ def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) ->
         covered=state.covered,
         stop_reason=state.stop_reason or "",
         attempts=state.spent.attempts,
+        edit_counts={c.contract_hash: len(c.edits) for c in state.candidates},
     )
 
 

@@ -47,7 +47,8 @@ def test_gathered_numbers_match_the_store(filled: FilledStore, data: ReportData)
     assert "tools.allow" in root.diff
     candidates = [c for c in data.contracts if c.candidate_of]
     assert len(candidates) == job.candidates and all(c.diff and c.chain for c in candidates)
-    assert any(len(c.chain) >= 2 for c in candidates)  # composed candidates list every edit
+    assert all(len(c.chain) == filled.edit_counts[c.hash] for c in candidates)  # every edit of the chain
+    assert any(len(c.chain) >= 2 for c in candidates)  # the combo task needed a composed candidate
     assert [(r.generation, r.contract_hash) for r in data.held_out] == sorted(
         [(0, filled.root_hash), (0, filled.successor_hash), (1, filled.successor_hash)]
     )

@@ -61,10 +61,12 @@ def run(state: SearchState, oracle: UnlockOracle) -> SearchState:
     return holder["state"]
 
 
-def test_adaptive_search_reaches_full_coverage_within_budget() -> None:
+@pytest.mark.parametrize("selection", ["ucb", "thompson"])
+def test_adaptive_search_reaches_full_coverage_within_budget(selection: str) -> None:
     tasks, failing, oracle = problem()
     assert len(failing) == len(tasks)  # the base contract fails them all
-    state = init_search(job_id="job", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=300))
+    config = SearchConfig(selection=selection)
+    state = init_search(job_id="job", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=300), config=config)
     state = run(state, oracle)
     assert state.stop_reason == "full_coverage"
     assert state.covered == len(tasks) and state.spent.attempts <= 300
@@ -164,6 +166,9 @@ def test_search_stops_when_no_candidate_is_left() -> None:
     state = run(state, oracle)
     assert state.stop_reason == "no_candidates"
     assert state.spent.attempts == 3 * 2 * 2  # every cell up to its cap, nothing more
+    stray = CellResult(trial_id="s-x", task_hash=failing[0].task_hash, contract_hash="c", attempt=0, reward=1.0)
+    with pytest.raises(ValueError, match="stops the search"):
+        observe(state, StepResults(step=state.step, results=[stray]))
 
 
 def test_plans_are_deterministic_given_the_state() -> None:
@@ -208,3 +213,14 @@ def test_prompt_proposals_are_requested_and_added_once() -> None:
     assert len(model) == 1 and model[0].edits == [edit]
     assert after.rejected == {"duplicate_or_full": 1, "prompt_rejected": 1}
     assert after.prompt_requests == 1
+
+
+def test_a_task_needing_two_edits_is_solved_by_a_composed_candidate() -> None:
+    kinds = ["tool:read_file", "plan", "combo:read_file+plan", "observation"]
+    tasks, failing, oracle = problem(n_tasks=8, kinds=kinds, seed=2)
+    state = run(init_search(job_id="c", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=400)), oracle)
+    assert state.stop_reason == "full_coverage"
+    combo = [i for i, t in enumerate(failing) if "combo" in t.task_id]
+    solvers = [state.candidates[state.solved[str(i)]] for i in combo]
+    assert solvers and all({"add_tool=read_file", "hook_on=plan_first"} <= set(c.edit_keys) for c in solvers)
+    assert all(c.origin in ("compose", "refine") for c in solvers)

@@ -13,7 +13,7 @@ from sqlmodel import select
 
 from mindforge.hcp import derive, load_contract
 from mindforge.search import CellResult, SearchBudget, SearchConfig, StepResults, init_search, observe, plan_step
-from mindforge.search.persist import commit_state, load_state, register_candidates, register_contract
+from mindforge.search.persist import commit_state, load_state, register_candidates, register_contract, search_summary
 from mindforge.search.simulate import UnlockOracle, base_search_tasks, make_unlock_tasks
 from mindforge.store import LineageCreate, SearchCandidate, Trial, init_db, lineages, search, session_scope, trials
 from mindforge.trial import TrialRecord
@@ -120,3 +120,23 @@ def test_crash_between_plan_and_observe_repeats_neither_trials_nor_candidates(tm
     assert sorted(r.contract_hash for r in rows) == sorted(c.contract_hash for c in final.candidates)
     assert len({c.contract_hash for c in final.candidates}) == len(final.candidates)
     assert saved.spent["attempts"] == final.spent.attempts
+
+
+def test_search_summary_for_the_generation_record() -> None:
+    tasks = make_unlock_tasks(6, ["tool:read_file", "plan"])
+    oracle = UnlockOracle(ROOT, tasks, seed=1)
+    state = init_search(
+        job_id="sum", root=ROOT, tasks=base_search_tasks(tasks, ROOT), budget=SearchBudget(max_attempts=200)
+    )
+    while not state.done:
+        plan = plan_step(state)
+        state = observe(state, oracle.execute(state, plan) if plan.stop_reason is None else StepResults(step=plan.step))
+    summary = search_summary(state)
+    assert summary["stop_reason"] == "full_coverage" and summary["covered"] == summary["failing_tasks"] == 6
+    assert summary["budget"] == {"max_attempts": 200} and summary["spent"]["attempts"] == state.spent.attempts
+    assert 0 < summary["best_single"]["covered"] < 6  # read_file and plan_first tasks need different edits
+    best = next(c for c in state.candidates if c.contract_hash == summary["best_single"]["contract_hash"])
+    assert (
+        sum(oracle.unlocks(t.task_hash, oracle.contracts[best.contract_hash]) for t in tasks)
+        >= summary["best_single"]["covered"]
+    )

@@ -1,0 +1,236 @@
+"""Choosing the cells of a step: arms (existing and potential candidates) and their scores.
+
+An *arm* is a candidate contract that a cell may use: every candidate already in the
+state, plus potential ones offered this step - the single operator edits, the best
+winners composed pairwise, and a cluster's best winner refined by one more edit that
+fits the cluster's audit. A potential arm becomes a candidate only when a cell picks it.
+
+Adaptive scoring: each (task, arm) cell has a Beta posterior on its success rate - a
+prior from the task's audit (:mod:`.affinity`), the cell's own attempts, and the arm's
+results on other tasks of the same cluster and of other clusters, down-weighted; a
+composed arm inherits part of its parts' wins. ``selection = "ucb"`` scores the
+posterior mean plus ``exploration`` standard deviations (untried fitting edits first,
+then re-attempts of promising cells), ``"thompson"`` draws from it. Composed and refined
+arms are offered to a task only after every single edit that fits its audit was tried
+on it. The ``random`` strategy draws tasks and single edits uniformly.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+
+from mindforge.hcp import HCPContract
+from mindforge.search.affinity import PRIOR_MEAN, affinity, task_affinity_table
+from mindforge.search.candidates import Candidate, CandidateError, CandidatePool, compose_edits, make_candidate
+from mindforge.search.edits import Edit
+from mindforge.search.state import SearchConfig, SearchState
+
+#: refined candidates (winner + one edit) offered per cluster and step
+REFINE_PER_CLUSTER = 8
+
+
+class Arms:
+    """Existing candidates plus potential new ones, for one planning step.
+
+    Args:
+        state: the search state.
+        root: the search root contract.
+    """
+
+    def __init__(self, state: SearchState, root: HCPContract) -> None:
+        self.state, self.root = state, root
+        self.pool = CandidatePool(root, state.candidates)
+        self.new: list[Candidate] = []
+        self.potential: list[Candidate] = []
+        self.capacity = state.config.max_candidates - len(state.candidates)
+
+    def offer(self, edits: list[Edit], origin: str) -> None:
+        if len(self.potential) >= self.capacity:
+            return
+        try:
+            candidate = make_candidate(self.root, edits, origin=origin, step=self.state.step)  # type: ignore[arg-type]
+        except CandidateError:
+            return
+        if self.pool.duplicate_of(candidate) is None and all(
+            c.harness_hash != candidate.harness_hash for c in self.potential
+        ):
+            self.potential.append(candidate)
+
+    def all(self) -> list[Candidate]:
+        return [*self.pool.items, *self.potential]
+
+    def index_of(self, candidate: Candidate) -> int:
+        """The candidate's index in the state once added (a potential one is added now)."""
+        found = self.pool.find(candidate.contract_hash)
+        if found is not None:
+            return found
+        self.pool.add(candidate)
+        self.new.append(candidate)
+        return len(self.pool.items) - 1
+
+
+def _evidence(state: SearchState) -> dict[int, dict[str, list[int]]]:
+    """candidate index -> cluster -> [usable attempts, successes] over all tasks."""
+    out: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for key, stats in state.cells.items():
+        task, cand = (int(part) for part in key.split(":"))
+        entry = out[cand][state.tasks[task].cluster]
+        entry[0] += stats.usable
+        entry[1] += stats.successes
+    return out
+
+
+def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved: list[int]) -> None:
+    for edit in singles:
+        arms.offer([edit], "operator")
+    if state.config.strategy != "adaptive":
+        return
+    wins: dict[int, int] = defaultdict(int)
+    for key, stats in state.cells.items():
+        wins[int(key.split(":")[1])] += stats.successes
+    winners = sorted((i for i in wins if wins[i] > 0), key=lambda i: (-wins[i], i))[: state.config.compose_top]
+    for a_pos, a in enumerate(winners):
+        for b in winners[a_pos + 1 :]:
+            try:
+                arms.offer(compose_edits(state.candidates[a].edits, state.candidates[b].edits), "compose")
+            except CandidateError:
+                continue
+    evidence = _evidence(state)
+    clusters = sorted({state.tasks[t].cluster for t in unsolved})
+    for cluster in clusters:
+        # the candidate with the most wins in this cluster (any candidate, not only the top winners)
+        best = max(sorted(wins), key=lambda i: (evidence[i][cluster][1], -i), default=None)
+        if best is None or evidence[best][cluster][1] == 0:
+            continue
+        table = task_affinity_table(next(state.tasks[t] for t in unsolved if state.tasks[t].cluster == cluster))
+        slots = {e.slot for e in state.candidates[best].edits}
+        fitting = [e for e in singles if e.slot not in slots and affinity(table, e.tags(arms.root)) >= 1]
+        for edit in fitting[:REFINE_PER_CLUSTER]:
+            try:
+                arms.offer(compose_edits(state.candidates[best].edits, [edit]), "refine")
+            except CandidateError:
+                continue
+
+
+class _Context:
+    """Per-step precomputation shared by all cells: evidence, affinity tables, arm tags."""
+
+    def __init__(self, state: SearchState, root: HCPContract, unsolved: list[int]) -> None:
+        self.state, self.root = state, root
+        self.evidence = _evidence(state)
+        use = state.config.use_audits
+        self.tables = {t: task_affinity_table(state.tasks[t]) if use else {} for t in unsolved}
+        self._arm: dict[str, tuple[frozenset[str], list[int]]] = {}
+
+    def arm(self, cand: Candidate) -> tuple[frozenset[str], list[int]]:
+        """The arm's edit tags and the indices of candidates whose edits are a proper subset of its."""
+        if cand.contract_hash not in self._arm:
+            tags = frozenset().union(*(e.tags(self.root) for e in cand.edits))
+            keys = set(cand.edit_keys)
+            subs = [i for i, other in enumerate(self.state.candidates) if set(other.edit_keys) < keys]
+            self._arm[cand.contract_hash] = (tags, subs)
+        return self._arm[cand.contract_hash]
+
+
+def _posterior(ctx: _Context, task: int, cand: Candidate, index: int | None) -> tuple[float, float]:
+    """Beta(alpha, beta) of one cell.
+
+    Prior: ``prior_strength`` pseudo-attempts at the audit affinity's prior rate. Evidence:
+    the cell's own attempts (weight 1), the candidate's attempts on other tasks of the same
+    cluster (``cluster_weight``) and of other clusters (``global_weight``), and, at half
+    those weights, the successes of candidates whose edits are a subset of its edits (a
+    composed candidate inherits its parts' wins).
+    """
+    state, config = ctx.state, ctx.state.config
+    cluster = state.tasks[task].cluster
+    tags, subs = ctx.arm(cand)
+    m0 = PRIOR_MEAN[affinity(ctx.tables[task], tags)]
+    alpha, beta = config.prior_strength * m0, config.prior_strength * (1 - m0)
+    if index is not None:
+        own = state.cell(task, index)
+        alpha += own.successes
+        beta += own.usable - own.successes
+        for where, (usable, wins) in ctx.evidence.get(index, {}).items():
+            if where == cluster:
+                usable, wins = usable - own.usable, wins - own.successes
+            weight = config.cluster_weight if where == cluster else config.global_weight
+            alpha += weight * wins
+            beta += weight * (usable - wins)
+    for sub in subs:
+        if sub == index:
+            continue
+        for where, (_usable, wins) in ctx.evidence.get(sub, {}).items():
+            weight = config.cluster_weight if where == cluster else config.global_weight
+            alpha += 0.5 * weight * wins
+    return alpha, max(beta, 1e-6)
+
+
+def pick_adaptive(
+    state: SearchState, arms: Arms, unsolved: list[int], n_cells: int, rng: random.Random
+) -> list[tuple[int, Candidate]]:
+    ctx = _Context(state, arms.root, unsolved)
+    cap = state.config.max_attempts_per_cell
+    draws: list[tuple[float, int, int, Candidate]] = []
+    existing = len(arms.pool.items)
+    all_arms = arms.all()
+    for t in unsolved:
+        composing = _singles_tried(ctx, t, all_arms, existing)
+        for position, cand in enumerate(all_arms):
+            index = position if position < existing else None
+            if index is not None and state.cell(t, index).attempts >= cap:
+                continue
+            if len(cand.edits) > 1 and not composing:
+                continue
+            alpha, beta = _posterior(ctx, t, cand, index)
+            draws.append((_score(state.config, alpha, beta, rng), t, position, cand))
+    draws.sort(key=lambda d: (-d[0], d[1], d[2]))
+    per_task = max(1, math.ceil(n_cells / max(len(unsolved), 1)))
+    taken: dict[int, int] = defaultdict(int)
+    picks: list[tuple[int, Candidate]] = []
+    for _theta, t, _pos, cand in draws:
+        if len(picks) >= n_cells:
+            break
+        if taken[t] < per_task:
+            taken[t] += 1
+            picks.append((t, cand))
+    return picks
+
+
+def _score(config: SearchConfig, alpha: float, beta: float, rng: random.Random) -> float:
+    if config.selection == "thompson":
+        return rng.betavariate(alpha, beta)
+    mean = alpha / (alpha + beta)
+    std = math.sqrt(alpha * beta / ((alpha + beta) ** 2 * (alpha + beta + 1)))
+    return mean + config.exploration * std + 1e-9 * rng.random()
+
+
+def _singles_tried(ctx: _Context, task: int, all_arms: list[Candidate], existing: int) -> bool:
+    """Whether every single edit that fits the task has been attempted on it.
+
+    The fitting edits are the single-edit arms the task's audit relates to (affinity 1
+    or more), or all single edits when it relates to none. Composed and refined
+    candidates are only tried on a task after that: they are for tasks that one fitting
+    edit did not solve.
+    """
+    table = ctx.tables[task]
+    singles = [(p, c) for p, c in enumerate(all_arms) if len(c.edits) == 1]
+    levels = {p: affinity(table, ctx.arm(c)[0]) for p, c in singles}
+    floor = 1 if max(levels.values(), default=0) >= 1 else 0
+    for position, _cand in singles:
+        if levels[position] < floor:
+            continue
+        if position >= existing or ctx.state.cell(task, position).attempts == 0:
+            return False
+    return True
+
+
+def pick_random(
+    state: SearchState, arms: Arms, singles: list[Edit], unsolved: list[int], n_cells: int, rng: random.Random
+) -> list[tuple[int, Candidate]]:
+    keys = {e.key for e in singles}
+    choices = [c for c in arms.all() if len(c.edits) == 1 and c.edits[0].key in keys]
+    if not choices or not unsolved:
+        return []
+    return [(rng.choice(unsolved), rng.choice(choices)) for _ in range(n_cells)]
