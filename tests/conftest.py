@@ -26,7 +26,7 @@ def session_data_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def settings(session_data_dir):
     """Settings pointing at the session's data dir, with the image map on."""
-    from mindforge.settings import Settings, get_settings
+    from mindforge.settings import get_settings
 
     os.environ["MINDFORGE_DATA_DIR"] = str(session_data_dir)
     os.environ["MINDFORGE_IMAGE_MAP_ENABLED"] = "true"

@@ -8,17 +8,14 @@ configuration search join this workflow in the Expansion issue.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from mindforge.orchestration import (
-        SANDBOX_QUEUE,
         ExpansionInput,
         ExpansionResult,
         RunTrialsInput,
-        RunTrialsResult,
         Stage,
         TrialSpec,
     )
@@ -43,8 +40,7 @@ class ExpansionWorkflow:
         batches = [trials[i : i + size] for i in range(0, len(trials), size)]
         await asyncio.gather(
             *(
-                workflow.execute_activity(
-                    o.RUN_TRIALS,
+                o.run_trials(
                     RunTrialsInput(
                         lineage_id=inp.lineage_id,
                         generation=inp.generation,
@@ -54,11 +50,7 @@ class ExpansionWorkflow:
                         policy_url=inp.spec.policy_url,
                         trials=batch,
                     ),
-                    result_type=RunTrialsResult,
-                    task_queue=SANDBOX_QUEUE,
-                    start_to_close_timeout=timedelta(hours=12),
-                    heartbeat_timeout=timedelta(seconds=inp.spec.heartbeat_timeout_sec),
-                    retry_policy=o.TRIALS_RETRY,
+                    inp.spec.heartbeat_timeout_sec,
                 )
                 for batch in batches
             )

@@ -73,3 +73,28 @@ def child_id(lineage_id: str, generation: int, stage: str | None = None) -> str:
     """Child workflow ids derived from the lineage id: ``<lineage>-gen-<i>[-<stage>]``."""
     base = f"{lineage_id}-gen-{generation}"
     return f"{base}-{stage}" if stage else base
+
+
+async def run_trials(inp, heartbeat_timeout_sec: float):
+    """Run one batch of trials through the ``run_trials`` activity on the sandbox queue.
+
+    Args:
+        inp: a ``RunTrialsInput`` (ids and small specs only).
+        heartbeat_timeout_sec: seconds without a heartbeat before Temporal retries the
+            batch on another worker (finished trials are not run again).
+
+    Returns:
+        the ``RunTrialsResult`` counts.
+    """
+    with workflow.unsafe.imports_passed_through():
+        from mindforge.orchestration import SANDBOX_QUEUE, RunTrialsResult
+
+    return await workflow.execute_activity(
+        RUN_TRIALS,
+        inp,
+        result_type=RunTrialsResult,
+        task_queue=SANDBOX_QUEUE,
+        start_to_close_timeout=timedelta(hours=12),
+        heartbeat_timeout=timedelta(seconds=heartbeat_timeout_sec),
+        retry_policy=TRIALS_RETRY,
+    )

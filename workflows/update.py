@@ -178,8 +178,7 @@ class UpdateWorkflow:
         )
 
     async def _run_trials(self, inp: UpdateInput, pair: PairRef, batch: list[TrialSpec]) -> RunTrialsResult:
-        return await workflow.execute_activity(
-            o.RUN_TRIALS,
+        return await o.run_trials(
             RunTrialsInput(
                 lineage_id=inp.lineage_id,
                 generation=inp.generation,
@@ -189,11 +188,7 @@ class UpdateWorkflow:
                 policy_url=inp.spec.policy_url,
                 trials=batch,
             ),
-            result_type=RunTrialsResult,
-            task_queue=SANDBOX_QUEUE,
-            start_to_close_timeout=timedelta(hours=12),
-            heartbeat_timeout=timedelta(seconds=inp.spec.heartbeat_timeout_sec),
-            retry_policy=o.TRIALS_RETRY,
+            inp.spec.heartbeat_timeout_sec,
         )
 
     async def _finish(
