@@ -36,6 +36,10 @@ class Stage(StrEnum):
     #: trial stage of the Update's held-out evaluation (parent and successor pairs); not a
     #: generation stage: never list it in ``LineageSpec.stages``
     HELDOUT = "heldout"
+    #: trial stages inside Expansion: configuration-search cells, and the held-out check of
+    #: the best search candidate against the parent (not generation stages either)
+    SEARCH = "search"
+    SUCCESSOR = "successor"
 
 
 class LineageSpec(BaseModel):
@@ -52,6 +56,8 @@ class LineageSpec(BaseModel):
         policy_url: OpenAI-compatible endpoint; None = settings / the contract's env var.
         stages: stages enabled, in order; a stage not built yet is skipped and reported.
         trial_batch_size: trials per ``run_trials`` activity.
+        search: configuration-search budget per generation (None = the defaults of
+            :class:`SearchBudgetSpec`).
         discovery_count: tasks the pair is asked to propose per generation.
         discovery_attempts: trials of the pair per valid proposal (difficulty estimate).
         heartbeat_timeout_sec: activity heartbeat timeout, seconds (worker-loss detection).
@@ -77,6 +83,7 @@ class LineageSpec(BaseModel):
     policy_url: str | None = None
     stages: list[Stage] = Field(default_factory=lambda: [Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE])
     trial_batch_size: int = Field(default=16, ge=1)
+    search: "SearchBudgetSpec | None" = None
     discovery_count: int = Field(default=2, ge=1)
     discovery_attempts: int = Field(default=2, ge=1)
     heartbeat_timeout_sec: float = Field(default=60.0, gt=0)
@@ -188,12 +195,13 @@ class RunTrialsResult(BaseModel):
 
 
 class ExpansionResult(BaseModel):
-    """Coverage of the current pair on the search split."""
+    """Coverage of the current pair on the search split, and the contract chosen to succeed it."""
 
     trials: int
     passed: int
     solved_tasks: int
     tasks: int
+    successor_contract_hash: str | None = None
 
 
 class GenerationEvent(BaseModel):
@@ -426,3 +434,88 @@ class UpdateResult(BaseModel):
     selected_groups: int = 0
     selected_trials: int = 0
     lift: LiftReport | None = None
+
+
+class SearchBudgetSpec(BaseModel):
+    """Configuration-search budget of one generation (any of the three; None = no limit).
+
+    Attributes:
+        max_attempts: trials the search may run.
+        max_tokens: prompt + completion tokens the search may spend.
+        max_wall_sec: wall-clock seconds the search may take.
+        cells_per_step: (task, contract) cells planned per step.
+        seed: the allocator's seed.
+    """
+
+    max_attempts: int | None = Field(default=64, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_wall_sec: float | None = Field(default=None, gt=0)
+    cells_per_step: int = Field(default=8, ge=1)
+    seed: int = 0
+
+
+class StageTrialsInput(BaseModel):
+    """Which stored trials an activity works on: one stage of one generation."""
+
+    lineage_id: str
+    generation: int
+    stage: str
+
+
+class SearchStartInput(BaseModel):
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    contract_hash: str
+    adapter: str = ""
+
+
+class SearchStartResult(BaseModel):
+    """The search job, or why no search runs (refused before it starts, or nothing fails)."""
+
+    job_id: str
+    running: bool
+    failing_tasks: int
+    note: str = ""
+
+
+class SearchPlanResult(BaseModel):
+    """One planned step: trial batches per contract, and prompt edits fetched for it."""
+
+    step: int
+    stop_reason: str | None = None
+    cells: list[dict] = Field(default_factory=list)
+    batches: list[RunTrialsInput] = Field(default_factory=list)
+    prompt_edits: list[dict] = Field(default_factory=list)
+    prompt_rejections: list[str] = Field(default_factory=list)
+
+
+class SearchObserveInput(BaseModel):
+    lineage_id: str
+    generation: int
+    job_id: str
+    plan: SearchPlanResult
+    wall_sec: float | None = None
+
+
+class SearchStepInput(BaseModel):
+    lineage_id: str
+    generation: int
+    job_id: str
+    spec: LineageSpec
+    contract_hash: str
+    adapter: str = ""
+
+
+class SuccessorCheckPlan(BaseModel):
+    """Held-out trials of the parent and the best search candidate (empty = nothing to compare)."""
+
+    candidate_hash: str | None = None
+    batches: list[RunTrialsInput] = Field(default_factory=list)
+    note: str = ""
+
+
+# LineageSpec names SearchBudgetSpec, defined below it: resolve, then rebuild the models that embed it
+LineageSpec.model_rebuild()
+for _model in [v for v in list(globals().values()) if isinstance(v, type) and issubclass(v, BaseModel) and v is not BaseModel]:
+    _model.model_rebuild()

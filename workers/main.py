@@ -22,6 +22,7 @@ from mindforge.orchestration import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.activities import LineageActivities
 from workers.discovery_activities import DiscoveryActivities
+from workers.search_activities import SearchActivities
 from workers.update_activities import UpdateActivities
 from workflows.discovery import DiscoveryWorkflow
 from workflows.expansion import ExpansionWorkflow
@@ -84,7 +85,7 @@ def build_workers(client: Client, acts: LineageActivities, queues: list[str], gr
     disc = DiscoveryActivities(acts.engine, get_settings().artifacts)
     upd = UpdateActivities(acts.engine, get_settings().artifacts)
     store_acts = [a for a in acts.all() if a is not acts.run_trials] + [disc.propose, disc.admit]
-    store_acts += upd.orchestration_activities()
+    store_acts += upd.orchestration_activities() + SearchActivities(acts.engine).all()
     if "orchestration" in queues:
         workers.append(
             Worker(

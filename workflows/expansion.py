@@ -1,8 +1,14 @@
-"""ExpansionWorkflow: run the current pair on the search split and record coverage.
+"""ExpansionWorkflow: base evaluation -> audit -> configuration search within budget -> successor check.
 
-Steps (each an activity by stable name): plan the trials (deterministic ids), run them in
-batches on the sandbox queue (each batch fans out to Ray), summarise coverage. Audit and
-configuration search join this workflow in the Expansion issue.
+1. Base evaluation: ``spec.attempts`` trials of the current pair per search-split task.
+2. Audit: every failed trial gets a failure class and an owner (infra / task / config / model).
+3. Search: the failing tasks (minus broken ones) go to adaptive configuration search,
+   step by step (plan -> run trials per candidate contract -> observe), until the budget
+   is spent or every failing task is covered; the stop reason is recorded. A search the
+   budget cannot afford is refused before it starts, and the refusal is recorded.
+4. Successor: the best single search contract and the parent run on the held-out split;
+   a child is promoted only on that evidence (``mindforge.ledger.choose_successor``).
+Coverage, search summary and successor choice land in the generation's record.
 """
 
 from __future__ import annotations
@@ -16,26 +22,36 @@ with workflow.unsafe.imports_passed_through():
         ExpansionInput,
         ExpansionResult,
         RunTrialsInput,
+        SearchObserveInput,
+        SearchPlanResult,
+        SearchStartInput,
+        SearchStartResult,
+        SearchStepInput,
         Stage,
+        StageTrialsInput,
+        SuccessorCheckPlan,
         TrialSpec,
     )
     from workflows import options as o
 
+#: upper bound on search steps in one workflow run (each step is a few activities)
+MAX_SEARCH_STEPS = 200
+
+
+def _store(name: str, arg, result_type=None):
+    return workflow.execute_activity(
+        name, arg, result_type=result_type, start_to_close_timeout=o.STORE_TIMEOUT, retry_policy=o.STORE_RETRY
+    )
+
 
 @workflow.defn(name="ExpansionWorkflow")
 class ExpansionWorkflow:
-    """Base evaluation of the pair on the search split; more steps come with the Expansion issue."""
+    """Expansion stage of one generation."""
 
     @workflow.run
     async def run(self, inp: ExpansionInput) -> ExpansionResult:
-        """Run ``spec.attempts`` trials per search task and return coverage counts."""
-        trials: list[TrialSpec] = await workflow.execute_activity(
-            o.PLAN_TRIALS,
-            inp,
-            result_type=list[TrialSpec],
-            start_to_close_timeout=o.STORE_TIMEOUT,
-            retry_policy=o.STORE_RETRY,
-        )
+        """Run the four steps; returns coverage counts and the successor contract."""
+        trials: list[TrialSpec] = await _store(o.PLAN_TRIALS, inp, list[TrialSpec])
         size = inp.spec.trial_batch_size
         batches = [trials[i : i + size] for i in range(0, len(trials), size)]
         await asyncio.gather(
@@ -55,10 +71,46 @@ class ExpansionWorkflow:
                 for batch in batches
             )
         )
-        return await workflow.execute_activity(
-            o.SUMMARIZE_EXPANSION,
-            inp,
-            result_type=ExpansionResult,
-            start_to_close_timeout=o.STORE_TIMEOUT,
-            retry_policy=o.STORE_RETRY,
+        result: ExpansionResult = await _store(o.SUMMARIZE_EXPANSION, inp, ExpansionResult)
+        await _store(o.AUDIT_TRIALS, StageTrialsInput(lineage_id=inp.lineage_id, generation=inp.generation, stage=Stage.EXPANSION.value), dict)
+        step_inp = SearchStepInput(
+            lineage_id=inp.lineage_id, generation=inp.generation, job_id="", spec=inp.spec,
+            contract_hash=inp.contract_hash, adapter=inp.adapter,
         )
+        start: SearchStartResult = await _store(
+            o.SEARCH_START,
+            SearchStartInput(
+                lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec,
+                contract_hash=inp.contract_hash, adapter=inp.adapter,
+            ),
+            SearchStartResult,
+        )
+        step_inp.job_id = start.job_id
+        if start.running:
+            await self._search(step_inp)
+        await _store(o.SEARCH_FINISH, step_inp)
+        result.successor_contract_hash = await self._successor(step_inp)
+        return result
+
+    async def _search(self, inp: SearchStepInput) -> None:
+        for _ in range(MAX_SEARCH_STEPS):
+            plan: SearchPlanResult = await _store(o.SEARCH_PLAN, inp, SearchPlanResult)
+            if plan.stop_reason is None:
+                started = workflow.now()
+                await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in plan.batches))
+                wall = (workflow.now() - started).total_seconds()
+            else:
+                wall = 0.0
+            done: bool = await _store(
+                o.SEARCH_OBSERVE,
+                SearchObserveInput(lineage_id=inp.lineage_id, generation=inp.generation, job_id=inp.job_id, plan=plan, wall_sec=wall),
+                bool,
+            )
+            if done:
+                return
+
+    async def _successor(self, inp: SearchStepInput) -> str:
+        check: SuccessorCheckPlan = await _store(o.PLAN_SUCCESSOR_CHECK, inp, SuccessorCheckPlan)
+        if check.batches:
+            await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in check.batches))
+        return await _store(o.CHOOSE_SUCCESSOR, inp, str)

@@ -74,6 +74,9 @@ class GenerationWorkflow:
             )
             ran.append(Stage.EXPANSION.value)
             result.trials, result.passed, result.solved_tasks = exp.trials, exp.passed, exp.solved_tasks
+            result.successor_contract_hash = exp.successor_contract_hash
+            if exp.successor_contract_hash:
+                result.contract_hash = exp.successor_contract_hash
         if Stage.UPDATE in inp.spec.stages:
             upd: UpdateResult = await workflow.execute_child_workflow(
                 UpdateWorkflow.run,
@@ -89,8 +92,10 @@ class GenerationWorkflow:
                 search_attributes=o.search_attributes(inp.lineage_id, inp.index, Stage.UPDATE.value),
             )
             ran.append(Stage.UPDATE.value)
-            # the next generation's pair (the parent pair when nothing was registered)
-            result.contract_hash, result.adapter = upd.contract_hash, upd.adapter
+            # the next generation's pair: a registered adapter comes with its own successor
+            # contract; otherwise the adapter stays and the contract is Expansion's choice
+            if str(upd.outcome) == "registered":
+                result.contract_hash, result.adapter = upd.contract_hash, upd.adapter
             result.update_outcome = str(upd.outcome)
         result.stages_run = ran
         await self._record(inp, "completed", result)

@@ -21,6 +21,13 @@ RECORD_GENERATION = "record_generation"
 PLAN_TRIALS = "plan_trials"
 RUN_TRIALS = "run_trials"
 SUMMARIZE_EXPANSION = "summarize_expansion"
+AUDIT_TRIALS = "audit_trials"
+SEARCH_START = "search_start"
+SEARCH_PLAN = "search_plan"
+SEARCH_OBSERVE = "search_observe"
+SEARCH_FINISH = "search_finish"
+PLAN_SUCCESSOR_CHECK = "plan_successor_check"
+CHOOSE_SUCCESSOR = "choose_successor"
 DISCOVERY_PROPOSE = "discovery_propose"
 DISCOVERY_CHECK = "discovery_check"
 DISCOVERY_ADMIT = "discovery_admit"
@@ -34,7 +41,16 @@ MEASURE_LIFT = "measure_lift"
 RECORD_UPDATE = "record_update"
 
 #: error types that never retry: bad input, task and model failures
-NON_RETRYABLE = ["InputError", "ContractError", "ContractImmutableError", "ValueError"]
+NON_RETRYABLE = [
+    "InputError",
+    "ContractError",
+    "ContractImmutableError",
+    "ContractIdentityError",
+    "AdapterImmutableError",
+    "AlreadyExistsError",
+    "NotFoundError",
+    "ValueError",
+]
 
 #: store-only activities: quick, retried with backoff
 STORE_RETRY = RetryPolicy(

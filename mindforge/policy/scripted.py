@@ -93,6 +93,8 @@ class ScriptMatch(BaseModel):
         tool_available: a function name present in ``tools`` or named in the system prompt.
         model: the requested model or adapter name.
         turn: the number of assistant messages already in the conversation (0 = first call).
+        conversation_contains: substrings that must each appear in some message of the
+            conversation (system, user, assistant or tool).
     """
 
     system_contains: str | None = None
@@ -100,6 +102,7 @@ class ScriptMatch(BaseModel):
     tool_available: str | None = None
     model: str | None = None
     turn: int | None = Field(default=None, ge=0)
+    conversation_contains: list[str] = Field(default_factory=list)
 
 
 class ScriptRule(BaseModel):
@@ -176,6 +179,10 @@ def _matches(match: ScriptMatch, req: ChatCompletionRequest, turn: int) -> bool:
             return False
     if match.model is not None and match.model != req.model:
         return False
+    if match.conversation_contains:
+        texts = [message_text(m.get("content")) for m in req.messages]
+        if not all(any(needle in t for t in texts) for needle in match.conversation_contains):
+            return False
     return match.turn is None or match.turn == turn
 
 

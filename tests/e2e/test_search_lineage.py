@@ -1,0 +1,93 @@
+"""Expansion's audit and configuration search end to end (Temporal, Ray, Docker, SQLite), and the report.
+
+Test double: a SCRIPTED POLICY behind the OpenAI-compatible HTTP API plays a model whose
+failing tasks are each unlocked by one particular harness edit - a skill in the
+workspace (two tasks, two different skills), the plan-first hook, or native tool calls.
+Under the baseline contract it finishes at once, so every task fails the base
+evaluation; search must find each task's edit. Everything else is real.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mindforge.orchestration import SearchBudgetSpec, Stage
+from mindforge.policy.scripted import start_scripted_policy
+from mindforge.store import engine as se
+from tests.conftest import BUNDLED_TASKS
+from tests.e2e.test_lineage import CONTRACT, _run_in_process, _spec, _stored
+
+pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
+
+#: task -> how it is unlocked
+UNLOCKS = {
+    "regex-ipv4-extract": ("skill", "find_files.sh"),
+    "jsonl-to-csv": ("skill", "run_tests.sh"),
+    "log-5xx-report": ("hook", "numbered plan"),
+    "site-permissions": ("format", "Act by calling the provided tools"),
+}
+
+
+def _json(tool: str, **arguments) -> dict:
+    return {"content": json.dumps({"tool": tool, "arguments": arguments})}
+
+
+def _marker(task: str) -> str:
+    return (BUNDLED_TASKS / task / "instruction.md").read_text(encoding="utf-8").strip().splitlines()[0][:40]
+
+
+def unlock_script(model_id: str) -> dict:
+    """Rules: the unlocking edit present -> write the reference solution, run it, finish."""
+    rules = []
+    for task, (kind, needle) in UNLOCKS.items():
+        solve = (BUNDLED_TASKS / task / "solution" / "solve.sh").read_text(encoding="utf-8")
+        marker = _marker(task)
+        if kind == "skill":
+            rules.append({"match": {"turn": 0, "system_contains": needle, "conversation_contains": [marker]},
+                          "reply": _json("write_file", path="/tmp/solve.sh", content=solve)})
+        elif kind == "hook":
+            rules.append({"match": {"turn": 0, "conversation_contains": [marker, needle]},
+                          "reply": {"content": "1. write the solution script\n2. run it"}})
+            rules.append({"match": {"turn": 1, "conversation_contains": [marker, needle]},
+                          "reply": _json("write_file", path="/tmp/solve.sh", content=solve)})
+        else:
+            rules.append({"match": {"turn": 0, "system_contains": needle, "conversation_contains": [marker]},
+                          "reply": {"tool_call": {"name": "write_file", "arguments": {"path": "/tmp/solve.sh", "content": solve}}}})
+            rules.append({"match": {"system_contains": needle, "last_message_contains": "wrote"},
+                          "reply": {"tool_call": {"name": "bash", "arguments": {"command": "bash /tmp/solve.sh"}}}})
+            rules.append({"match": {"system_contains": needle}, "reply": {"tool_call": {"name": "finish", "arguments": {}}}})
+    rules.append({"match": {"last_message_contains": "wrote"}, "reply": _json("bash", command="bash /tmp/solve.sh")})
+    return {"rules": rules, "default": _json("finish"), "base_models": [model_id]}
+
+
+def test_adaptive_search_reaches_full_coverage_and_the_report_shows_single_below_it(temporal_env, ray_cluster, settings, tmp_path):
+    from mindforge.hcp import load_contract
+    from mindforge.reports import gather_report_data, render_report
+
+    env, _address, loop = temporal_env
+    with start_scripted_policy(unlock_script(load_contract(CONTRACT).model.id)) as policy:
+        spec = _spec("search", policy.base_url, generations=1, attempts=1)
+        spec.tasks = [str(BUNDLED_TASKS / t) for t in UNLOCKS]
+        spec.stages = [Stage.EXPANSION]
+        spec.search = SearchBudgetSpec(max_attempts=120, cells_per_step=8, seed=0)
+        loop.run_until_complete(_run_in_process(env, settings, spec))
+    _records, gens, status = _stored(settings, "search")
+    assert status == "completed"
+    search = gens[0][3]["search"]
+    assert search["failing_tasks"] == len(UNLOCKS)
+    assert search["covered"] == len(UNLOCKS), search
+    assert search["stop_reason"] == "full_coverage"
+    assert search["spent"]["attempts"] <= 120
+    assert search["best_single"]["covered"] < search["covered"]
+
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        data = gather_report_data(s, "search")
+    html = render_report(data, "html")
+    md = render_report(data, "md")
+    assert "cumulative" in md.lower() and "single" in md.lower()
+    out = tmp_path / "report.html"
+    out.write_text(html)
+    assert 'id="coverage-curve"' in html or "coverage" in html

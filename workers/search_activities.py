@@ -1,0 +1,327 @@
+"""Expansion activities after the base evaluation: audit, configuration search, successor check.
+
+Search runs as a loop of small steps that the ExpansionWorkflow drives: ``search_plan``
+(pure planning from the last committed state, new candidates registered, prompt edits
+fetched from the policy) -> ``run_trials`` per candidate contract -> ``search_observe``
+(stored records read back, audited, folded into the state, committed). Every write is
+idempotent, so a crash anywhere resumes from the last committed step without re-running
+finished trials or re-adding candidates (``mindforge.search.persist``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+
+from mindforge.orchestration import (
+    ExpansionInput,
+    RunTrialsInput,
+    SearchBudgetSpec,
+    SearchObserveInput,
+    SearchPlanResult,
+    SearchStartInput,
+    SearchStartResult,
+    SearchStepInput,
+    Stage,
+    StageTrialsInput,
+    SuccessorCheckPlan,
+    TrialSpec,
+)
+from mindforge.store import engine as store_engine
+from mindforge.store import lineages, pool, registry, trials
+from mindforge.store import search as search_repo
+from mindforge.store.models import PoolSplit
+
+SEARCH_STAGE = "search"
+SUCCESSOR_STAGE = "successor"
+
+
+def _events(record) -> list[dict] | None:
+    from mindforge.agent.transcript import read_transcript
+
+    path = record.artifacts.get("transcript")
+    return read_transcript(Path(path)) if path and Path(path).is_file() else None
+
+
+class SearchActivities:
+    """Audit and search activities bound to one store.
+
+    Args:
+        engine: SQLAlchemy engine of the migrated store.
+    """
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+
+    # ----------------------------------------------------------------- audit
+    @activity.defn(name="audit_trials")
+    async def audit_trials(self, inp: StageTrialsInput) -> dict[str, int]:
+        """Audit every stored trial of the stage that did not pass and has no audit yet.
+
+        Returns:
+            owner -> number of audited trials (all of the stage's, stored or new).
+        """
+        return await asyncio.to_thread(self._audit_stage, inp)
+
+    def _audit_stage(self, inp: StageTrialsInput) -> dict[str, int]:
+        with store_engine.session_scope(self.engine) as s:
+            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=inp.stage)
+            self._audit_records(s, [r.to_record() for r in rows])
+            counts: dict[str, int] = defaultdict(int)
+            for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=inp.stage):
+                counts[str(a.owner)] += 1
+            return dict(counts)
+
+    def _audit_records(self, s, records) -> dict[str, Any]:
+        """Audit records lacking an audit; returns trial id -> AuditResult for all failed ones."""
+        from mindforge.audit import AuditResult, audit_trial, needs_audit
+
+        out: dict[str, Any] = {}
+        for rec in records:
+            if not needs_audit(rec):
+                continue
+            stored = trials.get_audit(session=s, trial_id=rec.trial_id)
+            if stored is not None:
+                out[rec.trial_id] = AuditResult(
+                    trial_id=rec.trial_id,
+                    failure_class=stored.failure_class,
+                    owner=stored.owner,
+                    rule=stored.evidence.get("rule", ""),
+                    evidence=stored.evidence,
+                    judged_by=stored.judged_by,
+                )
+                continue
+            result = audit_trial(rec, _events(rec))
+            trials.record_audit(session=s, **result.store_fields())
+            out[rec.trial_id] = result
+        return out
+
+    # ---------------------------------------------------------------- search
+    @activity.defn(name="search_start")
+    async def search_start(self, inp: SearchStartInput) -> SearchStartResult:
+        """Create the generation's search job from the base evaluation's failing tasks (idempotent).
+
+        A search the budget cannot afford (fewer than two candidates) or an edit space
+        with fewer than two candidates is refused before it starts; the reason is recorded
+        on the job and in the generation record, and no search step runs.
+        """
+        return await asyncio.to_thread(self._start, inp)
+
+    def _start(self, inp: SearchStartInput) -> SearchStartResult:
+        from mindforge.hcp import loads_contract
+        from mindforge.search import init_search, search_tasks_from_audits
+        from mindforge.search.allocator import SearchRefused
+        from mindforge.search.persist import commit_state, load_state
+        from mindforge.search.state import CostEstimate, SearchBudget, SearchConfig
+
+        job_id = f"{inp.lineage_id}-g{inp.generation}-search"
+        b = inp.spec.search or SearchBudgetSpec()
+        budget = SearchBudget(max_attempts=b.max_attempts, max_tokens=b.max_tokens, max_wall_sec=b.max_wall_sec)
+        with store_engine.session_scope(self.engine) as s:
+            job = search_repo.get_search_job(session=s, job_id=job_id)
+            if job is not None and job.state:  # started by an earlier attempt of this activity
+                existing = load_state(session=s, job_id=job_id)
+                return SearchStartResult(job_id=job_id, running=not existing.done, failing_tasks=len(existing.tasks))
+            if job is not None and job.stop_reason:  # refused by an earlier attempt
+                return SearchStartResult(job_id=job_id, running=False, failing_tasks=0, note=job.stop_reason)
+            rows = trials.list_trials(
+                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=Stage.EXPANSION.value
+            )
+            records = [r.to_record() for r in rows]
+            audits = self._audit_records(s, records)
+            tasks = search_tasks_from_audits(records, audits)
+            real = [r for r in records if r.has_real_reward] or records
+            cost = CostEstimate(
+                tokens_per_attempt=sum(r.prompt_tokens + r.completion_tokens for r in real) / max(1, len(real)),
+                wall_sec_per_attempt=sum(r.timings.total_sec for r in real) / max(1, len(real)),
+            )
+            root = loads_contract(registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text)
+            search_repo.create_search_job(
+                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
+                budget=budget.model_dump(exclude_none=True), job_id=job_id,
+            )
+            config = SearchConfig(seed=b.seed, cells_per_step=b.cells_per_step)
+            try:
+                state = init_search(job_id=job_id, root=root, tasks=tasks, budget=budget, config=config, cost=cost)
+            except SearchRefused as exc:
+                note = f"refused: {exc}"
+                search_repo.save_search_state(session=s, job_id=job_id, state={}, spent={}, stop_reason=note)
+                lineages.update_generation(
+                    session=s, lineage_id=inp.lineage_id, index=inp.generation,
+                    record={"search": {"job_id": job_id, "refused": str(exc), "failing_tasks": len(tasks)}},
+                )
+                return SearchStartResult(job_id=job_id, running=False, failing_tasks=len(tasks), note=note)
+            commit_state(session=s, job_id=job_id, state=state)
+            return SearchStartResult(job_id=job_id, running=not state.done, failing_tasks=len(tasks))
+
+    @activity.defn(name="search_plan")
+    async def search_plan(self, inp: SearchStepInput) -> SearchPlanResult:
+        """Plan the next step from the committed state; register its new candidates; fetch prompt edits."""
+        return await asyncio.to_thread(self._plan, inp)
+
+    def _plan(self, inp: SearchStepInput) -> SearchPlanResult:
+        from mindforge.search import plan_step, propose_prompt_edit
+        from mindforge.search.allocator import root_contract
+        from mindforge.search.persist import load_state, register_candidates
+
+        with store_engine.session_scope(self.engine) as s:
+            state = load_state(session=s, job_id=inp.job_id)
+            plan = plan_step(state)
+            root = root_contract(state)
+            register_candidates(session=s, job_id=inp.job_id, root=root, candidates=plan.new_candidates)
+            paths = {t.id: t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
+        out = SearchPlanResult(step=plan.step, stop_reason=plan.stop_reason, cells=[c.model_dump(mode="json") for c in plan.cells])
+        by_contract: dict[str, list[TrialSpec]] = defaultdict(list)
+        for c in plan.cells:
+            by_contract[c.contract_hash].append(
+                TrialSpec(trial_id=c.trial_id, task_path=paths[c.task_hash], task_hash=c.task_hash, attempt=c.attempt)
+            )
+        out.batches = [
+            RunTrialsInput(
+                lineage_id=inp.lineage_id, generation=inp.generation, stage=Stage.SEARCH, contract_hash=h,
+                adapter=inp.adapter, policy_url=inp.spec.policy_url, trials=specs,
+            )
+            for h, specs in sorted(by_contract.items())
+        ]
+        model = root.model.adapter or root.model.id
+        for request in plan.prompt_requests:
+            if not inp.spec.policy_url:
+                out.prompt_rejections.append("no policy endpoint for prompt proposals")
+                continue
+            proposal = propose_prompt_edit(root, request, base_url=inp.spec.policy_url, model=model)
+            if proposal.edit is not None:
+                out.prompt_edits.append(proposal.edit.model_dump(mode="json"))
+            else:
+                out.prompt_rejections.append(proposal.rejected or "rejected")
+        return out
+
+    @activity.defn(name="search_observe")
+    async def search_observe(self, inp: SearchObserveInput) -> bool:
+        """Fold the step's stored trials into the state and commit it; returns True when the search is done.
+
+        Idempotent: a step already observed (the state moved on) changes nothing.
+        """
+        return await asyncio.to_thread(self._observe, inp)
+
+    def _observe(self, inp: SearchObserveInput) -> bool:
+        from mindforge.search import cell_result_from_record, observe
+        from mindforge.search.edits import Edit
+        from mindforge.search.persist import commit_state, load_state
+        from mindforge.search.state import PlannedCell, StepResults
+
+        with store_engine.session_scope(self.engine) as s:
+            state = load_state(session=s, job_id=inp.job_id)
+            if state.step != inp.plan.step:
+                return state.done
+            cells = [PlannedCell.model_validate(c) for c in inp.plan.cells]
+            records = {}
+            for c in cells:
+                row = trials.get_trial(session=s, trial_id=c.trial_id)
+                if row is not None:
+                    records[c.trial_id] = row.to_record()
+            audits = self._audit_records(s, list(records.values()))
+            results = StepResults(
+                step=inp.plan.step,
+                results=[cell_result_from_record(records[c.trial_id], c, audits.get(c.trial_id)) for c in cells if c.trial_id in records],
+                prompt_edits=[Edit.model_validate(e) for e in inp.plan.prompt_edits],
+                prompt_rejections=inp.plan.prompt_rejections,
+                wall_sec=inp.wall_sec,
+            )
+            state = observe(state, results)
+            commit_state(session=s, job_id=inp.job_id, state=state)
+            return state.done
+
+    @activity.defn(name="search_finish")
+    async def search_finish(self, inp: SearchStepInput) -> None:
+        """Write the search summary (budget, spending, stop reason, coverage, best single) to the generation."""
+
+        def work() -> None:
+            from mindforge.search.persist import load_state, search_summary
+
+            with store_engine.session_scope(self.engine) as s:
+                job = search_repo.get_search_job(session=s, job_id=inp.job_id)
+                if job is None or not job.state:  # refused or never started: search_start recorded why
+                    return
+                state = load_state(session=s, job_id=inp.job_id)
+                lineages.update_generation(
+                    session=s, lineage_id=inp.lineage_id, index=inp.generation, record={"search": search_summary(state)}
+                )
+
+        await asyncio.to_thread(work)
+
+    # ------------------------------------------------------------- successor
+    @activity.defn(name="plan_successor_check")
+    async def plan_successor_check(self, inp: SearchStepInput) -> SuccessorCheckPlan:
+        """Held-out trials for the parent and the search's best single contract (none when there is nothing to compare)."""
+        return await asyncio.to_thread(self._plan_successor, inp)
+
+    def _plan_successor(self, inp: SearchStepInput) -> SuccessorCheckPlan:
+        from mindforge.search.persist import load_state, search_summary
+
+        with store_engine.session_scope(self.engine) as s:
+            job = search_repo.get_search_job(session=s, job_id=inp.job_id) if inp.job_id else None
+            state = load_state(session=s, job_id=inp.job_id) if job is not None and job.state else None
+            best = search_summary(state)["best_single"]["contract_hash"] if state else None
+            held = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.HELD_OUT)
+        if not best:
+            return SuccessorCheckPlan(note="no search candidate solved a task")
+        if not held:
+            return SuccessorCheckPlan(candidate_hash=best, note="no held-out tasks: the parent is kept")
+        batches = []
+        for h in (inp.contract_hash, best):
+            specs = [
+                TrialSpec(
+                    trial_id=trials.make_trial_id(
+                        lineage_id=inp.lineage_id, generation_index=inp.generation, stage=SUCCESSOR_STAGE,
+                        task_hash=t.id, contract_hash=h, adapter=inp.adapter, attempt=a,
+                    ),
+                    task_path=t.path, task_hash=t.id, attempt=a,
+                )
+                for t in held
+                for a in range(inp.spec.heldout_attempts)
+            ]
+            batches.append(
+                RunTrialsInput(
+                    lineage_id=inp.lineage_id, generation=inp.generation, stage=Stage.SUCCESSOR, contract_hash=h,
+                    adapter=inp.adapter, policy_url=inp.spec.policy_url, trials=specs,
+                )
+            )
+        return SuccessorCheckPlan(candidate_hash=best, batches=batches)
+
+    @activity.defn(name="choose_successor")
+    async def choose_successor(self, inp: SearchStepInput) -> str:
+        """Pick the next contract from held-out evidence (``mindforge.ledger.choose_successor``); returns its hash."""
+        return await asyncio.to_thread(self._choose, inp)
+
+    def _choose(self, inp: SearchStepInput) -> str:
+        from mindforge.ledger import choose_successor
+
+        with store_engine.session_scope(self.engine) as s:
+            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=SUCCESSOR_STAGE)
+            heldout: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+            for r in rows:
+                if r.reward is not None:
+                    heldout[r.contract_hash][r.task_hash].append(r.reward)
+            scores = {h: {t: sum(v) / len(v) for t, v in per.items()} for h, per in heldout.items()}
+            scores.setdefault(inp.contract_hash, {})
+            search_rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=SEARCH_STAGE)
+            searched_on: dict[str, set[str]] = defaultdict(set)
+            for r in search_rows:
+                searched_on[r.contract_hash].add(r.task_hash)
+            choice = choose_successor(inp.contract_hash, scores, searched_on)
+            lineages.update_generation(
+                session=s, lineage_id=inp.lineage_id, index=inp.generation,
+                record={"successor": choice.model_dump(mode="json")},
+            )
+            return choice.contract_hash
+
+    def all(self) -> list[Any]:
+        """Every activity of this class (all on the orchestration queue)."""
+        return [
+            self.audit_trials, self.search_start, self.search_plan, self.search_observe, self.search_finish,
+            self.plan_successor_check, self.choose_successor,
+        ]
