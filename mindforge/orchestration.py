@@ -445,8 +445,10 @@ class SearchBudgetSpec(BaseModel):
         max_wall_sec: wall-clock seconds the search may take.
         cells_per_step: (task, contract) cells planned per step.
         seed: the allocator's seed.
+        enabled: False skips configuration search (the stage records that it was off).
     """
 
+    enabled: bool = True
     max_attempts: int | None = Field(default=64, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
     max_wall_sec: float | None = Field(default=None, gt=0)

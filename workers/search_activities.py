@@ -120,6 +120,12 @@ class SearchActivities:
 
         job_id = f"{inp.lineage_id}-g{inp.generation}-search"
         b = inp.spec.search or SearchBudgetSpec()
+        if not b.enabled:
+            with store_engine.session_scope(self.engine) as s:
+                lineages.update_generation(
+                    session=s, lineage_id=inp.lineage_id, index=inp.generation, record={"search": {"disabled": True}}
+                )
+            return SearchStartResult(job_id="", running=False, failing_tasks=0, note="search disabled in the lineage spec")
         budget = SearchBudget(max_attempts=b.max_attempts, max_tokens=b.max_tokens, max_wall_sec=b.max_wall_sec)
         with store_engine.session_scope(self.engine) as s:
             job = search_repo.get_search_job(session=s, job_id=job_id)

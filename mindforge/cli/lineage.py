@@ -32,18 +32,22 @@ def ui_link(settings, workflow_id: str) -> str:
     return f"{settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}/workflows/{workflow_id}"
 
 
-def build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model=None):
+def build_spec(
+    name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model=None,
+    search_attempts=None,
+):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract checked).
 
     ``base_model`` is what the Update stage trains a LoRA on: a local directory or a hub
     id. Default: the locally built tiny model for a contract whose ``model.id`` is
-    ``tiny``, else the contract's ``model.id``.
+    ``tiny``, else the contract's ``model.id``. ``search_attempts`` caps configuration
+    search per generation (None: the default budget; 0: no search).
 
     Raises:
         InputError: a missing path, an invalid contract or an unknown stage.
     """
     from mindforge.hcp import load_contract
-    from mindforge.orchestration import LineageSpec, Stage
+    from mindforge.orchestration import LineageSpec, SearchBudgetSpec, Stage
 
     for p in tasks:
         if not p.exists():
@@ -72,6 +76,11 @@ def build_spec(name, tasks, contract, generations, attempts, held_out, seed, pol
         stages=stage_list,
         trial_batch_size=batch_size,
         base_model_path=base_model,
+        search=(
+            None if search_attempts is None
+            else SearchBudgetSpec(enabled=False) if search_attempts == 0
+            else SearchBudgetSpec(max_attempts=search_attempts)
+        ),
     )
 
 
@@ -106,7 +115,8 @@ async def wait_lineage(settings, wid: str, show: bool = True) -> dict:
             await asyncio.sleep(2)
             try:
                 st = await handle.query("status")
-                progress.update(bar, description=f"{wid}: {st['state']} generation {st['generation'] + 1}/{st['generations']}")
+                shown = min(st["generation"] + 1, st["generations"])
+                progress.update(bar, description=f"{wid}: {st['state']} generation {shown}/{st['generations']}")
             except Exception:  # noqa: BLE001 - between runs (continue-as-new) the query may miss
                 pass
         result = result_task.result()
@@ -126,13 +136,14 @@ def start(
     stages: str = typer.Option("discovery,expansion,update", "--stages", help="Stages to run, comma-separated."),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Trials per run_trials activity."),
     base_model: str = typer.Option(None, "--base-model", help="Base model the Update stage trains on (dir or hub id)."),
+    search_attempts: int = typer.Option(None, "--search-attempts", min=0, help="Search budget per generation in trials (0: no search)."),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
 ) -> None:
     """Start a lineage and print its Temporal Web UI link."""
     from mindforge.settings import get_settings
 
     settings = get_settings()
-    spec = build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model)
+    spec = build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model, search_attempts)
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
     if wait:
@@ -153,21 +164,41 @@ def _print_store_status(name: str) -> None:
         if lin is None:
             raise InputError("lineage", "name", f"no lineage {name!r} in {settings.db_url}")
         table = Table(title=f"lineage {name}: {lin.status}  generation {lin.current_generation}")
-        for col in ("generation", "status", "stages run", "stages skipped", "trials", "passed", "solved"):
+        for col in ("gen", "status", "stages run", "admitted", "base eval solved", "search", "update", "held-out lift"):
             table.add_column(col)
         for g in lineages.list_generations(session=s, lineage_id=name):
-            exp = g.record.get("expansion", {})
-            table.add_row(
-                str(g.index),
-                str(g.status),
-                ", ".join(g.stages_run),
-                ", ".join(g.record.get("stages_skipped", [])),
-                str(exp.get("trials", "")),
-                str(exp.get("passed", "")),
-                f"{exp.get('solved_tasks', '')}/{exp.get('tasks', '')}",
-            )
+            table.add_row(str(g.index), str(g.status), ", ".join(g.stages_run), *_generation_cells(g.record))
         console.print(table)
     console.print(f"Web UI: {ui_link(settings, workflow_id_for(name))}")
+
+
+def _generation_cells(record: dict) -> list[str]:
+    """Summary cells of a generation record: Discovery, base evaluation, search, Update, lift."""
+    disc = record.get("discovery")
+    exp = record.get("expansion", {})
+    search = record.get("search", {})
+    upd = record.get("update", {})
+    lift = record.get("held_out_lift") or {}
+    if search.get("disabled"):
+        search_text = "off"
+    elif "refused" in search:
+        search_text = f"refused: {search['refused']}"
+    elif search:
+        search_text = (
+            f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best single "
+            f"{search.get('best_single', {}).get('covered', 0)}; {search.get('spent', {}).get('attempts', 0)} trials, "
+            f"{search.get('stop_reason')}"
+        )
+    else:
+        search_text = ""
+    lift_text = f"{lift['mean']:+.2f} [{lift['lo']:+.2f}, {lift['hi']:+.2f}]" if "mean" in lift and lift.get("lo") is not None else ""
+    return [
+        f"{len(disc.get('admitted', []))}/{disc.get('proposed', 0)}" if disc else "",
+        f"{exp.get('solved_tasks', '')}/{exp.get('tasks', '')} ({exp.get('passed', '')}/{exp.get('trials', '')} trials)" if exp else "",
+        search_text,
+        str(upd.get("outcome", "")),
+        lift_text,
+    ]
 
 
 @app.command()

@@ -7,6 +7,7 @@ import typer
 from mindforge.cli import dev, hcp, lineage, policy, schedule, tasks
 from mindforge.cli.eval import eval_command
 from mindforge.cli.quickstart import quickstart_command
+from mindforge.cli.report import report_command
 from mindforge.cli.worker import worker_command
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ app.add_typer(schedule.app, name="schedule")
 app.command("eval")(eval_command)
 app.command("worker")(worker_command)
 app.command("quickstart")(quickstart_command)
+app.command("report")(report_command)
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ def quickstart_command(
     attempts: int = typer.Option(2, "--attempts", min=1),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
     held_out: float = typer.Option(0.25, "--held-out", min=0.0, max=0.99, help="Fraction of tasks held out for the lift."),
+    search_attempts: int = typer.Option(16, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."),
 ) -> None:
     """Run one generation of a lineage end to end on this machine."""
     from mindforge.cli.lineage import _print_store_status, build_spec, start_lineage, ui_link, wait_lineage
@@ -73,14 +74,17 @@ def quickstart_command(
             stderr=subprocess.STDOUT,
             env={**os.environ},
         )
-        spec = build_spec(name, task_paths, contract, generations, attempts, held_out, 0, policy_url, stages, 16)
+        spec = build_spec(
+            name, task_paths, contract, generations, attempts, held_out, 0, policy_url, stages, 16,
+            search_attempts=search_attempts,
+        )
         wid = asyncio.run(start_lineage(spec, settings))
         console.print(f"started lineage [bold]{name}[/]\nWeb UI: {ui_link(settings, wid)}")
         final = asyncio.run(wait_lineage(settings, wid))
         console.print(f"lineage {name}: {final.get('state')}")
         _print_store_status(name)
         console.print(f"artifacts: {settings.artifacts / 'runs'}\nstore: {settings.db_url}")
-        _maybe_report(name)
+        _report(name)
     finally:
         if worker and worker.poll() is None:
             worker.terminate()
@@ -89,14 +93,11 @@ def quickstart_command(
             server.stop()
 
 
-def _maybe_report(name: str) -> None:
-    """Write the lineage's HTML report when the report module is present."""
-    try:
-        from mindforge.cli.report import write_report
-    except ImportError:
-        return
-    path = write_report(name, "html", None)
-    console.print(f"report: {path}")
+def _report(name: str) -> None:
+    """Write the lineage's HTML report and say where it is."""
+    from mindforge.cli.report import report_command
+
+    report_command(name, "html", None)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,7 +18,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput, LineageSpec, Stage
+from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput, LineageSpec, SearchBudgetSpec, Stage
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store import engine as se
 from mindforge.store import lineages, trials
@@ -46,6 +46,7 @@ def policy():
 
 
 def _spec(name: str, policy_url: str, **kw) -> LineageSpec:
+    kw.setdefault("search", SearchBudgetSpec(enabled=False))  # these tests are about orchestration
     return LineageSpec(
         name=name,
         tasks=[str(BUNDLED_TASKS / t) for t in TASKS],

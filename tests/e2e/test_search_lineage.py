@@ -68,10 +68,9 @@ def test_adaptive_search_reaches_full_coverage_and_the_report_shows_single_below
 
     env, _address, loop = temporal_env
     with start_scripted_policy(unlock_script(load_contract(CONTRACT).model.id)) as policy:
-        spec = _spec("search", policy.base_url, generations=1, attempts=1)
+        spec = _spec("search", policy.base_url, generations=1, attempts=1, search=SearchBudgetSpec(max_attempts=120, cells_per_step=8, seed=0))
         spec.tasks = [str(BUNDLED_TASKS / t) for t in UNLOCKS]
         spec.stages = [Stage.EXPANSION]
-        spec.search = SearchBudgetSpec(max_attempts=120, cells_per_step=8, seed=0)
         loop.run_until_complete(_run_in_process(env, settings, spec))
     _records, gens, status = _stored(settings, "search")
     assert status == "completed"

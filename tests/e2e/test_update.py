@@ -27,6 +27,7 @@ from mindforge.orchestration import (
     ORCHESTRATION_QUEUE,
     LineageInput,
     LineageSpec,
+    SearchBudgetSpec,
     Stage,
     UpdateOutcome,
 )
@@ -133,6 +134,7 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
                 contract_path=str(contract_path),
                 policy_url=policy.base_url,
                 stages=[Stage.EXPANSION, Stage.UPDATE],
+                search=SearchBudgetSpec(enabled=False),  # this test is about Update
                 attempts=ATTEMPTS,
                 held_out_fraction=0.4,
                 trial_batch_size=6,
@@ -258,6 +260,7 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
         "tasks": [str(BUNDLED_TASKS / task)],
         "contract_path": str(contract_path),
         "stages": [Stage.EXPANSION, Stage.UPDATE],
+        "search": SearchBudgetSpec(enabled=False),
         "heartbeat_timeout_sec": 120,
         "base_model_path": str(ensure_tiny_model()),
         "trainer": TrainerConfig(lora_rank=4, lora_alpha=8, target_modules=["q_proj"], learning_rate=1e-3, max_steps=1),
