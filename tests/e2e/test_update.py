@@ -287,3 +287,66 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
     assert update["validation"]["error"] == "RankLimitError" and "exceeds max_rank 2" in update["validation"]["message"]
     assert update["outcome"] == "rejected" and "adapter" not in update
     assert rank_result.contract_hash == update["next_pair"]["contract_hash"]
+
+
+def test_two_generations_register_two_revisions_and_the_report_shows_both_held_out_results(
+    temporal_env, ray_cluster, settings, contract_path
+):
+    """Generation 0 trains revision r0 and hands it off; generation 1 rolls out under it,
+    trains r1 on top and hands that off under a new name; the report has held-out rows for both."""
+    from mindforge.policy.scripted import start_scripted_policy
+    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.tiny import ensure_tiny_model
+    from mindforge.reports import gather_report_data, render_report
+    from mindforge.serving import served_adapters
+
+    env, _address, loop = temporal_env
+    name = "upd2"
+    tiny = start_policy_server("tiny", device="cpu")
+    try:
+        with start_scripted_policy(_script(seed=11)) as policy:
+            spec = LineageSpec(
+                name=name,
+                tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
+                contract_path=str(contract_path),
+                policy_url=policy.base_url,
+                stages=[Stage.EXPANSION, Stage.UPDATE],
+                search=SearchBudgetSpec(enabled=False),
+                generations=2,
+                attempts=ATTEMPTS,
+                held_out_fraction=0.4,
+                trial_batch_size=6,
+                heartbeat_timeout_sec=120,
+                base_model_path=str(ensure_tiny_model()),
+                trainer=TrainerConfig(
+                    lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
+                    batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
+                ),
+                max_rank=8,
+                heldout_attempts=2,
+                serving_urls=[tiny.base_url],
+            )
+            (last,) = loop.run_until_complete(_run(env, settings, [spec]))
+        served = served_adapters(tiny.base_url)
+    finally:
+        tiny.stop()
+
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        adapters = sorted(a.name for a in registry.list_adapters(session=s, lineage_id=name))
+        gens = [dict(g.record) for g in lineages.list_generations(session=s, lineage_id=name)]
+        rollout_adapters = {r.adapter for r in trials.list_trials(session=s, lineage_id=name, generation_index=1, stage="expansion")}
+        data = gather_report_data(s, name)
+    assert adapters == [f"{name}-g0-r0", f"{name}-g1-r1"], [g.get("update", {}).get("outcome") for g in gens]
+    assert rollout_adapters == {f"{name}-g0-r0"}  # generation 1 ran the successor pair
+    assert last.outcome == UpdateOutcome.REGISTERED and last.adapter == f"{name}-g1-r1"
+    assert {f"{name}-g0-r0", f"{name}-g1-r1"} <= set(served)  # the second revision under a new name
+    for g in gens:
+        lift = g["held_out_lift"]
+        assert lift["lo"] <= lift["mean"] <= lift["hi"]
+    html = render_report(data, "html")
+    md = render_report(data, "md")
+    assert "held-out" in md.lower()
+    for g in gens:
+        assert f"{g['held_out_lift']['mean']:+.2f}" in md or f"{g['held_out_lift']['mean']:.2f}" in md
+    assert "data:image/png;base64" in html
