@@ -35,11 +35,11 @@ def _script(model_id: str) -> dict:
 
 
 async def run_lineage(name: str, tasks: list[Path], attempts: int, policy_url: str, db_url: str) -> float:
-    """One generation (Expansion only) through Temporal + the already initialised Ray; returns seconds."""
+    """One generation (Expansion's base evaluation, then audit; search off) through Temporal + the already initialised Ray; returns seconds."""
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
 
-    from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput, LineageSpec, Stage
+    from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput, LineageSpec, SearchBudgetSpec, Stage
     from workers.activities import LineageActivities
     from workers.main import build_workers, warm_up_ray
     from workflows.options import KEY_GENERATION, KEY_LINEAGE, KEY_STAGE, search_attributes
@@ -54,6 +54,7 @@ async def run_lineage(name: str, tasks: list[Path], attempts: int, policy_url: s
         spec = LineageSpec(
             name=name, tasks=[str(t) for t in tasks], contract_path=str(REPO / "hcp_contracts" / "baseline.toml"),
             attempts=attempts, policy_url=policy_url, stages=[Stage.EXPANSION], trial_batch_size=len(tasks) * attempts,
+            search=SearchBudgetSpec(enabled=False),  # the same batch as eval: the base evaluation only
         )
         warm_up_ray()  # what `mindforge worker` does at start-up, before it polls
         w1, w2 = build_workers(env.client, LineageActivities(db_url), ["orchestration", "sandbox"], 5)
