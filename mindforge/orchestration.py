@@ -121,6 +121,8 @@ class LineageStatus(BaseModel):
 
 
 class PrepareLineageInput(BaseModel):
+    """Register a lineage, its root contract and its task pool (``prepare_lineage``)."""
+
     lineage_id: str
     spec: LineageSpec
     workflow_id: str
@@ -135,6 +137,8 @@ class PrepareLineageResult(BaseModel):
 
 
 class GenerationInput(BaseModel):
+    """One generation of a lineage: its index and the pair it starts from."""
+
     lineage_id: str
     index: int
     spec: LineageSpec
@@ -159,6 +163,8 @@ class GenerationResult(BaseModel):
 
 
 class ExpansionInput(BaseModel):
+    """The Expansion stage of one generation, for the current pair."""
+
     lineage_id: str
     generation: int
     spec: LineageSpec
@@ -176,6 +182,8 @@ class TrialSpec(BaseModel):
 
 
 class RunTrialsInput(BaseModel):
+    """One batch of trials (``run_trials``): the pair, the stage and the trial specs."""
+
     lineage_id: str
     generation: int
     stage: Stage
@@ -231,6 +239,8 @@ def trial_id_for(lineage_id: str, generation: int, stage: str, task_id: str, con
 
 
 class DiscoveryInput(BaseModel):
+    """The Discovery stage of one generation, for the current pair."""
+
     lineage_id: str
     generation: int
     spec: LineageSpec
@@ -309,6 +319,8 @@ class SelectTrajectoriesResult(BaseModel):
 
 
 class TrainAdapterInput(BaseModel):
+    """Train one adapter revision on the selected groups (``train_adapter``, a Ray task)."""
+
     lineage_id: str
     generation: int
     spec: LineageSpec
@@ -338,12 +350,16 @@ class TrainAdapterResult(BaseModel):
 
 
 class ValidateAdapterInput(BaseModel):
+    """Validate a trained adapter before registration (``validate_adapter``)."""
+
     adapter_dir: str
     base_model_path: str
     max_rank: int
 
 
 class RegisterAdapterInput(BaseModel):
+    """Register a validated adapter revision and its successor contract (``register_adapter``)."""
+
     lineage_id: str
     generation: int
     adapter_name: str
@@ -368,6 +384,8 @@ class RegisterAdapterResult(BaseModel):
 
 
 class HandOffInput(BaseModel):
+    """Load a registered revision into the serving endpoints under its versioned name (``hand_off_adapter``)."""
+
     lineage_id: str
     generation: int
     spec: LineageSpec
@@ -382,6 +400,8 @@ class HandOffResult(BaseModel):
 
 
 class PlanHeldoutInput(BaseModel):
+    """Plan the held-out trials of the parent and successor pairs (``plan_heldout_trials``)."""
+
     lineage_id: str
     generation: int
     spec: LineageSpec
@@ -398,6 +418,8 @@ class HeldoutPlan(BaseModel):
 
 
 class MeasureLiftInput(BaseModel):
+    """Measure the held-out lift of the successor over the parent (``measure_lift``)."""
+
     lineage_id: str
     generation: int
     spec: LineageSpec
@@ -465,6 +487,8 @@ class StageTrialsInput(BaseModel):
 
 
 class SearchStartInput(BaseModel):
+    """Create the generation's configuration-search job (``search_start``)."""
+
     lineage_id: str
     generation: int
     spec: LineageSpec
@@ -493,6 +517,8 @@ class SearchPlanResult(BaseModel):
 
 
 class SearchObserveInput(BaseModel):
+    """Fold one planned search step's trials into the search state (``search_observe``)."""
+
     lineage_id: str
     generation: int
     job_id: str
@@ -501,6 +527,8 @@ class SearchObserveInput(BaseModel):
 
 
 class SearchStepInput(BaseModel):
+    """Identity of a generation's search job, and the pair it searches around."""
+
     lineage_id: str
     generation: int
     job_id: str

@@ -16,7 +16,7 @@ from temporalio import activity
 from mindforge.orchestration import AdmitInput, CheckProposalInput, DiscoveryInput, DiscoveryResult, Stage
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
-from mindforge.store.models import PoolSplit
+from mindforge.store.models import PoolSplit, TaskSource
 
 
 def _pool_tasks(session, lineage_id: str):
@@ -135,15 +135,25 @@ class DiscoveryActivities:
         from mindforge.discovery.records import ProposalVerdict
         from mindforge.discovery.run import DiscoveryConfig, ProposalBatch, admission_record
 
+        from mindforge.discovery.admission import discovered_dir
+
         batch = ProposalBatch.model_validate(inp.batch)
+        # a retry after admission moved some tasks out of staging reads them where they are now
+        for staged in batch.staged:
+            moved = discovered_dir(self.artifact_root, inp.lineage_id, staged.task_id)
+            if not Path(staged.path).exists() and moved.exists():
+                staged.path = str(moved)
         verdicts = [ProposalVerdict.model_validate(v) for v in inp.verdicts]
         with store_engine.session_scope(self.engine) as s:
             counts = pool.pool_counts(session=s, lineage_id=inp.lineage_id)
-            new = {a.task_hash for a in pool.list_pool(session=s, lineage_id=inp.lineage_id) if a.added_generation == inp.generation}
-            held_new = sum(
-                1 for a in pool.list_pool(session=s, lineage_id=inp.lineage_id)
-                if a.added_generation == inp.generation and a.split == PoolSplit.HELD_OUT
-            )
+            # tasks this Discovery already admitted (a retried activity), not the lineage's starting pool
+            added_now = [
+                a for a in pool.list_pool(session=s, lineage_id=inp.lineage_id)
+                if a.added_generation == inp.generation
+                and pool.get_task(session=s, content_hash=a.task_hash).source == TaskSource.DISCOVERED
+            ]
+            new = {a.task_hash for a in added_now}
+            held_new = sum(1 for a in added_now if a.split == PoolSplit.HELD_OUT)
             config = DiscoveryConfig(
                 count=max(1, batch.requested),
                 generation=inp.generation,

@@ -34,12 +34,16 @@ class _Section(BaseModel):
 
 
 class MetadataConfig(_Section):
+    """``[metadata]``: free-form description (difficulty, category, tags)."""
+
     difficulty: str = "unknown"
     category: str = "uncategorized"
     tags: list[str] = Field(default_factory=list)
 
 
 class TaskInfoConfig(_Section):
+    """``[task]`` (schema 1.3+): name, version, description, authors."""
+
     name: str = ""
     version: str = ""
     description: str = ""
@@ -79,6 +83,8 @@ class EnvironmentConfig(_Section):
 
 
 class SolutionConfig(_Section):
+    """``[solution]``: environment variables of the reference solution."""
+
     env: dict[str, str] = Field(default_factory=dict)
 
 
