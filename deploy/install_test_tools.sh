@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Tools the test suite needs beyond the dev stack: headless Chromium renders the HTML
-# report in a test. Idempotent; needs root (apt-get).
+# report in a test; PostgreSQL's server binaries run the store's tests against Postgres
+# too (a throwaway server per test session). Idempotent; needs root (apt-get).
 set -euo pipefail
-if ! command -v chromium >/dev/null 2>&1; then
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+if ((${#missing[@]})); then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

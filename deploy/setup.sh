@@ -10,13 +10,13 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PY" -m venv .venv
 fi
 stamp=".venv/.mindforge-installed"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat pyproject.toml deploy/setup.sh | sha256sum | cut -d' ' -f1)"
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && .venv/bin/python -c "import mindforge" 2>/dev/null; then
   echo "setup: .venv up to date"
   exit 0
 fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q "torch==2.13.0"
-.venv/bin/pip install -q -e ".[train,test]"
+.venv/bin/pip install -q -e ".[train,test,postgres]"
 echo "$want" > "$stamp"
 echo "setup: installed into .venv"
