@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mindforge.replies import ReplyFormatError, load_json_object
 from mindforge.store.models import AuditOwner
 from mindforge.trial import NO_REWARD_CLASSES, FailureClass, LimitFired, TrialRecord
 
@@ -371,16 +372,10 @@ def parse_judge_reply(text: str) -> tuple[AuditOwner, str]:
     Raises:
         JudgeReplyError: anything else, with the reason.
     """
-    body = text.strip()
-    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, flags=re.DOTALL)
-    if fence:
-        body = fence.group(1)
     try:
-        obj = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise JudgeReplyError(f"not one JSON object: {exc}") from None
-    if not isinstance(obj, dict):
-        raise JudgeReplyError(f"a JSON {type(obj).__name__}, not an object")
+        obj = load_json_object(text)
+    except ReplyFormatError as exc:
+        raise JudgeReplyError(str(exc)) from None
     if set(obj) != {"owner", "reason"}:
         raise JudgeReplyError(f"keys must be exactly owner and reason, got {sorted(obj)}")
     if obj["owner"] not in {o.value for o in AuditOwner}:

@@ -8,13 +8,13 @@ becomes a candidate.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from mindforge.hcp import HCPContract
+from mindforge.replies import ReplyFormatError, load_json_object
 from mindforge.search.candidates import CandidateError, apply_edit
 from mindforge.search.edits import MAX_PROMPT_CHARS, Edit
 
@@ -90,16 +90,10 @@ def parse_prompt_reply(text: str) -> str:
     Raises:
         PromptReplyError: anything else, with the reason.
     """
-    body = text.strip()
-    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, flags=re.DOTALL)
-    if fence:
-        body = fence.group(1)
     try:
-        obj = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise PromptReplyError(f"not one JSON object: {exc}") from None
-    if not isinstance(obj, dict):
-        raise PromptReplyError(f"a JSON {type(obj).__name__}, not an object")
+        obj = load_json_object(text)
+    except ReplyFormatError as exc:
+        raise PromptReplyError(str(exc)) from None
     extra = set(obj) - {"append_system_prompt", "rationale"}
     if "append_system_prompt" not in obj or extra:
         raise PromptReplyError(f"keys must be append_system_prompt (and rationale), got {sorted(obj)}")
