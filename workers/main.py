@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
+from mindforge.errors import InfraError
 from mindforge.orchestration import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.activities import LineageActivities
@@ -36,10 +37,20 @@ WORKFLOWS = [LineageWorkflow, GenerationWorkflow, DiscoveryWorkflow, ExpansionWo
 
 
 async def connect(settings: Settings) -> Client:
-    """A Temporal client with the pydantic data converter, from settings."""
-    return await Client.connect(
-        settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
-    )
+    """A Temporal client with the pydantic data converter, from settings.
+
+    Raises:
+        InfraError: Temporal does not answer at ``settings.temporal_address``.
+    """
+    try:
+        return await Client.connect(
+            settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
+        )
+    except RuntimeError as exc:
+        raise InfraError(
+            f"Temporal does not answer at {settings.temporal_address} ({exc}); "
+            "start the dev stack with `mindforge dev up` or set MINDFORGE_TEMPORAL_ADDRESS"
+        ) from None
 
 
 def init_ray(address: str) -> None:
