@@ -44,8 +44,8 @@ def test_defective_fixtures_are_classified(name, verdict, docker_engine, image_m
 
 def test_flaky_fixture_is_classified(docker_engine, image_map, settings):
     """The flaky fixture's verdict is a fair coin per run, so two oracle runs disagree with
-    probability 1/2; with 8 oracle runs all agreeing has probability 2 * 2**-8 < 1%."""
-    result = _validate(FIXTURE_TASKS / "flaky", docker_engine, image_map, settings, oracle_runs=8)
+    probability 1/2; with 12 oracle runs all agreeing has probability 2 * 2**-12 (0.05%)."""
+    result = _validate(FIXTURE_TASKS / "flaky", docker_engine, image_map, settings, oracle_runs=12)
     assert result.verdict == Verdict.FLAKY, result.reasons
 
 
