@@ -174,8 +174,12 @@ class RayComponent(Component):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         cpus = os.cpu_count() or 2
         say(f"starting Ray head on 127.0.0.1:{RAY_HEAD_PORT} with {cpus} CPUs (log: {log_path}) ...")
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        # Ray's token authentication, always on for this head (Ray turns it on by itself
+        # only when ~/.ray/auth_token exists, which made drivers' behaviour depend on
+        # history); workers connect with the same token (workers.main.init_ray)
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
         with log_path.open("ab") as log:
+            subprocess.run([_tool("ray"), "get-auth-token", "--generate"], stdout=subprocess.DEVNULL, stderr=log, env=env, check=False)
             proc = subprocess.run(
                 [
                     _tool("ray"), "start", "--head", "--node-ip-address", "127.0.0.1",

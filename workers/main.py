@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from pathlib import Path
 from datetime import timedelta
 
 from temporalio.client import Client
@@ -58,7 +59,8 @@ def init_ray(address: str) -> None:
 
     The driver's ``MINDFORGE_*`` environment variables travel to the Ray workers in the
     job's runtime environment, so trials on any node use the same data dir, artifact root
-    and settings as this worker.
+    and settings as this worker. Ray's token authentication is used when this machine has
+    a Ray token (``~/.ray/auth_token``) and ``RAY_AUTH_MODE`` is not set otherwise.
     """
     import os
 
@@ -68,6 +70,10 @@ def init_ray(address: str) -> None:
         return
     env = {k: v for k, v in os.environ.items() if k.startswith("MINDFORGE_")}
     runtime_env = {"env_vars": env} if env else None
+    if address != "local" and "RAY_AUTH_MODE" not in os.environ and (Path.home() / ".ray" / "auth_token").is_file():
+        # a head started on this machine since Ray made a token (``ray start`` turns token
+        # authentication on when ~/.ray/auth_token exists) accepts only drivers that send it
+        os.environ["RAY_AUTH_MODE"] = "token"
     if address == "local":
         ray.init(address="local", include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
     else:

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mindforge.errors import InputError
+from mindforge.errors import InfraError, InputError
 
 app = typer.Typer(help="Lineages: N generations of a model-harness pair, run durably on Temporal.", no_args_is_help=True)
 console = Console()
@@ -102,8 +102,16 @@ async def start_lineage(spec, settings) -> str:
     return wid
 
 
-async def wait_lineage(settings, wid: str, show: bool = True) -> dict:
-    """Wait for a lineage workflow to finish, showing the query status; returns the final status."""
+async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worker_log: Path | None = None) -> dict:
+    """Wait for a lineage workflow to finish, showing the query status; returns the final status.
+
+    Args:
+        worker: the worker process this command started, if any; its exit ends the wait.
+        worker_log: that worker's log file, quoted when it exits.
+
+    Raises:
+        InfraError: the worker this command started exited before the lineage finished.
+    """
     from workers.main import connect
 
     client = await connect(settings)
@@ -113,6 +121,13 @@ async def wait_lineage(settings, wid: str, show: bool = True) -> dict:
         result_task = asyncio.create_task(handle.result())
         while not result_task.done():
             await asyncio.sleep(2)
+            if worker is not None and worker.poll() is not None:
+                result_task.cancel()
+                tail = worker_log.read_text(errors="replace").splitlines()[-5:] if worker_log else []
+                raise InfraError(
+                    f"the worker exited with status {worker.returncode} before the lineage finished; "
+                    f"log {worker_log}:\n" + "\n".join(tail)
+                )
             try:
                 st = await handle.query("status")
                 shown = min(st["generation"] + 1, st["generations"])

@@ -68,9 +68,10 @@ def quickstart_command(
             ).start()
             policy_url = server.base_url
         console.print(f"policy endpoint {policy_url}")
+        worker_log = logs / f"worker-{name}.log"
         worker = subprocess.Popen(
             [sys.executable, "-m", "mindforge.cli.main", "worker"],
-            stdout=(logs / f"worker-{name}.log").open("wb"),
+            stdout=worker_log.open("wb"),
             stderr=subprocess.STDOUT,
             env={**os.environ},
         )
@@ -80,7 +81,7 @@ def quickstart_command(
         )
         wid = asyncio.run(start_lineage(spec, settings))
         console.print(f"started lineage [bold]{name}[/]\nWeb UI: {ui_link(settings, wid)}")
-        final = asyncio.run(wait_lineage(settings, wid))
+        final = asyncio.run(wait_lineage(settings, wid, worker=worker, worker_log=worker_log))
         console.print(f"lineage {name}: {final.get('state')}")
         _print_store_status(name)
         console.print(f"artifacts: {settings.artifacts / 'runs'}\nstore: {settings.db_url}")
