@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from rich.table import Table
 from mindforge.errors import InfraError, InputError
 
 app = typer.Typer(help="Lineages: N generations of a model-harness pair, run durably on Temporal.", no_args_is_help=True)
-console = Console()
+# tables stay readable when the output goes to a file or a pipe (Rich assumes 80 columns there)
+console = Console(width=None if sys.stdout.isatty() else 200)
 
 
 def workflow_id_for(name: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -46,6 +47,8 @@ def quickstart_command(
     from mindforge.policy.runner import PolicyServerProcess
     from mindforge.settings import get_settings
 
+    # SIGTERM runs the clean-up below (worker and policy server stopped), as Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     settings = get_settings()
     dev_up(settings, say=lambda m: console.print(f"[dim]{m}[/]"))
     get_settings.cache_clear()
