@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from pathlib import Path
 from datetime import timedelta
@@ -54,6 +55,30 @@ async def connect(settings: Settings) -> Client:
         ) from None
 
 
+def use_ray_token_if_present() -> None:
+    """Send this machine's Ray token (``~/.ray/auth_token``) when ``RAY_AUTH_MODE`` is unset.
+
+    ``ray start`` turns token authentication on by itself when that file exists, and a
+    head started so accepts only drivers that send the token; a driver connecting to an
+    existing cluster does not load it unless ``RAY_AUTH_MODE=token``. Ray reads the mode
+    when it is imported, so this runs when this module is imported (before anything here
+    imports Ray), and again in :func:`init_ray` through Ray's own refresh.
+    """
+    import sys
+
+    if "RAY_AUTH_MODE" in os.environ or not (Path.home() / ".ray" / "auth_token").is_file():
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    if "ray" in sys.modules:  # imported already: refresh Ray's cached config the way Ray does
+        from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
+
+        os.environ.pop("RAY_AUTH_MODE")
+        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
+use_ray_token_if_present()
+
+
 def init_ray(address: str) -> None:
     """Connect to Ray: ``local`` starts an in-process local cluster, anything else is an address.
 
@@ -62,18 +87,14 @@ def init_ray(address: str) -> None:
     and settings as this worker. Ray's token authentication is used when this machine has
     a Ray token (``~/.ray/auth_token``) and ``RAY_AUTH_MODE`` is not set otherwise.
     """
-    import os
-
     import ray
 
     if ray.is_initialized():
         return
     env = {k: v for k, v in os.environ.items() if k.startswith("MINDFORGE_")}
     runtime_env = {"env_vars": env} if env else None
-    if address != "local" and "RAY_AUTH_MODE" not in os.environ and (Path.home() / ".ray" / "auth_token").is_file():
-        # a head started on this machine since Ray made a token (``ray start`` turns token
-        # authentication on when ~/.ray/auth_token exists) accepts only drivers that send it
-        os.environ["RAY_AUTH_MODE"] = "token"
+    if address != "local":
+        use_ray_token_if_present()
     if address == "local":
         ray.init(address="local", include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
     else:
