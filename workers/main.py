@@ -59,24 +59,13 @@ def use_ray_token_if_present() -> None:
     """Send this machine's Ray token (``~/.ray/auth_token``) when ``RAY_AUTH_MODE`` is unset.
 
     ``ray start`` turns token authentication on by itself when that file exists, and a
-    head started so accepts only drivers that send the token; a driver connecting to an
-    existing cluster does not load it unless ``RAY_AUTH_MODE=token``. Ray reads the mode
-    when it is imported, so this runs when this module is imported (before anything here
-    imports Ray), and again in :func:`init_ray` through Ray's own refresh.
+    head started so accepts only drivers that send the token; a driver joining an existing
+    cluster loads it only with ``RAY_AUTH_MODE=token``, which Ray reads when it is first
+    imported. :func:`init_ray` calls this before it imports Ray; in a process that has
+    imported Ray already, set ``RAY_AUTH_MODE`` in its environment instead.
     """
-    import sys
-
-    if "RAY_AUTH_MODE" in os.environ or not (Path.home() / ".ray" / "auth_token").is_file():
-        return
-    os.environ["RAY_AUTH_MODE"] = "token"
-    if "ray" in sys.modules:  # imported already: refresh Ray's cached config the way Ray does
-        from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
-
-        os.environ.pop("RAY_AUTH_MODE")
-        maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
-
-
-use_ray_token_if_present()
+    if "RAY_AUTH_MODE" not in os.environ and (Path.home() / ".ray" / "auth_token").is_file():
+        os.environ["RAY_AUTH_MODE"] = "token"
 
 
 def init_ray(address: str) -> None:
@@ -87,14 +76,16 @@ def init_ray(address: str) -> None:
     and settings as this worker. Ray's token authentication is used when this machine has
     a Ray token (``~/.ray/auth_token``) and ``RAY_AUTH_MODE`` is not set otherwise.
     """
+    import sys
+
+    if address != "local" and "ray" not in sys.modules:
+        use_ray_token_if_present()
     import ray
 
     if ray.is_initialized():
         return
     env = {k: v for k, v in os.environ.items() if k.startswith("MINDFORGE_")}
     runtime_env = {"env_vars": env} if env else None
-    if address != "local":
-        use_ray_token_if_present()
     if address == "local":
         ray.init(address="local", include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
     else:
