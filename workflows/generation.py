@@ -45,7 +45,9 @@ class GenerationWorkflow:
             index=inp.index, stages_run=ran, stages_skipped=skipped, contract_hash=inp.contract_hash, adapter=inp.adapter
         )
         if Stage.DISCOVERY in inp.spec.stages:
-            disc: DiscoveryResult = await workflow.execute_child_workflow(
+            disc: DiscoveryResult = await self._stage(
+                inp,
+                Stage.DISCOVERY,
                 DiscoveryWorkflow.run,
                 DiscoveryInput(
                     lineage_id=inp.lineage_id,
@@ -54,13 +56,13 @@ class GenerationWorkflow:
                     contract_hash=inp.contract_hash,
                     adapter=inp.adapter,
                 ),
-                id=o.child_id(inp.lineage_id, inp.index, Stage.DISCOVERY.value),
-                search_attributes=o.search_attributes(inp.lineage_id, inp.index, Stage.DISCOVERY.value),
             )
             ran.append(Stage.DISCOVERY.value)
             result.admitted_tasks = disc.admitted
         if Stage.EXPANSION in inp.spec.stages:
-            exp: ExpansionResult = await workflow.execute_child_workflow(
+            exp: ExpansionResult = await self._stage(
+                inp,
+                Stage.EXPANSION,
                 ExpansionWorkflow.run,
                 ExpansionInput(
                     lineage_id=inp.lineage_id,
@@ -69,8 +71,6 @@ class GenerationWorkflow:
                     contract_hash=inp.contract_hash,
                     adapter=inp.adapter,
                 ),
-                id=o.child_id(inp.lineage_id, inp.index, Stage.EXPANSION.value),
-                search_attributes=o.search_attributes(inp.lineage_id, inp.index, Stage.EXPANSION.value),
             )
             ran.append(Stage.EXPANSION.value)
             result.trials, result.passed, result.solved_tasks = exp.trials, exp.passed, exp.solved_tasks
@@ -78,7 +78,9 @@ class GenerationWorkflow:
             if exp.successor_contract_hash:
                 result.contract_hash = exp.successor_contract_hash
         if Stage.UPDATE in inp.spec.stages:
-            upd: UpdateResult = await workflow.execute_child_workflow(
+            upd: UpdateResult = await self._stage(
+                inp,
+                Stage.UPDATE,
                 UpdateWorkflow.run,
                 UpdateInput(
                     lineage_id=inp.lineage_id,
@@ -88,8 +90,6 @@ class GenerationWorkflow:
                     adapter=inp.adapter,
                     successor_contract_hash=result.successor_contract_hash,
                 ),
-                id=o.child_id(inp.lineage_id, inp.index, Stage.UPDATE.value),
-                search_attributes=o.search_attributes(inp.lineage_id, inp.index, Stage.UPDATE.value),
             )
             ran.append(Stage.UPDATE.value)
             # the next generation's pair: a registered adapter comes with its own successor
@@ -100,6 +100,16 @@ class GenerationWorkflow:
         result.stages_run = ran
         await self._record(inp, "completed", result)
         return result
+
+    @staticmethod
+    async def _stage(inp: GenerationInput, stage: Stage, run, arg):
+        """Run one stage as a child workflow, its id and search attributes derived from the lineage."""
+        return await workflow.execute_child_workflow(
+            run,
+            arg,
+            id=o.child_id(inp.lineage_id, inp.index, stage.value),
+            search_attributes=o.search_attributes(inp.lineage_id, inp.index, stage.value),
+        )
 
     async def _record(self, inp: GenerationInput, status: str, result: GenerationResult | None = None) -> None:
         event = GenerationEvent(
