@@ -78,9 +78,15 @@ def _kv(mapping: dict[str, Any]) -> str:
 
 
 def _lift(lift: Any) -> str:
+    """A held-out lift as ``mean (lo..hi)`` to three decimals, signed; extra dict fields after it."""
     if isinstance(lift, (list, tuple)) and len(lift) == 3 and all(isinstance(v, (int, float)) for v in lift):
         return f"{lift[0]:+.3f} ({lift[1]:+.3f}..{lift[2]:+.3f})"
     if isinstance(lift, dict):
+        bounds = [lift.get(k) for k in ("mean", "lo", "hi")]
+        if all(isinstance(v, (int, float)) for v in bounds):
+            rest = {k: v for k, v in lift.items() if k not in ("mean", "lo", "hi") and v not in (None, "")}
+            head = _lift(bounds)
+            return f"{head}; {_kv(rest)}" if rest else head
         return _kv(lift)
     return "-" if lift is None else str(lift)
 

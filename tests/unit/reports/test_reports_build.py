@@ -125,3 +125,14 @@ def test_report_command_writes_html_and_prints_markdown(filled: FilledStore, tmp
         assert isinstance(missing.exception, InputError) and "no-such-lineage" in str(missing.exception)
     finally:
         get_settings.cache_clear()
+
+
+def test_recorded_lift_is_signed_mean_and_interval_whatever_its_shape() -> None:
+    """A lift stored as a list or as the Update's summary dict reads the same: mean (lo..hi)."""
+    from mindforge.reports.sections import _lift
+
+    assert _lift([0.25, 0.0, 0.5]) == "+0.250 (+0.000..+0.500)"
+    summary = {"mean": -0.5, "lo": -1.0, "hi": 0.0, "n_tasks": 2, "reason": None}
+    assert _lift(summary) == "-0.500 (-1.000..+0.000); n_tasks=2"
+    assert _lift({"mean": None, "reason": "no held-out tasks"}) == "mean=None, reason=no held-out tasks"
+    assert _lift(None) == "-"
