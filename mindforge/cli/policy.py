@@ -22,14 +22,23 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, help="TCP port."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA when available, else CPU), cpu, cuda, cuda:N."),
+    served_model_name: str = typer.Option(
+        None,
+        "--served-model-name",
+        help="Name the base model answers to (as vLLM's flag), e.g. a contract's model.id; default --model.",
+    ),
 ) -> None:
     """Serve one base model and its LoRA adapters on /v1 (chat completions, models, load/unload adapter)."""
     from mindforge.policy.server import HubUnreachableError, serve as run_server
 
     console = Console(stderr=True)
-    console.print(f"loading {escape(model)} on {escape(device)}; serving http://{host}:{port}/v1", highlight=False)
+    name = served_model_name or model
+    console.print(
+        f"loading {escape(model)} on {escape(device)}; serving it as {escape(name)} on http://{host}:{port}/v1",
+        highlight=False,
+    )
     try:
-        run_server(model, host, port, device)
+        run_server(model, host, port, device, served_model_name)
     except HubUnreachableError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None

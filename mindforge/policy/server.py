@@ -172,20 +172,24 @@ def start_policy_server(
     return ServerHandle(create_app(load_engine(model, device, served_name)), host, port)
 
 
-def serve(model: str, host: str, port: int, device: str = "auto") -> None:
+def serve(model: str, host: str, port: int, device: str = "auto", served_name: str | None = None) -> None:
     """Load ``model`` and serve it in the foreground until interrupted.
+
+    Args:
+        served_name: the base model's name in requests and ``/v1/models`` (vLLM's
+            ``--served-model-name``); default ``model`` as given.
 
     Raises:
         HubUnreachableError: see :func:`load_engine`.
     """
     import uvicorn
 
-    app = create_app(load_engine(model, device))
+    app = create_app(load_engine(model, device, served_name))
     uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mindforge.policy.server --model M --host H --port P [--device D]``."""
+    """``python -m mindforge.policy.server --model M --host H --port P [--device D] [--served-model-name N]``."""
     import argparse
     import sys
 
@@ -194,9 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--served-model-name", default=None)
     ns = parser.parse_args(argv)
     try:
-        serve(ns.model, ns.host, ns.port, ns.device)
+        serve(ns.model, ns.host, ns.port, ns.device, ns.served_model_name)
     except HubUnreachableError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -16,6 +16,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 
+from tests.conftest import REPO  # noqa: E402
+
 SYSTEM = "You are operating a Linux terminal."
 MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "List the files in /app."}]
 
@@ -203,12 +205,18 @@ def test_lora_adapters_load_switch_and_unload(server, client, model_dir, tmp_pat
 
 @pytest.mark.slow
 def test_serves_from_a_subprocess(model_dir: Path) -> None:
-    """``python -m mindforge.policy.server --model tiny`` (what ``mindforge policy serve`` runs) answers."""
+    """``python -m mindforge.policy.server --model tiny`` (what ``mindforge policy serve`` runs) answers,
+    under the name ``--served-model-name`` gives it (so ``baseline.toml``'s model.id reaches the tiny model)."""
+    from mindforge.hcp import load_contract
     from mindforge.policy.runner import PolicyServerProcess
 
+    served = load_contract(REPO / "hcp_contracts" / "baseline.toml").model.id
     data_dir = model_dir.parents[1]  # <data_dir>/models/tiny, already built by the fixture
     env = {"MINDFORGE_DATA_DIR": str(data_dir)}
-    with PolicyServerProcess("mindforge.policy.server", ["--model", "tiny", "--device", "cpu"], env=env) as proc:
+    args = ["--model", "tiny", "--device", "cpu", "--served-model-name", served]
+    with PolicyServerProcess("mindforge.policy.server", args, env=env) as proc:
         client = openai.OpenAI(base_url=proc.base_url, api_key="unused", max_retries=0, timeout=60)
-        assert [m.id for m in client.models.list().data] == ["tiny"]
-        assert chat(client, "tiny", max_tokens=2).usage.completion_tokens >= 1
+        assert [m.id for m in client.models.list().data] == [served]
+        assert chat(client, served, max_tokens=2).usage.completion_tokens >= 1
+        with pytest.raises(openai.NotFoundError):
+            chat(client, "tiny", max_tokens=1)
