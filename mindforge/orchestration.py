@@ -71,6 +71,9 @@ class LineageSpec(BaseModel):
         serving_urls: endpoints each new adapter revision is handed off to besides the
             policy endpoint (``policy_url`` or settings), which always gets it.
         lift_resamples: bootstrap resamples of the held-out lift interval.
+        audit_judge: ask the policy endpoint to decide the failures the audit rules flag
+            ``needs_judge`` (:func:`mindforge.audit_judge.judge_audit`); the verdict is stored
+            as ``judge:<model>``, and an unusable reply keeps the rules' verdict.
     """
 
     name: str
@@ -95,6 +98,7 @@ class LineageSpec(BaseModel):
     max_trials_per_group: int = Field(default=16, ge=2)
     serving_urls: list[str] = Field(default_factory=list)
     lift_resamples: int = Field(default=2000, ge=1)
+    audit_judge: bool = False
 
 
 class LineageInput(BaseModel):
@@ -478,12 +482,30 @@ class SearchBudgetSpec(BaseModel):
     seed: int = 0
 
 
+class AuditJudge(BaseModel):
+    """Where the audit's optional judge call goes (``LineageSpec.audit_judge``).
+
+    Attributes:
+        enabled: False = rules only.
+        policy_url: the endpoint (``.../v1``); None = the contract's env var / settings.
+    """
+
+    enabled: bool = False
+    policy_url: str | None = None
+
+    @classmethod
+    def of(cls, spec: LineageSpec) -> AuditJudge:
+        """The judge a lineage spec asks for."""
+        return cls(enabled=spec.audit_judge, policy_url=spec.policy_url)
+
+
 class StageTrialsInput(BaseModel):
     """Which stored trials an activity works on: one stage of one generation."""
 
     lineage_id: str
     generation: int
     stage: str
+    judge: AuditJudge = Field(default_factory=AuditJudge)
 
 
 class SearchStartInput(BaseModel):
@@ -524,6 +546,7 @@ class SearchObserveInput(BaseModel):
     job_id: str
     plan: SearchPlanResult
     wall_sec: float | None = None
+    judge: AuditJudge = Field(default_factory=AuditJudge)
 
 
 class SearchStepInput(BaseModel):

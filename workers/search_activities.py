@@ -17,8 +17,9 @@ from typing import Any
 
 from temporalio import activity
 
+from mindforge.agent.endpoint import resolve_endpoint
 from mindforge.orchestration import (
-    ExpansionInput,
+    AuditJudge,
     RunTrialsInput,
     SearchBudgetSpec,
     SearchObserveInput,
@@ -47,6 +48,28 @@ def _events(record) -> list[dict] | None:
     return read_transcript(Path(path)) if path and Path(path).is_file() else None
 
 
+#: limit on one audit judge call, seconds (the audit activity runs under the store timeout)
+JUDGE_TIMEOUT_SEC = 30.0
+
+
+class _ContractCache:
+    """Registered contracts by hash, parsed once per activity (None for an unknown hash)."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+        self.parsed: dict[str, Any] = {}
+
+    def get(self, content_hash: str | None):
+        from mindforge.hcp import loads_contract
+
+        if not content_hash:
+            return None
+        if content_hash not in self.parsed:
+            row = registry.get_contract(session=self.session, content_hash=content_hash)
+            self.parsed[content_hash] = loads_contract(row.toml_text) if row is not None else None
+        return self.parsed[content_hash]
+
+
 class SearchActivities:
     """Audit and search activities bound to one store.
 
@@ -70,16 +93,23 @@ class SearchActivities:
     def _audit_stage(self, inp: StageTrialsInput) -> dict[str, int]:
         with store_engine.session_scope(self.engine) as s:
             rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=inp.stage)
-            self._audit_records(s, [r.to_record() for r in rows])
+            self._audit_records(s, [r.to_record() for r in rows], inp.judge)
             counts: dict[str, int] = defaultdict(int)
             for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=inp.stage):
                 counts[str(a.owner)] += 1
             return dict(counts)
 
-    def _audit_records(self, s, records) -> dict[str, Any]:
-        """Audit records lacking an audit; returns trial id -> AuditResult for all failed ones."""
-        from mindforge.audit import AuditResult, audit_trial, needs_audit
+    def _audit_records(self, s, records, judge: AuditJudge | None = None) -> dict[str, Any]:
+        """Audit records lacking an audit; returns trial id -> AuditResult for all failed ones.
 
+        Rules see the contract each trial ran under (its limits and hooks); with the judge
+        on, what the rules flag ``needs_judge`` goes to the trial's own model
+        (adapter, else ``model.id``) on the policy endpoint.
+        """
+        from mindforge.audit import AuditResult, audit_trial, needs_audit
+        from mindforge.audit_judge import judge_audit
+
+        contracts = _ContractCache(s)
         out: dict[str, Any] = {}
         for rec in records:
             if not needs_audit(rec):
@@ -95,7 +125,13 @@ class SearchActivities:
                     judged_by=stored.judged_by,
                 )
                 continue
-            result = audit_trial(rec, _events(rec))
+            contract = contracts.get(rec.contract_hash)
+            events = _events(rec)
+            result = audit_trial(rec, events, contract=contract)
+            if result.needs_judge and judge is not None and judge.enabled and contract is not None:
+                url, key = resolve_endpoint(contract, judge.policy_url)
+                model = rec.adapter or contract.model.adapter or contract.model.id
+                result = judge_audit(rec, events, result, base_url=url, model=model, api_key=key, timeout_sec=JUDGE_TIMEOUT_SEC)
             trials.record_audit(session=s, **result.store_fields())
             out[rec.trial_id] = result
         return out
@@ -138,7 +174,7 @@ class SearchActivities:
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=Stage.EXPANSION.value
             )
             records = [r.to_record() for r in rows]
-            audits = self._audit_records(s, records)
+            audits = self._audit_records(s, records, AuditJudge.of(inp.spec))
             tasks = search_tasks_from_audits(records, audits)
             real = [r for r in records if r.has_real_reward] or records
             cost = CostEstimate(
@@ -229,7 +265,7 @@ class SearchActivities:
                 row = trials.get_trial(session=s, trial_id=c.trial_id)
                 if row is not None:
                     records[c.trial_id] = row.to_record()
-            audits = self._audit_records(s, list(records.values()))
+            audits = self._audit_records(s, list(records.values()), inp.judge)
             results = StepResults(
                 step=inp.plan.step,
                 results=[cell_result_from_record(records[c.trial_id], c, audits.get(c.trial_id)) for c in cells if c.trial_id in records],

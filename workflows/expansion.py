@@ -19,6 +19,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from mindforge.orchestration import (
+        AuditJudge,
         ExpansionInput,
         ExpansionResult,
         RunTrialsInput,
@@ -72,7 +73,10 @@ class ExpansionWorkflow:
             )
         )
         result: ExpansionResult = await _store(o.SUMMARIZE_EXPANSION, inp, ExpansionResult)
-        await _store(o.AUDIT_TRIALS, StageTrialsInput(lineage_id=inp.lineage_id, generation=inp.generation, stage=Stage.EXPANSION.value), dict)
+        audited = StageTrialsInput(
+            lineage_id=inp.lineage_id, generation=inp.generation, stage=Stage.EXPANSION.value, judge=AuditJudge.of(inp.spec)
+        )
+        await _store(o.AUDIT_TRIALS, audited, dict)
         step_inp = SearchStepInput(
             lineage_id=inp.lineage_id, generation=inp.generation, job_id="", spec=inp.spec,
             contract_hash=inp.contract_hash, adapter=inp.adapter,
@@ -103,7 +107,10 @@ class ExpansionWorkflow:
                 wall = 0.0
             done: bool = await _store(
                 o.SEARCH_OBSERVE,
-                SearchObserveInput(lineage_id=inp.lineage_id, generation=inp.generation, job_id=inp.job_id, plan=plan, wall_sec=wall),
+                SearchObserveInput(
+                    lineage_id=inp.lineage_id, generation=inp.generation, job_id=inp.job_id, plan=plan, wall_sec=wall,
+                    judge=AuditJudge.of(inp.spec),
+                ),
                 bool,
             )
             if done:

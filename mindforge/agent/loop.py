@@ -10,7 +10,6 @@ and endpoint errors are their own failure classes, never task failures.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import openai
 from mindforge.agent import prompts
 from mindforge.agent.actions import Action, ActionParseError, parse_json_action, parse_tool_call, tool_schemas
 from mindforge.agent.base import Agent, AgentOutcome
+from mindforge.agent.endpoint import resolve_endpoint
 from mindforge.agent.shell import PersistentShell
 from mindforge.agent.transcript import TranscriptWriter
 from mindforge.sandbox.base import Sandbox
@@ -57,14 +57,10 @@ class ModelAgent(Agent):
         api_key: str | None = None,
         request_timeout_sec: float = 600.0,
     ) -> None:
-        from mindforge.settings import get_settings
-
         self.contract = contract
         self.contract_hash = contract.content_hash
         self.adapter = contract.model.adapter or ""
-        m = contract.model
-        self.base_url = base_url or os.environ.get(m.base_url_env or "", "") or get_settings().policy_url
-        self.api_key = api_key or os.environ.get(m.api_key_env or "", "") or "EMPTY"
+        self.base_url, self.api_key = resolve_endpoint(contract, base_url, api_key)
         self.request_timeout_sec = request_timeout_sec
 
     # ------------------------------------------------------------------ run

@@ -36,14 +36,15 @@ def ui_link(settings, workflow_id: str) -> str:
 
 def build_spec(
     name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model=None,
-    search_attempts=None,
+    search_attempts=None, audit_judge=False,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract checked).
 
     ``base_model`` is what the Update stage trains a LoRA on: a local directory or a hub
     id. Default: the locally built tiny model for a contract whose ``model.id`` is
     ``tiny``, else the contract's ``model.id``. ``search_attempts`` caps configuration
-    search per generation (None: the default budget; 0: no search).
+    search per generation (None: the default budget; 0: no search). ``audit_judge`` sends
+    the failures audit rules cannot decide to the policy endpoint as a judge.
 
     Raises:
         InputError: a missing path, an invalid contract or an unknown stage.
@@ -83,6 +84,7 @@ def build_spec(
             else SearchBudgetSpec(enabled=False) if search_attempts == 0
             else SearchBudgetSpec(max_attempts=search_attempts)
         ),
+        audit_judge=audit_judge,
     )
 
 
@@ -154,13 +156,19 @@ def start(
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Trials per run_trials activity."),
     base_model: str = typer.Option(None, "--base-model", help="Base model the Update stage trains on (dir or hub id)."),
     search_attempts: int = typer.Option(None, "--search-attempts", min=0, help="Search budget per generation in trials (0: no search)."),
+    audit_judge: bool = typer.Option(
+        False, "--audit-judge", help="Ask the policy model to judge failures the audit rules cannot decide."
+    ),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
 ) -> None:
     """Start a lineage and print its Temporal Web UI link."""
     from mindforge.settings import get_settings
 
     settings = get_settings()
-    spec = build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model, search_attempts)
+    spec = build_spec(
+        name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model,
+        search_attempts, audit_judge,
+    )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
     if wait:

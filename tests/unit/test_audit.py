@@ -14,11 +14,10 @@ from mindforge.audit import (
     AuditResult,
     NotAFailureError,
     audit_trial,
-    judge_audit,
-    parse_judge_reply,
     usable_for_search,
     usable_for_training,
 )
+from mindforge.audit_judge import judge_audit, parse_judge_reply
 from mindforge.hcp import derive, load_contract
 from mindforge.policy.runner import free_port
 from mindforge.policy.scripted import start_scripted_policy
