@@ -19,6 +19,7 @@ from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store import engine as se
 from mindforge.store import pool
 from mindforge.store.models import PoolSplit
+from tests.e2e.histories import save_histories
 from tests.e2e.test_lineage import CONTRACT, TASKS, _run_in_process, _spec, _stored
 from tests.unit.discovery.sample_proposals import BROKEN, TOO_EASY, TOO_EASY_MARKER, VALID, reply
 
@@ -42,6 +43,7 @@ def test_discovery_grows_the_pool_by_exactly_the_admitted_tasks(temporal_env, ra
         spec.discovery_count = 3
         spec.discovery_attempts = 1
         loop.run_until_complete(_run_in_process(env, settings, spec))
+        loop.run_until_complete(save_histories(env, "disc"))
     records, gens, status = _stored(settings, "disc")
     assert status == "completed"
     index, _st, stages, record = gens[0]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -24,12 +23,12 @@ from mindforge.store import engine as se
 from mindforge.store import lineages, trials
 from tests.conftest import BUNDLED_TASKS, REPO
 from tests.e2e.conftest import worker_env
+from tests.e2e.histories import HISTORY_DIR, expected_files, save_histories
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
 
 TASKS = ["log-5xx-report", "fix-invoice-totals", "c-stats-make"]
 CONTRACT = REPO / "hcp_contracts" / "baseline.toml"
-HISTORY_DIR = Path(__file__).parent / "histories"
 
 
 def _finish_script(model_id: str, delay_sec: float = 0.0) -> dict:
@@ -105,15 +104,7 @@ def test_two_generation_lineage(temporal_env, ray_cluster, settings, policy):
     # trials ran on both Ray nodes
     nodes = {r.worker.split("/")[1] for r in records}
     assert len(nodes) == 2, nodes
-    if os.environ.get("MINDFORGE_SAVE_HISTORIES"):
-        loop.run_until_complete(_save_histories(env))
-
-
-async def _save_histories(env) -> None:
-    HISTORY_DIR.mkdir(exist_ok=True)
-    for wid in HISTORY_IDS:
-        history = await env.client.get_workflow_handle(wid).fetch_history()
-        (HISTORY_DIR / f"{wid}.json").write_text(history.to_json())
+    loop.run_until_complete(save_histories(env, "two-gens"))
 
 
 def _lineage_containers() -> list:
@@ -174,14 +165,13 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
     assert leftover == []
 
 
-HISTORY_IDS = ["lineage-two-gens", "two-gens-gen-0", "two-gens-gen-0-expansion"]
-
-
 def test_replay_saved_histories():
     """Saved workflow histories replay against the current workflow code (determinism guard).
 
-    The histories were recorded from ``test_two_generation_lineage`` with
-    ``MINDFORGE_SAVE_HISTORIES=1``; a change that breaks determinism fails here.
+    The histories were recorded by the e2e tests named in
+    :data:`tests.e2e.histories.HISTORIES` with ``MINDFORGE_SAVE_HISTORIES=1``: the
+    lineage, generation, expansion (search off and on), discovery and update workflows.
+    A change that breaks determinism fails here.
     """
     from temporalio.client import WorkflowHistory
     from temporalio.contrib.pydantic import pydantic_data_converter
@@ -190,7 +180,7 @@ def test_replay_saved_histories():
     from workers.main import WORKFLOWS
 
     files = sorted(HISTORY_DIR.glob("*.json"))
-    assert len(files) == len(HISTORY_IDS), files
+    assert files == expected_files(), files
     replayer = Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter)
 
     async def replay() -> None:

@@ -2,7 +2,9 @@
 
 Test double: a SCRIPTED POLICY behind the OpenAI-compatible HTTP API plays a model whose
 failing tasks are each unlocked by one particular harness edit - a skill in the
-workspace (two tasks, two different skills), the plan-first hook, or native tool calls.
+workspace (two tasks, two different skills), the plan-first hook, native tool calls, or
+a harness limit: a larger observation cap, where the line the model needs sits in the
+middle of a long output that the baseline's cap cuts.
 Under the baseline contract it finishes at once, so every task fails the base
 evaluation; search must find each task's edit. Everything else is real.
 """
@@ -16,10 +18,18 @@ import pytest
 from mindforge.orchestration import SearchBudgetSpec, Stage
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store import engine as se
+from mindforge.store import lineages, registry, trials
 from tests.conftest import BUNDLED_TASKS
+from tests.e2e.histories import save_histories
 from tests.e2e.test_lineage import CONTRACT, _run_in_process, _spec, _stored
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
+
+#: printed between two ~10 KB runs of numbers: past the baseline's 16 KiB cap (head + tail
+#: kept), inside the 64 KiB of a x4 raise, and short enough that the prompt stays inside the
+#: context window; the command computes the line, so only the output shows it
+KEY_LINE = "MINDFORGE-42-KEY"
+LONG_OUTPUT = "seq 1 2300; echo MINDFORGE-$((6*7))-KEY; seq 1 2300"
 
 #: task -> how it is unlocked
 UNLOCKS = {
@@ -27,6 +37,7 @@ UNLOCKS = {
     "jsonl-to-csv": ("skill", "run_tests.sh"),
     "log-5xx-report": ("hook", "numbered plan"),
     "site-permissions": ("format", "Act by calling the provided tools"),
+    "shell-ext-summary": ("observation", KEY_LINE),
 }
 
 
@@ -47,6 +58,10 @@ def unlock_script(model_id: str) -> dict:
         if kind == "skill":
             rules.append({"match": {"turn": 0, "system_contains": needle, "conversation_contains": [marker]},
                           "reply": _json("write_file", path="/tmp/solve.sh", content=solve)})
+        elif kind == "observation":
+            rules.append({"match": {"turn": 0, "conversation_contains": [marker]}, "reply": _json("bash", command=LONG_OUTPUT)})
+            rules.append({"match": {"conversation_contains": [marker], "last_message_contains": needle},
+                          "reply": _json("write_file", path="/tmp/solve.sh", content=solve)})
         elif kind == "hook":
             rules.append({"match": {"turn": 0, "conversation_contains": [marker, needle]},
                           "reply": {"content": "1. write the solution script\n2. run it"}})
@@ -63,27 +78,42 @@ def unlock_script(model_id: str) -> dict:
 
 
 def test_adaptive_search_reaches_full_coverage_and_the_report_shows_single_below_it(temporal_env, ray_cluster, settings, tmp_path):
-    from mindforge.hcp import load_contract
+    from mindforge.hcp import load_contract, loads_contract
     from mindforge.reports import gather_report_data, render_report
 
     env, _address, loop = temporal_env
     with start_scripted_policy(unlock_script(load_contract(CONTRACT).model.id)) as policy:
-        spec = _spec("search", policy.base_url, generations=1, attempts=1, search=SearchBudgetSpec(max_attempts=120, cells_per_step=8, seed=0))
+        spec = _spec("search", policy.base_url, generations=1, attempts=1, search=SearchBudgetSpec(max_attempts=160, cells_per_step=8, seed=0))
         spec.tasks = [str(BUNDLED_TASKS / t) for t in UNLOCKS]
         spec.stages = [Stage.EXPANSION]
         loop.run_until_complete(_run_in_process(env, settings, spec))
+        loop.run_until_complete(save_histories(env, "search"))
     _records, gens, status = _stored(settings, "search")
     assert status == "completed"
     search = gens[0][3]["search"]
     assert search["failing_tasks"] == len(UNLOCKS)
     assert search["covered"] == len(UNLOCKS), search
     assert search["stop_reason"] == "full_coverage"
-    assert search["spent"]["attempts"] <= 120
+    assert search["spent"]["attempts"] <= 160  # 96 when measured
     assert search["best_single"]["covered"] < search["covered"]
 
     eng = se.init_db(settings.db_url)
     with se.session_scope(eng) as s:
         data = gather_report_data(s, "search")
+        lineage_id = lineages.get_lineage_by_name(session=s, name="search").id
+        rules = {
+            trials.get_trial(session=s, trial_id=a.trial_id).task_id: a.evidence["rule"]
+            for a in trials.list_audits(session=s, lineage_id=lineage_id, generation_index=0, stage="expansion")
+        }
+        solved_by = {
+            r.contract_hash
+            for r in trials.list_trials(session=s, lineage_id=lineage_id, generation_index=0, stage="search")
+            if r.task_id == "shell-ext-summary" and r.reward == 1.0
+        }
+        caps = {loads_contract(registry.get_contract(session=s, content_hash=h).toml_text).tools.max_observation_bytes for h in solved_by}
+    root_cap = load_contract(CONTRACT).tools.max_observation_bytes
+    assert rules["shell-ext-summary"] == "config.output_cut"  # the audit saw the cut, so search tried the raise
+    assert caps and min(caps) > root_cap, caps
     html = render_report(data, "html")
     md = render_report(data, "md")
     assert "cumulative" in md.lower() and "single" in md.lower()

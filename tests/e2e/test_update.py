@@ -36,6 +36,7 @@ from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.models import PoolSplit
 from mindforge.trainer.config import TrainerConfig
 from tests.conftest import BUNDLED_TASKS, REPO
+from tests.e2e.histories import save_histories
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
 
@@ -327,6 +328,7 @@ def test_two_generations_register_two_revisions_and_the_report_shows_both_held_o
                 serving_urls=[tiny.base_url],
             )
             (last,) = loop.run_until_complete(_run(env, settings, [spec]))
+            loop.run_until_complete(save_histories(env, name))
         served = served_adapters(tiny.base_url)
     finally:
         tiny.stop()
