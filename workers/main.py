@@ -26,6 +26,7 @@ from mindforge.settings import Settings, get_settings
 from workers.activities import LineageActivities
 from workers.discovery_activities import DiscoveryActivities
 from workers.search_activities import SearchActivities
+from workers.training_activities import TrainingActivities
 from workers.update_activities import UpdateActivities
 from workflows.discovery import DiscoveryWorkflow
 from workflows.expansion import ExpansionWorkflow
@@ -113,6 +114,7 @@ def build_workers(client: Client, acts: LineageActivities, queues: list[str], gr
     workers = []
     disc = DiscoveryActivities(acts.engine, get_settings().artifacts)
     upd = UpdateActivities(acts.engine, get_settings().artifacts)
+    training = TrainingActivities(acts.engine, get_settings().artifacts)
     store_acts = [a for a in acts.all() if a is not acts.run_trials] + [disc.propose, disc.admit]
     store_acts += upd.orchestration_activities() + SearchActivities(acts.engine).all()
     if "orchestration" in queues:
@@ -130,7 +132,7 @@ def build_workers(client: Client, acts: LineageActivities, queues: list[str], gr
             Worker(
                 client,
                 task_queue=SANDBOX_QUEUE,
-                activities=[acts.run_trials, disc.check, *upd.sandbox_activities()],
+                activities=[acts.run_trials, disc.check, *training.sandbox_activities()],
                 max_concurrent_activities=8,
                 graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_sec),
             )

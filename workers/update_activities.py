@@ -1,8 +1,7 @@
-"""Update activities: select trajectories, train on Ray, validate, register, hand off, measure lift.
+"""Update activities of the orchestration queue: select trajectories, register, hand off, measure lift.
 
-Store activities run on the orchestration queue; ``train_adapter`` and
-``validate_adapter`` run on the sandbox queue, where the worker is a Ray driver, and
-each submits one Ray task (training asks for a GPU when the cluster has one). Every
+These are store and HTTP activities; training and validation, which submit Ray tasks
+from the sandbox queue, are in :mod:`workers.training_activities`. Every Update
 activity writes its part of the generation record under ``record["update"]``
 (``selection``, ``training``, ``adapter``, ``successor_contract``, ``handoff``, ``lift``,
 ``outcome``, ``next_pair``); the lift also goes to ``record["held_out_lift"]``, where the
@@ -17,7 +16,6 @@ unreachable endpoint is retryable.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +34,8 @@ from mindforge.orchestration import (
     RegisterAdapterResult,
     SelectTrajectoriesResult,
     Stage,
-    TrainAdapterInput,
-    TrainAdapterResult,
     TrialSpec,
     UpdateInput,
-    ValidateAdapterInput,
 )
 from mindforge.serving import EndpointUnavailableError, ServingError, hand_off, versioned_adapter_name
 from mindforge.store import engine as store_engine
@@ -48,7 +43,6 @@ from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.models import AdapterRevisionCreate, PoolSplit
 from mindforge.trainer.lift import LiftReport, PairRef, heldout_lift
 from mindforge.trainer.selection import select_groups
-from mindforge.trainer.validate_adapter import AdapterReport
 
 #: trial stages never trained on: held-out evaluation, and Discovery's proposal checks
 NOT_TRAINED_STAGES = frozenset({Stage.HELDOUT.value, Stage.DISCOVERY.value})
@@ -62,7 +56,8 @@ def _held_out(session, lineage_id: str):
     return pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=PoolSplit.HELD_OUT)
 
 
-def _non_retryable(exc: Exception) -> ApplicationError:
+def non_retryable_error(exc: Exception) -> ApplicationError:
+    """``exc`` as a non-retryable ``ApplicationError`` typed with its class name."""
     return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)
 
 
@@ -82,7 +77,7 @@ def successor_contract(base: Any, adapter_name: str) -> Any:
     return derive(base, revision=f"{revision}+{adapter_name}", edit=edit, changes={"model.adapter": adapter_name})
 
 
-def _merge_update(session, lineage_id: str, index: int, parts: dict[str, Any], top: dict | None = None) -> None:
+def merge_update_record(session, lineage_id: str, index: int, parts: dict[str, Any], top: dict | None = None) -> None:
     """Merge ``parts`` into the generation's ``record["update"]`` (and ``top`` into the record)."""
     generation = lineages.get_generation(session=session, lineage_id=lineage_id, index=index)
     current = dict(generation.record.get("update") or {}) if generation is not None else {}
@@ -114,7 +109,7 @@ class UpdateActivities:
         try:
             return await asyncio.to_thread(self._select, inp)
         except InputError as exc:
-            raise _non_retryable(exc) from exc
+            raise non_retryable_error(exc) from exc
 
     def _select(self, inp: UpdateInput) -> SelectTrajectoriesResult:
         if not inp.spec.base_model_path:
@@ -140,7 +135,7 @@ class UpdateActivities:
             mine = [a for a in adapters if a.name.startswith(prefix)]  # a rerun of this generation's Update
             revision = mine[0].revision if mine else len(adapters)
             parent = registry.get_adapter_by_name(session=s, name=inp.adapter) if inp.adapter else None
-            _merge_update(s, inp.lineage_id, inp.generation, {"selection": report.counts()})
+            merge_update_record(s, inp.lineage_id, inp.generation, {"selection": report.counts()})
         return SelectTrajectoriesResult(
             report=report,
             adapter_name=versioned_adapter_name(inp.lineage_id, inp.generation, revision),
@@ -161,7 +156,7 @@ class UpdateActivities:
         try:
             return await asyncio.to_thread(self._register, inp)
         except (InputError, AdapterImmutableError) as exc:
-            raise _non_retryable(exc) from exc
+            raise non_retryable_error(exc) from exc
 
     def _contract(self, session, content_hash: str):
         from mindforge.hcp import loads_contract
@@ -214,7 +209,7 @@ class UpdateActivities:
                 "max_abs_logit_diff": report.max_abs_logit_diff,
             }
             contract = {"hash": successor.content_hash, "ref": successor.ref, "edit": successor.mindforge.edit}
-            _merge_update(s, inp.lineage_id, inp.generation, {"adapter": adapter, "successor_contract": contract})
+            merge_update_record(s, inp.lineage_id, inp.generation, {"adapter": adapter, "successor_contract": contract})
             return RegisterAdapterResult(
                 adapter_revision_id=row.id,
                 adapter_name=row.name,
@@ -243,12 +238,12 @@ class UpdateActivities:
             except EndpointUnavailableError as exc:
                 raise ApplicationError(str(exc), type=type(exc).__name__) from exc
             except ServingError as exc:
-                raise _non_retryable(exc) from exc
+                raise non_retryable_error(exc) from exc
         endpoints = [r.model_dump(mode="json") for r in records]
 
         def work() -> None:
             with store_engine.session_scope(self.engine) as s:
-                _merge_update(s, inp.lineage_id, inp.generation, {"handoff": endpoints})
+                merge_update_record(s, inp.lineage_id, inp.generation, {"handoff": endpoints})
 
         await asyncio.to_thread(work)
         return HandOffResult(endpoints=endpoints)
@@ -297,7 +292,7 @@ class UpdateActivities:
                 )
                 summary = report.model_dump(mode="json", include=set(LIFT_SUMMARY))
                 top = {"held_out_lift": summary}
-                _merge_update(s, inp.lineage_id, inp.generation, {"lift": report.model_dump(mode="json")}, top)
+                merge_update_record(s, inp.lineage_id, inp.generation, {"lift": report.model_dump(mode="json")}, top)
                 return report
 
         return await asyncio.to_thread(work)
@@ -309,91 +304,9 @@ class UpdateActivities:
         def work() -> None:
             with store_engine.session_scope(self.engine) as s:
                 parts = {"outcome": inp.outcome.value, "next_pair": inp.next_pair.model_dump(), **inp.detail}
-                _merge_update(s, inp.lineage_id, inp.generation, parts)
+                merge_update_record(s, inp.lineage_id, inp.generation, parts)
 
         await asyncio.to_thread(work)
-
-    # ------------------------------------------------------------------ sandbox queue
-    @activity.defn(name="train_adapter")
-    async def train_adapter(self, inp: TrainAdapterInput) -> TrainAdapterResult:
-        """Train the new revision with GRPO in a Ray task; heartbeat its progress; record the metrics.
-
-        Heartbeat details (visible in the Web UI): ``phase``, ``step``, ``loss``,
-        ``tokens``, ``reward_mean``, ``reward_std``, ``groups``.
-
-        Raises:
-            ApplicationError: non-retryable ``InputError`` when the base model, its
-                tokenizer or the parent adapter cannot be loaded.
-        """
-        from ray.util.queue import Queue
-
-        from workers.ray_trials import train_adapter_task, train_resources
-
-        items, missing = await asyncio.to_thread(self._training_items, inp)
-        payload = {
-            "base_model_path": inp.spec.base_model_path,
-            "items": items,
-            "config": inp.spec.trainer.model_dump(mode="json"),
-            "out_dir": str(self.artifact_root / "adapters" / inp.lineage_id / inp.adapter_name),
-            "parent_adapter": inp.parent_adapter_path,
-        }
-        queue = await asyncio.to_thread(Queue, maxsize=10_000, actor_options={"num_cpus": 0})
-        ref = train_adapter_task.options(**train_resources()).remote(payload, queue)
-        try:
-            out = await _await_ray(ref, {"phase": "queued", "trajectories": len(items)}, queue)
-        finally:
-            await asyncio.to_thread(queue.shutdown)
-        dropped = Counter(out.get("samples_dropped", {})) + missing
-        result = TrainAdapterResult.model_validate({**out, "samples_dropped": dict(sorted(dropped.items()))})
-        await asyncio.to_thread(self._record_training, inp, result)
-        return result
-
-    def _training_items(self, inp: TrainAdapterInput) -> tuple[list[dict[str, Any]], Counter]:
-        missing: Counter[str] = Counter()
-        items = []
-        with store_engine.session_scope(self.engine) as s:
-            for group in inp.groups:
-                for trial_id, reward in zip(group.trial_ids, group.rewards, strict=True):
-                    row = trials.get_trial(session=s, trial_id=trial_id)
-                    path = (row.artifacts or {}).get("trajectory") if row is not None else None
-                    if not path:
-                        missing["no_trajectory"] += 1
-                        continue
-                    item = {"trial_id": trial_id, "trajectory": path, "reward": reward, "group_id": group.group_id}
-                    items.append(item)
-        return items, missing
-
-    def _record_training(self, inp: TrainAdapterInput, result: TrainAdapterResult) -> None:
-        part: dict[str, Any] = {
-            "trained": result.trained,
-            "reason": result.reason,
-            "samples_built": result.samples_built,
-            "samples_dropped": result.samples_dropped,
-        }
-        if result.train is not None:
-            paths = {"adapter_dir", "base_model_path", "parent_adapter"}
-            part.update(result.train.model_dump(mode="json", exclude=paths))
-        with store_engine.session_scope(self.engine) as s:
-            _merge_update(s, inp.lineage_id, inp.generation, {"training": part})
-
-    @activity.defn(name="validate_adapter")
-    async def validate_adapter(self, inp: ValidateAdapterInput) -> AdapterReport:
-        """Validate the trained adapter in a Ray task (files, servability, rank, non-zero, effect).
-
-        Raises:
-            ApplicationError: non-retryable, typed with the validation error's class
-                (``ZeroAdapterError``, ``RankLimitError``, ...).
-        """
-        from workers.ray_trials import validate_adapter_task
-
-        out = await _await_ray(validate_adapter_task.remote(inp.model_dump(mode="json")), {"phase": "validating"})
-        if "error" in out:
-            raise ApplicationError(out["message"], type=out["error"], non_retryable=True)
-        return AdapterReport.model_validate(out["report"])
-
-    def all(self) -> list[Any]:
-        """Every activity of this class, for worker registration."""
-        return [*self.orchestration_activities(), *self.sandbox_activities()]
 
     def orchestration_activities(self) -> list[Any]:
         """Activities of the orchestration queue (store and HTTP only)."""
@@ -405,52 +318,3 @@ class UpdateActivities:
             self.measure_lift,
             self.record_update,
         ]
-
-    def sandbox_activities(self) -> list[Any]:
-        """Activities of the sandbox queue (they submit Ray tasks)."""
-        return [self.train_adapter, self.validate_adapter]
-
-
-async def _await_ray(ref: Any, details: dict[str, Any], progress: Any = None) -> dict[str, Any]:
-    """Wait for a Ray task, heartbeating ``details`` (updated from ``progress``) every 2 s.
-
-    On cancellation the Ray task is cancelled. An ``InputError`` raised in the task
-    becomes a non-retryable ``ApplicationError``.
-    """
-    import ray
-
-    try:
-        while True:
-            if progress is not None:
-                details = await asyncio.to_thread(_drain, progress, details)
-            activity.heartbeat(details)
-            ready, _ = await asyncio.to_thread(ray.wait, [ref], num_returns=1, timeout=2.0)
-            if ready:
-                return await asyncio.to_thread(_ray_result, ref)
-    except asyncio.CancelledError:
-        ray.cancel(ref)
-        raise
-
-
-def _drain(queue: Any, details: dict[str, Any]) -> dict[str, Any]:
-    """The latest progress message on ``queue`` (``details`` when there is none)."""
-    from ray.util.queue import Empty
-
-    while True:
-        try:
-            details = queue.get_nowait()
-        except Empty:
-            return details
-
-
-def _ray_result(ref: Any) -> dict[str, Any]:
-    """``ray.get(ref)``, with an ``InputError`` raised in the task made non-retryable."""
-    import ray
-
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, InputError):
-            raise _non_retryable(cause) from exc
-        raise

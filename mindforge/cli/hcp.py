@@ -21,7 +21,7 @@ _PREVIEW_CHARS = 70
 
 
 def _err(message: str) -> None:
-    Console(stderr=True, soft_wrap=True).print(f"[red]error[/red] {escape(message)}")
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(message)}", highlight=False)
 
 
 def _load_or_exit(path: Path) -> HCPContract:

@@ -33,13 +33,14 @@ def main() -> None:
     import sys
 
     from rich.console import Console
+    from rich.markup import escape
 
     from mindforge.errors import MindForgeError
 
     try:
         app(standalone_mode=True)
     except MindForgeError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}", markup=True, highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(2)
 
 

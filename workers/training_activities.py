@@ -1,0 +1,168 @@
+"""Update activities of the sandbox queue: train the adapter and validate it, each in one Ray task.
+
+The worker of the sandbox queue is a Ray driver: ``train_adapter`` submits the GRPO
+training task (it asks for a GPU when the cluster has one) and streams its progress
+through a Ray queue into activity heartbeats; ``validate_adapter`` submits the adapter
+checks. Both write nothing but the training metrics (``record["update"]["training"]``);
+the store activities are in :mod:`workers.update_activities`.
+
+Errors: an ``InputError`` raised inside a Ray task (no base model, a parent adapter that
+cannot be loaded) and a validation failure (typed with the validation error's class
+name) are non-retryable ``ApplicationError``s; anything else retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from mindforge.errors import InputError
+from mindforge.orchestration import TrainAdapterInput, TrainAdapterResult, ValidateAdapterInput
+from mindforge.store import engine as store_engine
+from mindforge.store import trials
+from mindforge.trainer.validate_adapter import AdapterReport
+from workers.update_activities import merge_update_record, non_retryable_error
+
+
+class TrainingActivities:
+    """Training and validation activities bound to one store and artifact root.
+
+    Args:
+        engine: a SQLAlchemy engine of the migrated store.
+        artifact_root: adapters go to ``<artifact_root>/adapters/<lineage>/<name>``.
+    """
+
+    def __init__(self, engine, artifact_root: Path) -> None:
+        self.engine = engine
+        self.artifact_root = Path(artifact_root)
+
+    @activity.defn(name="train_adapter")
+    async def train_adapter(self, inp: TrainAdapterInput) -> TrainAdapterResult:
+        """Train the new revision with GRPO in a Ray task; heartbeat its progress; record the metrics.
+
+        Heartbeat details (visible in the Web UI): ``phase``, ``step``, ``loss``,
+        ``tokens``, ``reward_mean``, ``reward_std``, ``groups``.
+
+        Raises:
+            ApplicationError: non-retryable ``InputError`` when the base model, its
+                tokenizer or the parent adapter cannot be loaded.
+        """
+        from ray.util.queue import Queue
+
+        from workers.ray_trials import train_adapter_task, train_resources
+
+        items, missing = await asyncio.to_thread(self._training_items, inp)
+        payload = {
+            "base_model_path": inp.spec.base_model_path,
+            "items": items,
+            "config": inp.spec.trainer.model_dump(mode="json"),
+            "out_dir": str(self.artifact_root / "adapters" / inp.lineage_id / inp.adapter_name),
+            "parent_adapter": inp.parent_adapter_path,
+        }
+        queue = await asyncio.to_thread(Queue, maxsize=10_000, actor_options={"num_cpus": 0})
+        ref = train_adapter_task.options(**train_resources()).remote(payload, queue)
+        try:
+            out = await _await_ray(ref, {"phase": "queued", "trajectories": len(items)}, queue)
+        finally:
+            await asyncio.to_thread(queue.shutdown)
+        dropped = Counter(out.get("samples_dropped", {})) + missing
+        result = TrainAdapterResult.model_validate({**out, "samples_dropped": dict(sorted(dropped.items()))})
+        await asyncio.to_thread(self._record_training, inp, result)
+        return result
+
+    def _training_items(self, inp: TrainAdapterInput) -> tuple[list[dict[str, Any]], Counter]:
+        missing: Counter[str] = Counter()
+        items = []
+        with store_engine.session_scope(self.engine) as s:
+            for group in inp.groups:
+                for trial_id, reward in zip(group.trial_ids, group.rewards, strict=True):
+                    row = trials.get_trial(session=s, trial_id=trial_id)
+                    path = (row.artifacts or {}).get("trajectory") if row is not None else None
+                    if not path:
+                        missing["no_trajectory"] += 1
+                        continue
+                    item = {"trial_id": trial_id, "trajectory": path, "reward": reward, "group_id": group.group_id}
+                    items.append(item)
+        return items, missing
+
+    def _record_training(self, inp: TrainAdapterInput, result: TrainAdapterResult) -> None:
+        part: dict[str, Any] = {
+            "trained": result.trained,
+            "reason": result.reason,
+            "samples_built": result.samples_built,
+            "samples_dropped": result.samples_dropped,
+        }
+        if result.train is not None:
+            paths = {"adapter_dir", "base_model_path", "parent_adapter"}
+            part.update(result.train.model_dump(mode="json", exclude=paths))
+        with store_engine.session_scope(self.engine) as s:
+            merge_update_record(s, inp.lineage_id, inp.generation, {"training": part})
+
+    @activity.defn(name="validate_adapter")
+    async def validate_adapter(self, inp: ValidateAdapterInput) -> AdapterReport:
+        """Validate the trained adapter in a Ray task (files, servability, rank, non-zero, effect).
+
+        Raises:
+            ApplicationError: non-retryable, typed with the validation error's class
+                (``ZeroAdapterError``, ``RankLimitError``, ...).
+        """
+        from workers.ray_trials import validate_adapter_task
+
+        out = await _await_ray(validate_adapter_task.remote(inp.model_dump(mode="json")), {"phase": "validating"})
+        if "error" in out:
+            raise ApplicationError(out["message"], type=out["error"], non_retryable=True)
+        return AdapterReport.model_validate(out["report"])
+
+    def sandbox_activities(self) -> list[Any]:
+        """Activities of the sandbox queue (they submit Ray tasks)."""
+        return [self.train_adapter, self.validate_adapter]
+
+
+async def _await_ray(ref: Any, details: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Wait for a Ray task, heartbeating ``details`` (updated from ``progress``) every 2 s.
+
+    On cancellation the Ray task is cancelled. An ``InputError`` raised in the task
+    becomes a non-retryable ``ApplicationError``.
+    """
+    import ray
+
+    try:
+        while True:
+            if progress is not None:
+                details = await asyncio.to_thread(_drain, progress, details)
+            activity.heartbeat(details)
+            ready, _ = await asyncio.to_thread(ray.wait, [ref], num_returns=1, timeout=2.0)
+            if ready:
+                return await asyncio.to_thread(_ray_result, ref)
+    except asyncio.CancelledError:
+        ray.cancel(ref)
+        raise
+
+
+def _drain(queue: Any, details: dict[str, Any]) -> dict[str, Any]:
+    """The latest progress message on ``queue`` (``details`` when there is none)."""
+    from ray.util.queue import Empty
+
+    while True:
+        try:
+            details = queue.get_nowait()
+        except Empty:
+            return details
+
+
+def _ray_result(ref: Any) -> dict[str, Any]:
+    """``ray.get(ref)``, with an ``InputError`` raised in the task made non-retryable."""
+    import ray
+
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, InputError):
+            raise non_retryable_error(cause) from exc
+        raise
