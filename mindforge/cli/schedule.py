@@ -69,13 +69,23 @@ def create(
     seed: int = typer.Option(0, "--seed"),
     policy_url: str = typer.Option(None, "--policy-url"),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
+    base_model: str = typer.Option(None, "--base-model", help="Base model the Update stage trains on (dir or hub id)."),
+    search_attempts: int = typer.Option(
+        None, "--search-attempts", min=0, help="Search budget per generation in trials (0: no search)."
+    ),
+    audit_judge: bool = typer.Option(
+        False, "--audit-judge", help="Ask the policy model to judge failures the audit rules cannot decide."
+    ),
 ) -> None:
     """Create a schedule that runs a lineage on a cron (overlapping firings are skipped)."""
     from mindforge.cli.lineage import build_spec
     from mindforge.settings import get_settings
 
     settings = get_settings()
-    spec = build_spec(name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, 16)
+    spec = build_spec(
+        name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, 16, base_model,
+        search_attempts, audit_judge,
+    )
     sid = asyncio.run(create_schedule(spec, cron, settings))
     console.print(
         f"created schedule {sid} ({cron}, overlap skip)\n"

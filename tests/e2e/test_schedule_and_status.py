@@ -36,6 +36,7 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
     out = _cli(
         "schedule", "create", "--cron", "0 2 * * *", "--name", "nightly",
         "--tasks", str(BUNDLED_TASKS / "log-5xx-report"), "--contract", str(REPO / "hcp_contracts" / "baseline.toml"),
+        "--search-attempts", "0", "--audit-judge",
         env=cli_env,
     )
     assert out.returncode == 0, out.stderr
@@ -51,6 +52,9 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
     assert [r.start for r in cal.day_of_month] == [1] and cal.day_of_month[0].end == 31
     assert desc.schedule.policy.overlap == ScheduleOverlapPolicy.SKIP
     assert desc.schedule.action.workflow == "LineageWorkflow"
+    [arg] = desc.schedule.action.args  # the LineageInput each firing starts with
+    spec = json.loads(arg.data)["spec"]
+    assert spec["audit_judge"] is True and spec["search"]["enabled"] is False
     listed = _cli("schedule", "list", env=cli_env)
     assert "schedule-nightly" in listed.stdout
     assert _cli("schedule", "delete", "schedule-nightly", env=cli_env).returncode == 0
