@@ -129,7 +129,11 @@ class LineageWorkflow:
     async def _set_status(self, inp: LineageInput, status: str) -> None:
         await workflow.execute_activity(
             o.SET_LINEAGE_STATUS,
-            LineageEvent(lineage_id=inp.lineage_id, status=status, current_generation=inp.next_generation),
+            # the generation in progress, or the last one once all have run (indices from 0)
+            LineageEvent(
+                lineage_id=inp.lineage_id, status=status,
+                current_generation=min(inp.next_generation, inp.spec.generations - 1),
+            ),
             start_to_close_timeout=o.STORE_TIMEOUT,
             retry_policy=o.STORE_RETRY,
         )

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from mindforge.cli.output import make_console
+
 app = typer.Typer(help="Local dev stack: Docker engine, base image, registry / image map.", no_args_is_help=True)
-console = Console(stderr=True)
+console = make_console(stderr=True)
 
 _COMPONENT_HELP = "Only these components (repeatable); default all."
 
@@ -45,7 +46,7 @@ def _print(rows, as_json: bool) -> None:
     for r in rows:
         mark = "[green]yes[/]" if r.up else ("[red]no[/]" if r.required else "[yellow]no[/]")
         table.add_row(r.name, r.address, mark, r.detail)
-    Console().print(table)
+    make_console().print(table)
 
 
 @app.command()

@@ -6,9 +6,9 @@ import uuid
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from mindforge.cli.output import make_console
 from mindforge.errors import InputError
 
 
@@ -74,7 +74,7 @@ def discover_command(
     config = DiscoveryConfig(
         count=count, generation=generation, attempts=attempts, held_out_fraction=held_out_fraction, seed=seed
     )
-    console = Console()
+    console = make_console()
     verdicts = []
     with _progress(True) as progress:
         bar = progress.add_task(f"discovery {hcp.ref}: proposing {count}", total=None)

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from mindforge.cli.output import make_console
 from mindforge.cli.tasks import _load, _progress
 
 
@@ -62,7 +62,7 @@ def eval_command(
             str(r.completion_tokens),
             f"{r.timings.total_sec:.1f}",
         )
-    console = Console()
+    console = make_console()
     console.print(table)
     rate = "-" if summary.pass_rate is None else f"{summary.pass_rate:.2f}"
     console.print(f"pass rate {rate}; solved {len(summary.solved_tasks)}/{len(loaded)} tasks; results: {out}")

@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mindforge.cli.output import make_console
 from mindforge.errors import InfraError, InputError
 
 app = typer.Typer(help="Lineages: N generations of a model-harness pair, run durably on Temporal.", no_args_is_help=True)
 # tables stay readable when the output goes to a file or a pipe (Rich assumes 80 columns there)
-console = Console(width=None if sys.stdout.isatty() else 200)
+console = make_console()
 
 
 def workflow_id_for(name: str) -> str:
@@ -134,8 +133,10 @@ async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worke
                 )
             try:
                 st = await handle.query("status")
-                shown = min(st["generation"] + 1, st["generations"])
-                progress.update(bar, description=f"{wid}: {st['state']} generation {shown}/{st['generations']}")
+                shown = min(st["generation"], st["generations"] - 1)  # indices from 0, as in the tables
+                progress.update(
+                    bar, description=f"{wid}: {st['state']} generation {shown} (of {st['generations']}, first is 0)"
+                )
             except Exception:  # noqa: BLE001 - between runs (continue-as-new) the query may miss
                 pass
         result = result_task.result()

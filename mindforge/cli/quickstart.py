@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from mindforge.cli.output import make_console
 from mindforge.errors import InputError
 from mindforge.settings import REPO_ROOT
 
-console = Console()
+console = make_console()
 
 DEFAULT_TASKS = ["log-5xx-report", "fix-invoice-totals", "sqlite-revenue-report", "jsonl-to-csv"]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from mindforge.cli.output import make_console
 from mindforge.errors import InputError
 
 
@@ -47,4 +47,4 @@ def report_command(
     path = out or settings.artifacts / "reports" / f"{data.lineage_name}.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    Console(stderr=True).print(f"report written to {path}", highlight=False)
+    make_console(stderr=True).print(f"report written to {path}", highlight=False)

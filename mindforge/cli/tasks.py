@@ -9,14 +9,14 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mindforge.cli.output import make_console
 from mindforge.errors import InputError
 
 app = typer.Typer(help="Load, validate and run tasks (Harbor / Terminal-Bench 2 layout).", no_args_is_help=True)
-console = Console(stderr=True)
+console = make_console(stderr=True)
 
 _VERDICT_STYLE = {
     "valid": "green",
@@ -105,9 +105,9 @@ def validate(
                 "-" if r.nop_reward is None else f"{r.nop_reward:g}",
                 "\n".join(r.reasons),
             )
-        Console().print(table)
+        make_console().print(table)
         n_ok = sum(r.verdict in ok_verdicts for r in results)
-        Console().print(f"{n_ok}/{len(results)} valid; artifacts under {settings.artifacts}")
+        make_console().print(f"{n_ok}/{len(results)} valid; artifacts under {settings.artifacts}")
     if any(r.verdict not in ok_verdicts for r in results):
         raise typer.Exit(1)
 
@@ -166,7 +166,7 @@ def run(
             f"{t.teardown_sec:.2f}",
             r.artifacts.get("dir", ""),
         )
-    Console().print(table)
+    make_console().print(table)
 
 
 @app.command("import-tb1")
@@ -178,7 +178,7 @@ def import_tb1_cmd(
     from mindforge.tasks.tb1 import import_tb1
 
     out = import_tb1(src, dest)
-    Console().print(f"imported {src} -> {out}")
+    make_console().print(f"imported {src} -> {out}")
 
 
 from mindforge.cli.discover import discover_command  # noqa: E402 - registered beside the other task commands

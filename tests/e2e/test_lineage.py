@@ -96,6 +96,8 @@ def test_two_generation_lineage(temporal_env, ray_cluster, settings, policy):
     assert len(records) == len(TASKS) * 2 * 2
     assert len({r.trial_id for r in records}) == len(records)
     assert [(g[0], g[1], g[2]) for g in gens] == [(0, "completed", ["expansion"]), (1, "completed", ["expansion"])]
+    with se.session_scope(se.init_db(settings.db_url)) as s:  # the last generation's index, as the tables show it
+        assert lineages.get_lineage(session=s, lineage_id="two-gens").current_generation == 1
     assert gens[0][3]["expansion"]["trials"] == len(TASKS) * 2
     assert all(r.has_real_reward for r in records), [(r.failure_class, r.failure_detail) for r in records]
     # findable in the Web UI by search attribute: the lineage run(s) plus its generation and stage children

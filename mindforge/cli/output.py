@@ -1,0 +1,21 @@
+"""Consoles of the CLI: tables fit a terminal, and links and paths never break across lines."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+#: table width when the output is a file or a pipe (Rich would assume 80 columns there)
+PIPE_WIDTH = 200
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A Rich console for stdout (or stderr).
+
+    On a terminal, tables fit its width; into a file or pipe, they get
+    :data:`PIPE_WIDTH` columns, so task ids and failure classes stay whole. Text lines
+    never wrap (``soft_wrap``), so a Web UI link or a report path can be copied.
+    """
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else PIPE_WIDTH, soft_wrap=True)
