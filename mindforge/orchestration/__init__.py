@@ -1,0 +1,123 @@
+"""Pure data carried between the CLI, Temporal workflows and activities.
+
+Workflows pass ids and these small records, never transcripts (Temporal caps a payload
+at about 2 MB). Everything here is plain pydantic, so workflow code can import it inside
+``workflow.unsafe.imports_passed_through()``; it imports neither Temporal nor Ray.
+
+Modules: :mod:`~mindforge.orchestration.spec` (the lineage spec, stages, queues),
+:mod:`~mindforge.orchestration.lineage` (lineage, generation, expansion, Discovery),
+:mod:`~mindforge.orchestration.search` (audit and configuration search) and
+:mod:`~mindforge.orchestration.update` (the Update stage); every name is re-exported here.
+"""
+
+from __future__ import annotations
+
+from mindforge.orchestration.spec import (
+    AuditJudge,
+    LineageSpec,
+    ORCHESTRATION_QUEUE,
+    SANDBOX_QUEUE,
+    SA_GENERATION,
+    SA_LINEAGE,
+    SA_STAGE,
+    SearchBudgetSpec,
+    Stage,
+    trial_id_for,
+)
+from mindforge.orchestration.lineage import (
+    AdmitInput,
+    CheckProposalInput,
+    DiscoveryInput,
+    DiscoveryResult,
+    ExpansionInput,
+    ExpansionResult,
+    GenerationEvent,
+    GenerationInput,
+    GenerationResult,
+    LineageEvent,
+    LineageInput,
+    LineageStatus,
+    PrepareLineageInput,
+    PrepareLineageResult,
+    RunTrialsInput,
+    RunTrialsResult,
+    TrialSpec,
+)
+from mindforge.orchestration.search import (
+    SearchObserveInput,
+    SearchPlanResult,
+    SearchStartInput,
+    SearchStartResult,
+    SearchStepInput,
+    StageTrialsInput,
+    SuccessorCheckPlan,
+)
+from mindforge.orchestration.update import (
+    HandOffInput,
+    HandOffResult,
+    HeldoutPlan,
+    MeasureLiftInput,
+    PlanHeldoutInput,
+    RecordUpdateInput,
+    RegisterAdapterInput,
+    RegisterAdapterResult,
+    SelectTrajectoriesResult,
+    TrainAdapterInput,
+    TrainAdapterResult,
+    UpdateInput,
+    UpdateOutcome,
+    UpdateResult,
+    ValidateAdapterInput,
+)
+
+__all__ = [
+    "AdmitInput",
+    "AuditJudge",
+    "CheckProposalInput",
+    "DiscoveryInput",
+    "DiscoveryResult",
+    "ExpansionInput",
+    "ExpansionResult",
+    "GenerationEvent",
+    "GenerationInput",
+    "GenerationResult",
+    "HandOffInput",
+    "HandOffResult",
+    "HeldoutPlan",
+    "LineageEvent",
+    "LineageInput",
+    "LineageSpec",
+    "LineageStatus",
+    "MeasureLiftInput",
+    "ORCHESTRATION_QUEUE",
+    "PlanHeldoutInput",
+    "PrepareLineageInput",
+    "PrepareLineageResult",
+    "RecordUpdateInput",
+    "RegisterAdapterInput",
+    "RegisterAdapterResult",
+    "RunTrialsInput",
+    "RunTrialsResult",
+    "SANDBOX_QUEUE",
+    "SA_GENERATION",
+    "SA_LINEAGE",
+    "SA_STAGE",
+    "SearchBudgetSpec",
+    "SearchObserveInput",
+    "SearchPlanResult",
+    "SearchStartInput",
+    "SearchStartResult",
+    "SearchStepInput",
+    "SelectTrajectoriesResult",
+    "Stage",
+    "StageTrialsInput",
+    "SuccessorCheckPlan",
+    "TrainAdapterInput",
+    "TrainAdapterResult",
+    "TrialSpec",
+    "UpdateInput",
+    "UpdateOutcome",
+    "UpdateResult",
+    "ValidateAdapterInput",
+    "trial_id_for",
+]

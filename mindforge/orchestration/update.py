@@ -1,0 +1,194 @@
+"""Inputs and results of the Update stage: selection, training, validation, registration, hand-off, held-out lift.
+
+Pure pydantic records (see :mod:`mindforge.orchestration`); no Temporal, no Ray.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from mindforge.orchestration.lineage import TrialSpec
+from mindforge.orchestration.spec import LineageSpec
+from mindforge.trainer.config import TrainResult, TrainerConfig
+from mindforge.trainer.lift import LiftReport, PairRef
+from mindforge.trainer.selection import SelectedGroup, SelectionReport
+from mindforge.trainer.validate_adapter import AdapterReport
+
+
+class UpdateOutcome(StrEnum):
+    """How an Update stage ended (every outcome is recorded; only ``registered`` makes a new pair)."""
+
+    REGISTERED = "registered"
+    #: selection, or tokenisation of the selected trajectories, left no group with signal
+    NO_SIGNAL = "no_signal"
+    #: the trained adapter failed validation (empty, zero, no effect, over the rank limit, ...)
+    REJECTED = "rejected"
+
+
+class UpdateInput(BaseModel):
+    """The Update stage of one generation.
+
+    Attributes:
+        contract_hash / adapter: the parent pair (the generation's pair).
+        successor_contract_hash: the contract the Expansion stage's search picked for the
+            next generation; None = the parent's. The successor pair's contract is this one
+            with ``model.adapter`` set to the new revision's name.
+    """
+
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    contract_hash: str
+    adapter: str = ""
+    successor_contract_hash: str | None = None
+
+
+class SelectTrajectoriesResult(BaseModel):
+    """Selection's report, and the name and revision the new adapter will get."""
+
+    report: SelectionReport
+    adapter_name: str
+    revision: int
+    parent_adapter_path: str | None = None
+
+
+class TrainAdapterInput(BaseModel):
+    """Train one adapter revision on the selected groups (``train_adapter``, a Ray task)."""
+
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    adapter_name: str
+    groups: list[SelectedGroup]
+    parent_adapter_path: str | None = None
+
+
+class TrainAdapterResult(BaseModel):
+    """Training outcome: the adapter directory and metrics, or why nothing was trained.
+
+    Attributes:
+        trained: False when the built samples had no group with signal.
+        adapter_dir: the saved PEFT adapter (``<artifacts>/adapters/<lineage>/<name>``).
+        samples_built: training samples built from the selected trajectories.
+        samples_dropped: reason -> trajectories that could not become samples.
+        train: the trainer's result (None when not trained).
+        reason: why nothing was trained.
+    """
+
+    trained: bool
+    adapter_dir: str = ""
+    samples_built: int = 0
+    samples_dropped: dict[str, int] = Field(default_factory=dict)
+    train: TrainResult | None = None
+    reason: str = ""
+
+
+class ValidateAdapterInput(BaseModel):
+    """Validate a trained adapter before registration (``validate_adapter``)."""
+
+    adapter_dir: str
+    base_model_path: str
+    max_rank: int
+
+
+class RegisterAdapterInput(BaseModel):
+    """Register a validated adapter revision and its successor contract (``register_adapter``)."""
+
+    lineage_id: str
+    generation: int
+    adapter_name: str
+    revision: int
+    parent: PairRef
+    successor_contract_hash: str | None = None
+    base_model_path: str
+    trainer: TrainerConfig
+    report: AdapterReport
+    train: TrainResult
+    trial_ids: list[str]
+
+
+class RegisterAdapterResult(BaseModel):
+    """The registered revision and the successor contract that names it."""
+
+    adapter_revision_id: str
+    adapter_name: str
+    sha256: str
+    successor_contract_hash: str
+    successor_contract_ref: str
+
+
+class HandOffInput(BaseModel):
+    """Load a registered revision into the serving endpoints under its versioned name (``hand_off_adapter``)."""
+
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    adapter_name: str
+    adapter_dir: str
+
+
+class HandOffResult(BaseModel):
+    """One ``mindforge.serving.HandoffRecord`` (as JSON) per endpoint."""
+
+    endpoints: list[dict]
+
+
+class PlanHeldoutInput(BaseModel):
+    """Plan the held-out trials of the parent and successor pairs (``plan_heldout_trials``)."""
+
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    parent: PairRef
+    successor: PairRef
+
+
+class HeldoutPlan(BaseModel):
+    """Held-out trials of both pairs (same tasks, same attempts) with deterministic ids."""
+
+    parent: list[TrialSpec]
+    successor: list[TrialSpec]
+    tasks: int
+
+
+class MeasureLiftInput(BaseModel):
+    """Measure the held-out lift of the successor over the parent (``measure_lift``)."""
+
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    parent: PairRef
+    successor: PairRef
+
+
+class RecordUpdateInput(BaseModel):
+    """The Update's outcome and the next generation's pair, for the generation record."""
+
+    lineage_id: str
+    generation: int
+    outcome: UpdateOutcome
+    next_pair: PairRef
+    detail: dict = Field(default_factory=dict)
+
+
+class UpdateResult(BaseModel):
+    """What the Update stage hands to the next generation.
+
+    Attributes:
+        outcome: see :class:`UpdateOutcome`.
+        contract_hash / adapter: the next generation's pair (the parent pair unless
+            ``outcome`` is ``registered``).
+        adapter_revision_id: the registered revision, if any.
+        selected_groups / selected_trials: what selection kept.
+        lift: the held-out lift (registered outcome only).
+    """
+
+    outcome: UpdateOutcome
+    contract_hash: str
+    adapter: str = ""
+    adapter_revision_id: str | None = None
+    selected_groups: int = 0
+    selected_trials: int = 0
+    lift: LiftReport | None = None
