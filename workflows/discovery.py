@@ -59,12 +59,10 @@ class DiscoveryWorkflow:
                 for staged in batch["staged"]
             )
         )
-        return await workflow.execute_activity(
+        return await o.store_activity(
             o.DISCOVERY_ADMIT,
             AdmitInput(
                 lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec, batch=batch, verdicts=list(verdicts)
             ),
-            result_type=DiscoveryResult,
-            start_to_close_timeout=o.STORE_TIMEOUT,
-            retry_policy=o.STORE_RETRY,
+            DiscoveryResult,
         )

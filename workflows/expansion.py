@@ -39,12 +39,6 @@ with workflow.unsafe.imports_passed_through():
 MAX_SEARCH_STEPS = 200
 
 
-def _store(name: str, arg, result_type=None):
-    return workflow.execute_activity(
-        name, arg, result_type=result_type, start_to_close_timeout=o.STORE_TIMEOUT, retry_policy=o.STORE_RETRY
-    )
-
-
 @workflow.defn(name="ExpansionWorkflow")
 class ExpansionWorkflow:
     """Expansion stage of one generation."""
@@ -52,7 +46,7 @@ class ExpansionWorkflow:
     @workflow.run
     async def run(self, inp: ExpansionInput) -> ExpansionResult:
         """Run the four steps; returns coverage counts and the successor contract."""
-        trials: list[TrialSpec] = await _store(o.PLAN_TRIALS, inp, list[TrialSpec])
+        trials: list[TrialSpec] = await o.store_activity(o.PLAN_TRIALS, inp, list[TrialSpec])
         size = inp.spec.trial_batch_size
         batches = [trials[i : i + size] for i in range(0, len(trials), size)]
         await asyncio.gather(
@@ -72,16 +66,16 @@ class ExpansionWorkflow:
                 for batch in batches
             )
         )
-        result: ExpansionResult = await _store(o.SUMMARIZE_EXPANSION, inp, ExpansionResult)
+        result: ExpansionResult = await o.store_activity(o.SUMMARIZE_EXPANSION, inp, ExpansionResult)
         audited = StageTrialsInput(
             lineage_id=inp.lineage_id, generation=inp.generation, stage=Stage.EXPANSION.value, judge=AuditJudge.of(inp.spec)
         )
-        await _store(o.AUDIT_TRIALS, audited, dict)
+        await o.store_activity(o.AUDIT_TRIALS, audited, dict)
         step_inp = SearchStepInput(
             lineage_id=inp.lineage_id, generation=inp.generation, job_id="", spec=inp.spec,
             contract_hash=inp.contract_hash, adapter=inp.adapter,
         )
-        start: SearchStartResult = await _store(
+        start: SearchStartResult = await o.store_activity(
             o.SEARCH_START,
             SearchStartInput(
                 lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec,
@@ -92,20 +86,20 @@ class ExpansionWorkflow:
         step_inp.job_id = start.job_id
         if start.running:
             await self._search(step_inp)
-        await _store(o.SEARCH_FINISH, step_inp)
+        await o.store_activity(o.SEARCH_FINISH, step_inp)
         result.successor_contract_hash = await self._successor(step_inp)
         return result
 
     async def _search(self, inp: SearchStepInput) -> None:
         for _ in range(MAX_SEARCH_STEPS):
-            plan: SearchPlanResult = await _store(o.SEARCH_PLAN, inp, SearchPlanResult)
+            plan: SearchPlanResult = await o.store_activity(o.SEARCH_PLAN, inp, SearchPlanResult)
             if plan.stop_reason is None:
                 started = workflow.now()
                 await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in plan.batches))
                 wall = (workflow.now() - started).total_seconds()
             else:
                 wall = 0.0
-            done: bool = await _store(
+            done: bool = await o.store_activity(
                 o.SEARCH_OBSERVE,
                 SearchObserveInput(
                     lineage_id=inp.lineage_id, generation=inp.generation, job_id=inp.job_id, plan=plan, wall_sec=wall,
@@ -117,7 +111,7 @@ class ExpansionWorkflow:
                 return
 
     async def _successor(self, inp: SearchStepInput) -> str:
-        check: SuccessorCheckPlan = await _store(o.PLAN_SUCCESSOR_CHECK, inp, SuccessorCheckPlan)
+        check: SuccessorCheckPlan = await o.store_activity(o.PLAN_SUCCESSOR_CHECK, inp, SuccessorCheckPlan)
         if check.batches:
             await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in check.batches))
-        return await _store(o.CHOOSE_SUCCESSOR, inp, str)
+        return await o.store_activity(o.CHOOSE_SUCCESSOR, inp, str)

@@ -122,6 +122,4 @@ class GenerationWorkflow:
             stages_skipped=result.stages_skipped if result else [],
             record=result.model_dump(mode="json") if result else {},
         )
-        await workflow.execute_activity(
-            o.RECORD_GENERATION, event, start_to_close_timeout=o.STORE_TIMEOUT, retry_policy=o.STORE_RETRY
-        )
+        await o.store_activity(o.RECORD_GENERATION, event)

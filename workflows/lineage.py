@@ -75,12 +75,10 @@ class LineageWorkflow:
         self._inp = inp
         self._paused = self._paused or inp.paused
         if not inp.prepared:
-            prep: PrepareLineageResult = await workflow.execute_activity(
+            prep: PrepareLineageResult = await o.store_activity(
                 o.PREPARE_LINEAGE,
                 PrepareLineageInput(lineage_id=inp.lineage_id, spec=inp.spec, workflow_id=workflow.info().workflow_id),
-                result_type=PrepareLineageResult,
-                start_to_close_timeout=o.STORE_TIMEOUT,
-                retry_policy=o.STORE_RETRY,
+                PrepareLineageResult,
             )
             inp.contract_hash, inp.prepared = prep.contract_hash, True
         if inp.next_generation >= inp.spec.generations:
@@ -127,15 +125,13 @@ class LineageWorkflow:
         )
 
     async def _set_status(self, inp: LineageInput, status: str) -> None:
-        await workflow.execute_activity(
+        await o.store_activity(
             o.SET_LINEAGE_STATUS,
             # the generation in progress, or the last one once all have run (indices from 0)
             LineageEvent(
                 lineage_id=inp.lineage_id, status=status,
                 current_generation=min(inp.next_generation, inp.spec.generations - 1),
             ),
-            start_to_close_timeout=o.STORE_TIMEOUT,
-            retry_policy=o.STORE_RETRY,
         )
 
     async def _finish(self, inp: LineageInput, status: str) -> LineageStatus:

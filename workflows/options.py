@@ -91,6 +91,22 @@ def child_id(lineage_id: str, generation: int, stage: str | None = None) -> str:
     return f"{base}-{stage}" if stage else base
 
 
+def store_activity(name: str, arg, result_type=None):
+    """Run a store (or HTTP) activity on the orchestration queue with the store timeout and retries.
+
+    Args:
+        name: the activity name (one of this module's constants).
+        arg: its input (a small pydantic record).
+        result_type: the result's class, for the data converter; None for no result.
+
+    Returns:
+        the awaitable activity result.
+    """
+    return workflow.execute_activity(
+        name, arg, result_type=result_type, start_to_close_timeout=STORE_TIMEOUT, retry_policy=STORE_RETRY
+    )
+
+
 async def run_trials(inp, heartbeat_timeout_sec: float):
     """Run one batch of trials through the ``run_trials`` activity on the sandbox queue.
 

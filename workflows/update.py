@@ -62,12 +62,10 @@ class UpdateWorkflow:
     async def run(self, inp: UpdateInput) -> UpdateResult:
         """Train, validate, register and hand off a new adapter revision; measure its held-out lift."""
         parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
-        sel: SelectTrajectoriesResult = await workflow.execute_activity(
+        sel: SelectTrajectoriesResult = await o.store_activity(
             o.SELECT_TRAJECTORIES,
             inp,
-            result_type=SelectTrajectoriesResult,
-            start_to_close_timeout=o.STORE_TIMEOUT,
-            retry_policy=o.STORE_RETRY,
+            SelectTrajectoriesResult,
         )
         counts = {"selected_groups": sel.report.kept_groups, "selected_trials": sel.report.kept_trials}
         if not sel.report.groups:
@@ -111,7 +109,7 @@ class UpdateWorkflow:
                 detail = {"validation": {"error": cause.type, "message": cause.message}}
                 return await self._finish(inp, UpdateOutcome.REJECTED, parent, detail, counts)
             raise
-        reg: RegisterAdapterResult = await workflow.execute_activity(
+        reg: RegisterAdapterResult = await o.store_activity(
             o.REGISTER_ADAPTER,
             RegisterAdapterInput(
                 lineage_id=inp.lineage_id,
@@ -126,9 +124,7 @@ class UpdateWorkflow:
                 train=train.train,
                 trial_ids=sel.report.trial_ids,
             ),
-            result_type=RegisterAdapterResult,
-            start_to_close_timeout=o.STORE_TIMEOUT,
-            retry_policy=o.STORE_RETRY,
+            RegisterAdapterResult,
         )
         await workflow.execute_activity(
             o.HAND_OFF_ADAPTER,
@@ -152,14 +148,12 @@ class UpdateWorkflow:
 
     async def _heldout(self, inp: UpdateInput, parent: PairRef, successor: PairRef) -> LiftReport:
         """Run both pairs on the held-out split (same tasks and attempts), then measure the lift."""
-        plan: HeldoutPlan = await workflow.execute_activity(
+        plan: HeldoutPlan = await o.store_activity(
             o.PLAN_HELDOUT_TRIALS,
             PlanHeldoutInput(
                 lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec, parent=parent, successor=successor
             ),
-            result_type=HeldoutPlan,
-            start_to_close_timeout=o.STORE_TIMEOUT,
-            retry_policy=o.STORE_RETRY,
+            HeldoutPlan,
         )
         size = inp.spec.trial_batch_size
         runs = []
@@ -167,14 +161,12 @@ class UpdateWorkflow:
             for start in range(0, len(specs), size):
                 runs.append(self._run_trials(inp, pair, specs[start : start + size]))
         await asyncio.gather(*runs)
-        return await workflow.execute_activity(
+        return await o.store_activity(
             o.MEASURE_LIFT,
             MeasureLiftInput(
                 lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec, parent=parent, successor=successor
             ),
-            result_type=LiftReport,
-            start_to_close_timeout=o.STORE_TIMEOUT,
-            retry_policy=o.STORE_RETRY,
+            LiftReport,
         )
 
     async def _run_trials(self, inp: UpdateInput, pair: PairRef, batch: list[TrialSpec]) -> RunTrialsResult:
@@ -202,7 +194,7 @@ class UpdateWorkflow:
         adapter_revision_id: str | None = None,
         lift: LiftReport | None = None,
     ) -> UpdateResult:
-        await workflow.execute_activity(
+        await o.store_activity(
             o.RECORD_UPDATE,
             RecordUpdateInput(
                 lineage_id=inp.lineage_id,
@@ -211,8 +203,6 @@ class UpdateWorkflow:
                 next_pair=next_pair,
                 detail=detail,
             ),
-            start_to_close_timeout=o.STORE_TIMEOUT,
-            retry_policy=o.STORE_RETRY,
         )
         return UpdateResult(
             outcome=outcome,
