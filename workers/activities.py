@@ -10,7 +10,6 @@ trial twice. Bad input raises non-retryable ``ApplicationError``s.
 from __future__ import annotations
 
 import asyncio
-import random
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +17,31 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.errors import InputError
+from mindforge.evaluation import (
+    PoolSplit,
+    SplitCandidate,
+    SplitTooSmallError,
+    assign_splits,
+    check_split_sizes,
+    split_counts,
+)
 from mindforge.orchestration import (
     ExpansionInput,
     ExpansionResult,
     GenerationEvent,
     LineageEvent,
+    LineageSpec,
     PrepareLineageInput,
     PrepareLineageResult,
     RunTrialsInput,
     RunTrialsResult,
-    Stage,
     TrialSpec,
+    TrialStage,
 )
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.errors import NotFoundError
-from mindforge.store.models import Lineage, PoolSplit, RunStatus, TaskSource
+from mindforge.store.models import Lineage, RunStatus, TaskSource
 from mindforge.trial import TrialRecord, utcnow
 
 
@@ -41,14 +49,21 @@ def _non_retryable(exc: Exception) -> ApplicationError:
     return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)
 
 
-def split_pool(hashes: list[str], held_out_fraction: float, seed: int) -> set[str]:
-    """The held-out subset of a pool: ``round(n * fraction)`` hashes drawn with ``seed``.
+def pool_assignment(spec: LineageSpec, lineage_id: str, tasks: list[Any]) -> dict[str, PoolSplit]:
+    """The splits of a lineage's starting pool (:func:`mindforge.evaluation.assign_splits`).
 
-    Deterministic for the same hashes (in any order), fraction and seed.
+    Args:
+        spec: the lineage spec (its ``splits`` config).
+        lineage_id: the split key.
+        tasks: loaded tasks (``mindforge.tasks.model.Task``).
+
+    Returns:
+        task content hash -> split.
     """
-    ordered = sorted(hashes)
-    k = round(len(ordered) * held_out_fraction)
-    return set(random.Random(seed).sample(ordered, k)) if k else set()
+    candidates = [
+        SplitCandidate(task_hash=t.content_hash, task_id=t.id, category=t.config.metadata.category) for t in tasks
+    ]
+    return assign_splits(candidates, spec.splits, split_key=lineage_id)
 
 
 class LineageActivities:
@@ -64,14 +79,15 @@ class LineageActivities:
     # ------------------------------------------------------------ orchestration queue
     @activity.defn(name="prepare_lineage")
     async def prepare_lineage(self, inp: PrepareLineageInput) -> PrepareLineageResult:
-        """Register the lineage, its root contract and its task pool (idempotent).
+        """Register the lineage, its root contract and its task pool on three splits (idempotent).
 
         Raises:
-            ApplicationError: non-retryable, for an unreadable contract or task.
+            ApplicationError: non-retryable, for an unreadable contract or task, or a split
+                below the minimum (``SplitTooSmallError``) without ``allow_small_splits``.
         """
         try:
             return await asyncio.to_thread(self._prepare, inp)
-        except InputError as exc:
+        except (InputError, SplitTooSmallError) as exc:
             raise _non_retryable(exc) from exc
 
     def _prepare(self, inp: PrepareLineageInput) -> PrepareLineageResult:
@@ -81,10 +97,13 @@ class LineageActivities:
         spec = inp.spec
         contract = load_contract(spec.contract_path)
         tasks = load_tasks([Path(p) for p in spec.tasks])
-        held = split_pool([t.content_hash for t in tasks], spec.held_out_fraction, spec.seed)
+        assignment = pool_assignment(spec, inp.lineage_id, tasks)
+        counts = split_counts(assignment)
+        warnings = check_split_sizes(counts, spec.splits)
         with store_engine.session_scope(self.engine) as s:
             if s.get(Lineage, inp.lineage_id) is None:
-                s.add(Lineage(id=inp.lineage_id, name=spec.name, spec=spec.model_dump(mode="json"), workflow_id=inp.workflow_id))
+                stored = {**spec.model_dump(mode="json"), "split_warnings": warnings}
+                s.add(Lineage(id=inp.lineage_id, name=spec.name, spec=stored, workflow_id=inp.workflow_id))
                 s.flush()
             try:
                 registry.register_hcp_contract(session=s, contract=contract)
@@ -101,10 +120,16 @@ class LineageActivities:
                 )
             for t in tasks:
                 pool.add_task(session=s, task=t, source=TaskSource.BUNDLED)
-                split = PoolSplit.HELD_OUT if t.content_hash in held else PoolSplit.SEARCH
-                pool.add_to_pool(session=s, lineage_id=inp.lineage_id, task_hash=t.content_hash, split=split, added_generation=0)
+                pool.add_to_pool(
+                    session=s, lineage_id=inp.lineage_id, task_hash=t.content_hash, split=assignment[t.content_hash],
+                    added_generation=0,
+                )
         return PrepareLineageResult(
-            contract_hash=contract.content_hash, search_tasks=len(tasks) - len(held), held_out_tasks=len(held)
+            contract_hash=contract.content_hash,
+            search_tasks=counts[PoolSplit.SEARCH],
+            selection_tasks=counts[PoolSplit.SELECTION],
+            sealed_tasks=counts[PoolSplit.SEALED],
+            warnings=warnings,
         )
 
     @activity.defn(name="set_lineage_status")
@@ -160,7 +185,7 @@ class LineageActivities:
                         trial_id=trials.make_trial_id(
                             lineage_id=inp.lineage_id,
                             generation_index=inp.generation,
-                            stage=Stage.EXPANSION.value,
+                            stage=TrialStage.EXPANSION.value,
                             task_hash=t.id,
                             contract_hash=inp.contract_hash,
                             adapter=inp.adapter,
@@ -183,7 +208,7 @@ class LineageActivities:
         def work() -> ExpansionResult:
             with store_engine.session_scope(self.engine) as s:
                 rows = trials.list_trials(
-                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=Stage.EXPANSION.value
+                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=TrialStage.EXPANSION.value
                 )
                 n_tasks = len(pool.list_pool(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH))
                 passed = [r for r in rows if r.reward is not None and r.reward >= 1.0]

@@ -13,16 +13,17 @@ from typing import Any
 
 from temporalio import activity
 
+from mindforge.evaluation import PoolSplit
 from mindforge.orchestration import AdmitInput, CheckProposalInput, DiscoveryInput, DiscoveryResult, Stage
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
-from mindforge.store.models import PoolSplit, TaskSource
+from mindforge.store.models import TaskSource
 
 
-def _pool_tasks(session, lineage_id: str):
+def _pool_tasks(session, lineage_id: str, split: PoolSplit | None = None):
     from mindforge.tasks.loader import load_task
 
-    return [load_task(Path(t.path)) for t in pool.list_pool_tasks(session=session, lineage_id=lineage_id)]
+    return [load_task(Path(t.path)) for t in pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=split)]
 
 
 class DiscoveryActivities:
@@ -56,8 +57,9 @@ class DiscoveryActivities:
 
         with store_engine.session_scope(self.engine) as s:
             contract = loads_contract(registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text)
-            tasks = _pool_tasks(s, inp.lineage_id)
-            counts = pool.pool_counts(session=s, lineage_id=inp.lineage_id)
+            # the proposer sees the search split only: selection and sealed tasks stay out of its prompt
+            tasks = _pool_tasks(s, inp.lineage_id, PoolSplit.SEARCH)
+            taken = {t.task_id for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
             solved, failed, classes = set(), set(), {}
             if inp.generation > 0:
                 for r in trials.list_trials(
@@ -67,13 +69,7 @@ class DiscoveryActivities:
                     if r.failure_class:
                         classes[str(r.failure_class)] = classes.get(str(r.failure_class), 0) + 1
         config = DiscoveryConfig(
-            count=inp.spec.discovery_count,
-            generation=inp.generation,
-            attempts=inp.spec.discovery_attempts,
-            held_out_fraction=inp.spec.held_out_fraction,
-            seed=inp.spec.seed,
-            pool_total=sum(counts.values()),
-            pool_held_out=counts.get(PoolSplit.HELD_OUT, 0),
+            count=inp.spec.discovery_count, generation=inp.generation, attempts=inp.spec.discovery_attempts
         )
         staging = self.artifact_root / "staging" / inp.lineage_id / f"g{inp.generation}"
         batch = propose_batch(
@@ -81,7 +77,7 @@ class DiscoveryActivities:
             summarise_pool(tasks, solved=solved, failed=failed, failure_classes=classes),
             staging_dir=staging,
             config=config,
-            taken_ids={t.id for t in tasks},
+            taken_ids=taken,
             client=inp.spec.policy_url,
             run_id=f"{inp.lineage_id}/g{inp.generation}/discovery",
         )
@@ -131,11 +127,9 @@ class DiscoveryActivities:
         return await asyncio.to_thread(self._admit, inp)
 
     def _admit(self, inp: AdmitInput) -> DiscoveryResult:
-        from mindforge.discovery.admission import admit_to_store
+        from mindforge.discovery.admission import admit_to_store, discovered_dir
         from mindforge.discovery.records import ProposalVerdict
         from mindforge.discovery.run import DiscoveryConfig, ProposalBatch, admission_record
-
-        from mindforge.discovery.admission import discovered_dir
 
         batch = ProposalBatch.model_validate(inp.batch)
         # a retry after admission moved some tasks out of staging reads them where they are now
@@ -145,23 +139,19 @@ class DiscoveryActivities:
                 staged.path = str(moved)
         verdicts = [ProposalVerdict.model_validate(v) for v in inp.verdicts]
         with store_engine.session_scope(self.engine) as s:
-            counts = pool.pool_counts(session=s, lineage_id=inp.lineage_id)
             # tasks this Discovery already admitted (a retried activity), not the lineage's starting pool
-            added_now = [
-                a for a in pool.list_pool(session=s, lineage_id=inp.lineage_id)
+            new = {
+                a.task_hash for a in pool.list_pool(session=s, lineage_id=inp.lineage_id)
                 if a.added_generation == inp.generation
                 and pool.get_task(session=s, content_hash=a.task_hash).source == TaskSource.DISCOVERED
-            ]
-            new = {a.task_hash for a in added_now}
-            held_new = sum(1 for a in added_now if a.split == PoolSplit.HELD_OUT)
+            }
             config = DiscoveryConfig(
                 count=max(1, batch.requested),
                 generation=inp.generation,
-                held_out_fraction=inp.spec.held_out_fraction,
-                seed=inp.spec.seed,
+                splits=inp.spec.splits,
+                split_key=inp.lineage_id,
                 # counts before this generation's admissions, so a retried activity decides the same splits
-                pool_total=sum(counts.values()) - len(new),
-                pool_held_out=counts.get(PoolSplit.HELD_OUT, 0) - held_new,
+                existing=pool.category_split_counts(session=s, lineage_id=inp.lineage_id, exclude=new),
             )
             record = admission_record(batch, verdicts, config)
             admitted = admit_to_store(s, inp.lineage_id, inp.generation, record.admitted, artifact_root=self.artifact_root)

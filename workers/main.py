@@ -13,8 +13,8 @@ import asyncio
 import logging
 import os
 import signal
-from pathlib import Path
 from datetime import timedelta
+from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -25,6 +25,7 @@ from mindforge.orchestration import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.activities import LineageActivities
 from workers.discovery_activities import DiscoveryActivities
+from workers.evaluation_activities import EvaluationActivities
 from workers.search_activities import SearchActivities
 from workers.training_activities import TrainingActivities
 from workers.update_activities import UpdateActivities
@@ -117,6 +118,7 @@ def build_workers(client: Client, acts: LineageActivities, queues: list[str], gr
     training = TrainingActivities(acts.engine, get_settings().artifacts)
     store_acts = [a for a in acts.all() if a is not acts.run_trials] + [disc.propose, disc.admit]
     store_acts += upd.orchestration_activities() + SearchActivities(acts.engine).all()
+    store_acts += EvaluationActivities(acts.engine).all()
     if "orchestration" in queues:
         workers.append(
             Worker(

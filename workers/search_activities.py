@@ -18,6 +18,7 @@ from typing import Any
 from temporalio import activity
 
 from mindforge.agent.endpoint import resolve_endpoint
+from mindforge.evaluation import PairRef, PoolSplit
 from mindforge.orchestration import (
     AuditJudge,
     RunTrialsInput,
@@ -27,18 +28,15 @@ from mindforge.orchestration import (
     SearchStartInput,
     SearchStartResult,
     SearchStepInput,
-    Stage,
     StageTrialsInput,
     SuccessorCheckPlan,
     TrialSpec,
+    TrialStage,
 )
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store import search as search_repo
-from mindforge.store.models import PoolSplit
-
-SEARCH_STAGE = "search"
-SUCCESSOR_STAGE = "successor"
+from workers.evaluation_activities import plan_pair_trials, split_records
 
 
 def _events(record) -> list[dict] | None:
@@ -171,7 +169,7 @@ class SearchActivities:
             if job is not None and job.stop_reason:  # refused by an earlier attempt
                 return SearchStartResult(job_id=job_id, running=False, failing_tasks=0, note=job.stop_reason)
             rows = trials.list_trials(
-                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=Stage.EXPANSION.value
+                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=TrialStage.EXPANSION.value
             )
             records = [r.to_record() for r in rows]
             audits = self._audit_records(s, records, AuditJudge.of(inp.spec))
@@ -224,7 +222,7 @@ class SearchActivities:
             )
         out.batches = [
             RunTrialsInput(
-                lineage_id=inp.lineage_id, generation=inp.generation, stage=Stage.SEARCH, contract_hash=h,
+                lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.SEARCH, contract_hash=h,
                 adapter=inp.adapter, policy_url=inp.spec.policy_url, trials=specs,
             )
             for h, specs in sorted(by_contract.items())
@@ -298,7 +296,7 @@ class SearchActivities:
     # ------------------------------------------------------------- successor
     @activity.defn(name="plan_successor_check")
     async def plan_successor_check(self, inp: SearchStepInput) -> SuccessorCheckPlan:
-        """Held-out trials for the parent and the search's best single contract (none when there is nothing to compare)."""
+        """Selection-split trials of the parent and the search's best single contract (none when nothing to compare)."""
         return await asyncio.to_thread(self._plan_successor, inp)
 
     def _plan_successor(self, inp: SearchStepInput) -> SuccessorCheckPlan:
@@ -308,53 +306,34 @@ class SearchActivities:
             job = search_repo.get_search_job(session=s, job_id=inp.job_id) if inp.job_id else None
             state = load_state(session=s, job_id=inp.job_id) if job is not None and job.state else None
             best = search_summary(state)["best_single"]["contract_hash"] if state else None
-            held = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.HELD_OUT)
-        if not best:
-            return SuccessorCheckPlan(note="no search candidate solved a task")
-        if not held:
-            return SuccessorCheckPlan(candidate_hash=best, note="no held-out tasks: the parent is kept")
-        batches = []
-        for h in (inp.contract_hash, best):
-            specs = [
-                TrialSpec(
-                    trial_id=trials.make_trial_id(
-                        lineage_id=inp.lineage_id, generation_index=inp.generation, stage=SUCCESSOR_STAGE,
-                        task_hash=t.id, contract_hash=h, adapter=inp.adapter, attempt=a,
-                    ),
-                    task_path=t.path, task_hash=t.id, attempt=a,
-                )
-                for t in held
-                for a in range(inp.spec.heldout_attempts)
-            ]
-            batches.append(
-                RunTrialsInput(
-                    lineage_id=inp.lineage_id, generation=inp.generation, stage=Stage.SUCCESSOR, contract_hash=h,
-                    adapter=inp.adapter, policy_url=inp.spec.policy_url, trials=specs,
-                )
-            )
+            if not best:
+                return SuccessorCheckPlan(note="no search candidate solved a task")
+            pairs = [PairRef(contract_hash=h, adapter=inp.adapter) for h in (inp.contract_hash, best)]
+            batches, n = plan_pair_trials(s, inp.lineage_id, inp.generation, inp.spec, PoolSplit.SELECTION, pairs)
+        if not n:
+            return SuccessorCheckPlan(candidate_hash=best, note="no selection tasks: the parent is kept")
         return SuccessorCheckPlan(candidate_hash=best, batches=batches)
 
     @activity.defn(name="choose_successor")
     async def choose_successor(self, inp: SearchStepInput) -> str:
-        """Pick the next contract from held-out evidence (``mindforge.ledger.choose_successor``); returns its hash."""
+        """Pick the next contract on selection evidence only (:func:`mindforge.evaluation.choose_successor`).
+
+        The decision, with ``decided_on: "selection"`` and the ids of every trial it read,
+        goes to the generation record under ``successor``. Returns the chosen hash.
+        """
         return await asyncio.to_thread(self._choose, inp)
 
     def _choose(self, inp: SearchStepInput) -> str:
-        from mindforge.ledger import choose_successor
+        from mindforge.evaluation import choose_successor
 
+        parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
         with store_engine.session_scope(self.engine) as s:
-            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=SUCCESSOR_STAGE)
-            heldout: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-            for r in rows:
-                if r.reward is not None:
-                    heldout[r.contract_hash][r.task_hash].append(r.reward)
-            scores = {h: {t: sum(v) / len(v) for t, v in per.items()} for h, per in heldout.items()}
-            scores.setdefault(inp.contract_hash, {})
-            search_rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=SEARCH_STAGE)
-            searched_on: dict[str, set[str]] = defaultdict(set)
-            for r in search_rows:
-                searched_on[r.contract_hash].add(r.task_hash)
-            choice = choose_successor(inp.contract_hash, scores, searched_on)
+            records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
+            candidates = sorted({r.contract_hash or "" for r in records} - {inp.contract_hash, ""})
+            choice = choose_successor(
+                records, parent, candidates, tasks, min_tasks=inp.spec.splits.min_tasks,
+                resamples=inp.spec.lift_resamples, seed=inp.spec.seed,
+            )
             lineages.update_generation(
                 session=s, lineage_id=inp.lineage_id, index=inp.generation,
                 record={"successor": choice.model_dump(mode="json")},

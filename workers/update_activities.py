@@ -1,11 +1,13 @@
-"""Update activities of the orchestration queue: select trajectories, register, hand off, measure lift.
+"""Update activities of the orchestration queue: select trajectories, register, hand off, promotion gate.
 
 These are store and HTTP activities; training and validation, which submit Ray tasks
 from the sandbox queue, are in :mod:`workers.training_activities`. Every Update
 activity writes its part of the generation record under ``record["update"]``
-(``selection``, ``training``, ``adapter``, ``successor_contract``, ``handoff``, ``lift``,
-``outcome``, ``next_pair``); the lift also goes to ``record["held_out_lift"]``, where the
-lineage report reads it.
+(``selection``, ``training``, ``adapter``, ``successor_contract``, ``handoff``,
+``promotion``, ``outcome``, ``next_pair``). Training reads search-split trials only; the
+promotion gate reads selection-split trials only (``promotion.decided_on``); the sealed
+lift is measured after the stage, for the whole generation
+(:mod:`workers.evaluation_activities`).
 
 Errors: bad input (no base model path, an unregistered contract) and hand-off refusals
 are non-retryable ``ApplicationError``s; a validation failure is non-retryable with the
@@ -23,37 +25,28 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.errors import InputError
+from mindforge.evaluation import PoolSplit, PromotionDecision, decide_promotion
 from mindforge.orchestration import (
     HandOffInput,
     HandOffResult,
-    HeldoutPlan,
-    MeasureLiftInput,
-    PlanHeldoutInput,
+    PlanPromotionInput,
+    PromotionPlan,
     RecordUpdateInput,
     RegisterAdapterInput,
     RegisterAdapterResult,
     SelectTrajectoriesResult,
-    Stage,
-    TrialSpec,
+    TrialStage,
     UpdateInput,
 )
 from mindforge.serving import EndpointUnavailableError, ServingError, hand_off, versioned_adapter_name
 from mindforge.store import engine as store_engine
-from mindforge.store import lineages, pool, registry, trials
-from mindforge.store.models import AdapterRevisionCreate, PoolSplit
-from mindforge.trainer.lift import LiftReport, PairRef, heldout_lift
+from mindforge.store import lineages, registry, trials
+from mindforge.store.models import AdapterRevisionCreate
 from mindforge.trainer.selection import select_groups
+from workers.evaluation_activities import plan_pair_trials, split_records, split_tasks
 
-#: trial stages never trained on: held-out evaluation, and Discovery's proposal checks
-NOT_TRAINED_STAGES = frozenset({Stage.HELDOUT.value, Stage.DISCOVERY.value})
-#: lift fields copied to ``record["held_out_lift"]`` (read by the lineage report)
-LIFT_SUMMARY = (
-    "mean", "lo", "hi", "confidence", "parent_score", "successor_score", "n_tasks", "parent", "successor", "reason"
-)
-
-
-def _held_out(session, lineage_id: str):
-    return pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=PoolSplit.HELD_OUT)
+#: the trial stages training reads (on search-split tasks): base evaluation and search
+TRAINED_STAGES = frozenset({TrialStage.EXPANSION.value, TrialStage.SEARCH.value})
 
 
 def non_retryable_error(exc: Exception) -> ApplicationError:
@@ -116,16 +109,17 @@ class UpdateActivities:
             reason = "the Update stage needs a local base model directory to train on"
             raise InputError(f"lineage {inp.lineage_id} spec", "base_model_path", reason)
         with store_engine.session_scope(self.engine) as s:
-            held = {t.id for t in _held_out(s, inp.lineage_id)}
+            # selection and sealed tasks are never trained on
+            not_search = split_tasks(s, inp.lineage_id, PoolSplit.SELECTION) | split_tasks(s, inp.lineage_id, PoolSplit.SEALED)
             rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
-            records = [r.to_record() for r in rows if r.stage not in NOT_TRAINED_STAGES]
+            records = [r.to_record() for r in rows if r.stage in TRAINED_STAGES]
             audits = {
                 a.trial_id: a
                 for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
             }
             report = select_groups(
                 records,
-                held,
+                not_search,
                 max_groups_per_task=inp.spec.max_groups_per_task,
                 max_trials_per_group=inp.spec.max_trials_per_group,
                 audits=audits,
@@ -228,7 +222,7 @@ class UpdateActivities:
         """
         from mindforge.settings import get_settings
 
-        # the policy endpoint always gets it: the next rollouts and the held-out trials ask it for the name
+        # the policy endpoint always gets it: the next rollouts and the evaluation trials ask it for the name
         urls = list(dict.fromkeys([inp.spec.policy_url or get_settings().policy_url, *inp.spec.serving_urls]))
         records = []
         for url in urls:
@@ -248,52 +242,35 @@ class UpdateActivities:
         await asyncio.to_thread(work)
         return HandOffResult(endpoints=endpoints)
 
-    @activity.defn(name="plan_heldout_trials")
-    async def plan_heldout_trials(self, inp: PlanHeldoutInput) -> HeldoutPlan:
-        """The same held-out tasks and attempts for both pairs, with deterministic trial ids."""
+    @activity.defn(name="plan_promotion_trials")
+    async def plan_promotion_trials(self, inp: PlanPromotionInput) -> PromotionPlan:
+        """Selection trials of the successor contract with and without the new adapter (same tasks, attempts)."""
 
-        def work() -> HeldoutPlan:
+        def work() -> PromotionPlan:
             with store_engine.session_scope(self.engine) as s:
-                tasks = _held_out(s, inp.lineage_id)
-
-            where = {"lineage_id": inp.lineage_id, "generation_index": inp.generation, "stage": Stage.HELDOUT.value}
-
-            def specs(pair: PairRef) -> list[TrialSpec]:
-                return [
-                    TrialSpec(
-                        trial_id=trials.make_trial_id(
-                            **where, task_hash=t.id, contract_hash=pair.contract_hash, adapter=pair.adapter, attempt=a
-                        ),
-                        task_path=t.path,
-                        task_hash=t.id,
-                        attempt=a,
-                    )
-                    for t in tasks
-                    for a in range(inp.spec.heldout_attempts)
-                ]
-
-            return HeldoutPlan(parent=specs(inp.parent), successor=specs(inp.successor), tasks=len(tasks))
+                pairs = [inp.without, inp.with_adapter]
+                batches, n = plan_pair_trials(s, inp.lineage_id, inp.generation, inp.spec, PoolSplit.SELECTION, pairs)
+            return PromotionPlan(batches=batches, tasks=n)
 
         return await asyncio.to_thread(work)
 
-    @activity.defn(name="measure_lift")
-    async def measure_lift(self, inp: MeasureLiftInput) -> LiftReport:
-        """Paired held-out lift of the successor over the parent, with a bootstrap interval; recorded."""
+    @activity.defn(name="decide_promotion")
+    async def decide_promotion(self, inp: PlanPromotionInput) -> PromotionDecision:
+        """The promotion gate on selection trials only (:func:`mindforge.evaluation.decide_promotion`); recorded.
 
-        def work() -> LiftReport:
+        The decision (``decided_on: "selection"``, the trial ids read, the selection lift)
+        goes to ``record["update"]["promotion"]``.
+        """
+
+        def work() -> PromotionDecision:
             with store_engine.session_scope(self.engine) as s:
-                held = {t.id for t in _held_out(s, inp.lineage_id)}
-                rows = trials.list_trials(
-                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=Stage.HELDOUT.value
+                records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
+                decision = decide_promotion(
+                    records, inp.without, inp.with_adapter, tasks, min_lift=inp.spec.promotion_min_lift,
+                    resamples=inp.spec.lift_resamples, seed=inp.spec.seed,
                 )
-                records = [r.to_record() for r in rows]
-                report = heldout_lift(
-                    records, inp.parent, inp.successor, held, resamples=inp.spec.lift_resamples, seed=inp.spec.seed
-                )
-                summary = report.model_dump(mode="json", include=set(LIFT_SUMMARY))
-                top = {"held_out_lift": summary}
-                merge_update_record(s, inp.lineage_id, inp.generation, {"lift": report.model_dump(mode="json")}, top)
-                return report
+                merge_update_record(s, inp.lineage_id, inp.generation, {"promotion": decision.model_dump(mode="json")})
+                return decision
 
         return await asyncio.to_thread(work)
 
@@ -314,7 +291,7 @@ class UpdateActivities:
             self.select_trajectories,
             self.register_adapter,
             self.hand_off_adapter,
-            self.plan_heldout_trials,
-            self.measure_lift,
+            self.plan_promotion_trials,
+            self.decide_promotion,
             self.record_update,
         ]

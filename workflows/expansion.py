@@ -6,8 +6,9 @@
    step by step (plan -> run trials per candidate contract -> observe), until the budget
    is spent or every failing task is covered; the stop reason is recorded. A search the
    budget cannot afford is refused before it starts, and the refusal is recorded.
-4. Successor: the best single search contract and the parent run on the held-out split;
-   a child is promoted only on that evidence (``mindforge.ledger.choose_successor``).
+4. Successor: the best single search contract and the parent run on the selection split;
+   a child is promoted only on that evidence (``mindforge.evaluation.choose_successor``),
+   never on search coverage and never on sealed trials.
 Coverage, search summary and successor choice land in the generation's record.
 """
 
@@ -28,10 +29,10 @@ with workflow.unsafe.imports_passed_through():
         SearchStartInput,
         SearchStartResult,
         SearchStepInput,
-        Stage,
         StageTrialsInput,
         SuccessorCheckPlan,
         TrialSpec,
+        TrialStage,
     )
     from workflows import options as o
 
@@ -55,7 +56,7 @@ class ExpansionWorkflow:
                     RunTrialsInput(
                         lineage_id=inp.lineage_id,
                         generation=inp.generation,
-                        stage=Stage.EXPANSION,
+                        stage=TrialStage.EXPANSION,
                         contract_hash=inp.contract_hash,
                         adapter=inp.adapter,
                         policy_url=inp.spec.policy_url,
@@ -68,7 +69,7 @@ class ExpansionWorkflow:
         )
         result: ExpansionResult = await o.store_activity(o.SUMMARIZE_EXPANSION, inp, ExpansionResult)
         audited = StageTrialsInput(
-            lineage_id=inp.lineage_id, generation=inp.generation, stage=Stage.EXPANSION.value, judge=AuditJudge.of(inp.spec)
+            lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.EXPANSION.value, judge=AuditJudge.of(inp.spec)
         )
         await o.store_activity(o.AUDIT_TRIALS, audited, dict)
         step_inp = SearchStepInput(

@@ -1,15 +1,19 @@
-"""GenerationWorkflow: Discovery -> Expansion -> Update as child workflows.
+"""GenerationWorkflow: Discovery -> Expansion -> Update as child workflows, then the sealed lift.
 
-Child ids derive from the lineage id (``<lineage>-gen-<i>-<stage>``). A stage that is
-enabled in the lineage spec but has no workflow registered yet is skipped and reported
-in ``stages_skipped``, so the lineage's status says exactly which stages ran.
+Child ids derive from the lineage id (``<lineage>-gen-<i>-<stage>``). After the enabled
+stages, the generation measures the pair it hands on against its parent (and against
+generation 0's pair) on the sealed split: the only place sealed trials run, and nothing
+is decided on them.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from mindforge.evaluation import PairRef
     from mindforge.orchestration import (
         DiscoveryInput,
         DiscoveryResult,
@@ -18,6 +22,9 @@ with workflow.unsafe.imports_passed_through():
         GenerationEvent,
         GenerationInput,
         GenerationResult,
+        SealedEvaluationInput,
+        SealedLiftResult,
+        SealedPlan,
         Stage,
         UpdateInput,
         UpdateResult,
@@ -27,9 +34,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.expansion import ExpansionWorkflow
     from workflows.update import UpdateWorkflow
 
-#: stages whose workflows exist in this build
-IMPLEMENTED_STAGES = frozenset({Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE})
-
 
 @workflow.defn(name="GenerationWorkflow")
 class GenerationWorkflow:
@@ -37,41 +41,18 @@ class GenerationWorkflow:
 
     @workflow.run
     async def run(self, inp: GenerationInput) -> GenerationResult:
-        """Run the enabled stages in order and record the generation in the store."""
+        """Run the enabled stages in order, measure the sealed lift, and record the generation."""
         await self._record(inp, "running")
         ran: list[str] = []
-        skipped: list[str] = [s.value for s in inp.spec.stages if s not in IMPLEMENTED_STAGES]
         result = GenerationResult(
-            index=inp.index, stages_run=ran, stages_skipped=skipped, contract_hash=inp.contract_hash, adapter=inp.adapter
+            index=inp.index, stages_run=ran, stages_skipped=[], contract_hash=inp.contract_hash, adapter=inp.adapter
         )
         if Stage.DISCOVERY in inp.spec.stages:
-            disc: DiscoveryResult = await self._stage(
-                inp,
-                Stage.DISCOVERY,
-                DiscoveryWorkflow.run,
-                DiscoveryInput(
-                    lineage_id=inp.lineage_id,
-                    generation=inp.index,
-                    spec=inp.spec,
-                    contract_hash=inp.contract_hash,
-                    adapter=inp.adapter,
-                ),
-            )
+            disc: DiscoveryResult = await self._stage(inp, Stage.DISCOVERY, DiscoveryWorkflow.run, DiscoveryInput, DiscoveryResult)
             ran.append(Stage.DISCOVERY.value)
             result.admitted_tasks = disc.admitted
         if Stage.EXPANSION in inp.spec.stages:
-            exp: ExpansionResult = await self._stage(
-                inp,
-                Stage.EXPANSION,
-                ExpansionWorkflow.run,
-                ExpansionInput(
-                    lineage_id=inp.lineage_id,
-                    generation=inp.index,
-                    spec=inp.spec,
-                    contract_hash=inp.contract_hash,
-                    adapter=inp.adapter,
-                ),
-            )
+            exp: ExpansionResult = await self._stage(inp, Stage.EXPANSION, ExpansionWorkflow.run, ExpansionInput, ExpansionResult)
             ran.append(Stage.EXPANSION.value)
             result.trials, result.passed, result.solved_tasks = exp.trials, exp.passed, exp.solved_tasks
             result.successor_contract_hash = exp.successor_contract_hash
@@ -79,36 +60,46 @@ class GenerationWorkflow:
                 result.contract_hash = exp.successor_contract_hash
         if Stage.UPDATE in inp.spec.stages:
             upd: UpdateResult = await self._stage(
-                inp,
-                Stage.UPDATE,
-                UpdateWorkflow.run,
-                UpdateInput(
-                    lineage_id=inp.lineage_id,
-                    generation=inp.index,
-                    spec=inp.spec,
-                    contract_hash=inp.contract_hash,
-                    adapter=inp.adapter,
-                    successor_contract_hash=result.successor_contract_hash,
-                ),
+                inp, Stage.UPDATE, UpdateWorkflow.run, UpdateInput, UpdateResult,
+                successor_contract_hash=result.successor_contract_hash,
             )
             ran.append(Stage.UPDATE.value)
-            # the next generation's pair: a registered adapter comes with its own successor
-            # contract; otherwise the adapter stays and the contract is Expansion's choice
-            if str(upd.outcome) == "registered":
-                result.contract_hash, result.adapter = upd.contract_hash, upd.adapter
+            # the next generation's pair, as the Update's promotion gate decided it
+            result.contract_hash, result.adapter = upd.contract_hash, upd.adapter
             result.update_outcome = str(upd.outcome)
+        lift = await self._sealed(inp, PairRef(contract_hash=result.contract_hash, adapter=result.adapter))
+        result.sealed_lift = lift.parent.summary() if lift.parent is not None and lift.parent.mean is not None else None
         result.stages_run = ran
         await self._record(inp, "completed", result)
         return result
 
+    async def _sealed(self, inp: GenerationInput, successor: PairRef) -> SealedLiftResult:
+        """Run the parent, the successor and generation 0's pair on the sealed split; measure the lifts."""
+        sealed = SealedEvaluationInput(
+            lineage_id=inp.lineage_id,
+            generation=inp.index,
+            spec=inp.spec,
+            parent=PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter),
+            successor=successor,
+            root=inp.root if inp.index > 0 else None,
+        )
+        plan: SealedPlan = await o.store_activity(o.PLAN_SEALED_TRIALS, sealed, SealedPlan)
+        await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in plan.batches))
+        return await o.store_activity(o.MEASURE_SEALED_LIFT, sealed, SealedLiftResult)
+
     @staticmethod
-    async def _stage(inp: GenerationInput, stage: Stage, run, arg):
-        """Run one stage as a child workflow, its id and search attributes derived from the lineage."""
+    async def _stage(inp: GenerationInput, stage: Stage, run, input_type, result_type, **extra):
+        """Run one stage as a child workflow on the generation's pair (ids and search attributes from the lineage)."""
+        arg = input_type(
+            lineage_id=inp.lineage_id, generation=inp.index, spec=inp.spec,
+            contract_hash=inp.contract_hash, adapter=inp.adapter, **extra,
+        )
         return await workflow.execute_child_workflow(
             run,
             arg,
             id=o.child_id(inp.lineage_id, inp.index, stage.value),
             search_attributes=o.search_attributes(inp.lineage_id, inp.index, stage.value),
+            result_type=result_type,
         )
 
     async def _record(self, inp: GenerationInput, status: str, result: GenerationResult | None = None) -> None:

@@ -14,6 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
+    from mindforge.evaluation import PairRef
     from mindforge.orchestration import (
         GenerationInput,
         GenerationResult,
@@ -81,6 +82,7 @@ class LineageWorkflow:
                 PrepareLineageResult,
             )
             inp.contract_hash, inp.prepared = prep.contract_hash, True
+            inp.root_contract_hash, inp.root_adapter = prep.contract_hash, inp.adapter
         if inp.next_generation >= inp.spec.generations:
             return await self._finish(inp, "completed")
         if self._paused:
@@ -95,7 +97,8 @@ class LineageWorkflow:
         self._child = await workflow.start_child_workflow(
             GenerationWorkflow.run,
             GenerationInput(
-                lineage_id=inp.lineage_id, index=gen, spec=inp.spec, contract_hash=inp.contract_hash, adapter=inp.adapter
+                lineage_id=inp.lineage_id, index=gen, spec=inp.spec, contract_hash=inp.contract_hash, adapter=inp.adapter,
+                root=PairRef(contract_hash=inp.root_contract_hash or inp.contract_hash, adapter=inp.root_adapter),
             ),
             id=o.child_id(inp.lineage_id, gen),
             search_attributes=o.search_attributes(inp.lineage_id, gen),
@@ -119,6 +122,8 @@ class LineageWorkflow:
                 next_generation=gen + 1,
                 contract_hash=result.contract_hash,
                 adapter=result.adapter,
+                root_contract_hash=inp.root_contract_hash,
+                root_adapter=inp.root_adapter,
                 paused=self._paused,
                 prepared=True,
             )

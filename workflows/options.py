@@ -36,9 +36,11 @@ TRAIN_ADAPTER = "train_adapter"
 VALIDATE_ADAPTER = "validate_adapter"
 REGISTER_ADAPTER = "register_adapter"
 HAND_OFF_ADAPTER = "hand_off_adapter"
-PLAN_HELDOUT_TRIALS = "plan_heldout_trials"
-MEASURE_LIFT = "measure_lift"
+PLAN_PROMOTION_TRIALS = "plan_promotion_trials"
+DECIDE_PROMOTION = "decide_promotion"
 RECORD_UPDATE = "record_update"
+PLAN_SEALED_TRIALS = "plan_sealed_trials"
+MEASURE_SEALED_LIFT = "measure_sealed_lift"
 
 #: error types that never retry: bad input, task and model failures
 NON_RETRYABLE = [
@@ -50,6 +52,7 @@ NON_RETRYABLE = [
     "AlreadyExistsError",
     "NotFoundError",
     "ValueError",
+    "SplitTooSmallError",
 ]
 
 #: store-only activities: quick, retried with backoff

@@ -1,16 +1,17 @@
-"""UpdateWorkflow: selection -> training -> validation -> registration -> hand-off -> held-out lift.
+"""UpdateWorkflow: selection -> training -> validation -> registration -> hand-off -> promotion gate.
 
-Each step is an activity called by stable name. Training and validation run on the
-sandbox queue (Ray tasks; training asks for a GPU when the cluster has one and heartbeats
-step, loss and reward statistics). The successor pair is the new adapter revision plus
-the successor contract (Expansion's pick, or the parent's contract) with
-``model.adapter`` naming the revision. Parent and successor pairs are then evaluated on
-the held-out split in the same run, and the paired lift with its bootstrap interval goes
-into the generation record.
+Each step is an activity called by stable name. Training reads search-split trials only,
+and runs with validation on the sandbox queue (Ray tasks; training asks for a GPU when
+the cluster has one and heartbeats step, loss and reward statistics). The candidate pair
+is the new adapter revision plus the successor contract (Expansion's pick, or the
+parent's contract) with ``model.adapter`` naming the revision. The promotion gate then
+runs that pair and the successor contract with the parent's adapter on the selection
+split (same tasks, same attempts) and promotes the adapter only on that evidence
+(:func:`mindforge.evaluation.decide_promotion`); the sealed split is not read here.
 
-When selection (or tokenisation) leaves no group with signal, or validation rejects the
-adapter, nothing is registered and the next pair is the parent pair: a recorded outcome,
-not a failure.
+When selection (or tokenisation) leaves no group with signal, validation rejects the
+adapter, or the gate does not promote it, the next pair keeps the parent's adapter (with
+Expansion's successor contract): a recorded outcome, not a failure.
 """
 
 from __future__ import annotations
@@ -22,29 +23,24 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from mindforge.evaluation import PairRef, PromotionDecision
     from mindforge.orchestration import (
         SANDBOX_QUEUE,
         HandOffInput,
         HandOffResult,
-        HeldoutPlan,
-        MeasureLiftInput,
-        PlanHeldoutInput,
+        PlanPromotionInput,
+        PromotionPlan,
         RecordUpdateInput,
         RegisterAdapterInput,
         RegisterAdapterResult,
-        RunTrialsInput,
-        RunTrialsResult,
         SelectTrajectoriesResult,
-        Stage,
         TrainAdapterInput,
         TrainAdapterResult,
-        TrialSpec,
         UpdateInput,
         UpdateOutcome,
         UpdateResult,
         ValidateAdapterInput,
     )
-    from mindforge.trainer.lift import LiftReport, PairRef
     from mindforge.trainer.validate_adapter import AdapterReport
     from workflows import options as o
 
@@ -60,8 +56,10 @@ class UpdateWorkflow:
 
     @workflow.run
     async def run(self, inp: UpdateInput) -> UpdateResult:
-        """Train, validate, register and hand off a new adapter revision; measure its held-out lift."""
+        """Train, validate, register and hand off a new adapter revision; promote it on selection evidence."""
         parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
+        # the next pair when the new adapter is not promoted: Expansion's contract, the parent's adapter
+        kept = PairRef(contract_hash=inp.successor_contract_hash or inp.contract_hash, adapter=inp.adapter)
         sel: SelectTrajectoriesResult = await o.store_activity(
             o.SELECT_TRAJECTORIES,
             inp,
@@ -70,7 +68,7 @@ class UpdateWorkflow:
         counts = {"selected_groups": sel.report.kept_groups, "selected_trials": sel.report.kept_trials}
         if not sel.report.groups:
             detail = {"reason": "selection kept no group with signal"}
-            return await self._finish(inp, UpdateOutcome.NO_SIGNAL, parent, detail, counts)
+            return await self._finish(inp, UpdateOutcome.NO_SIGNAL, kept, detail, counts)
         train: TrainAdapterResult = await workflow.execute_activity(
             o.TRAIN_ADAPTER,
             TrainAdapterInput(
@@ -88,7 +86,7 @@ class UpdateWorkflow:
             retry_policy=o.TRIALS_RETRY,
         )
         if not train.trained or train.train is None:
-            return await self._finish(inp, UpdateOutcome.NO_SIGNAL, parent, {"reason": train.reason}, counts)
+            return await self._finish(inp, UpdateOutcome.NO_SIGNAL, kept, {"reason": train.reason}, counts)
         try:
             report: AdapterReport = await workflow.execute_activity(
                 o.VALIDATE_ADAPTER,
@@ -107,7 +105,7 @@ class UpdateWorkflow:
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type in VALIDATION_ERRORS:
                 detail = {"validation": {"error": cause.type, "message": cause.message}}
-                return await self._finish(inp, UpdateOutcome.REJECTED, parent, detail, counts)
+                return await self._finish(inp, UpdateOutcome.REJECTED, kept, detail, counts)
             raise
         reg: RegisterAdapterResult = await o.store_activity(
             o.REGISTER_ADAPTER,
@@ -141,47 +139,21 @@ class UpdateWorkflow:
             retry_policy=o.STORE_RETRY,
         )
         successor = PairRef(contract_hash=reg.successor_contract_hash, adapter=reg.adapter_name)
-        lift = await self._heldout(inp, parent, successor)
+        decision = await self._promotion(inp, kept, successor)
+        outcome = UpdateOutcome.PROMOTED if decision.promoted else UpdateOutcome.NOT_PROMOTED
         return await self._finish(
-            inp, UpdateOutcome.REGISTERED, successor, {}, counts, adapter_revision_id=reg.adapter_revision_id, lift=lift
+            inp, outcome, successor if decision.promoted else kept, {}, counts,
+            adapter_revision_id=reg.adapter_revision_id, promotion=decision,
         )
 
-    async def _heldout(self, inp: UpdateInput, parent: PairRef, successor: PairRef) -> LiftReport:
-        """Run both pairs on the held-out split (same tasks and attempts), then measure the lift."""
-        plan: HeldoutPlan = await o.store_activity(
-            o.PLAN_HELDOUT_TRIALS,
-            PlanHeldoutInput(
-                lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec, parent=parent, successor=successor
-            ),
-            HeldoutPlan,
+    async def _promotion(self, inp: UpdateInput, without: PairRef, with_adapter: PairRef) -> PromotionDecision:
+        """Run both pairs on the selection split (same tasks and attempts), then decide."""
+        gate = PlanPromotionInput(
+            lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec, without=without, with_adapter=with_adapter
         )
-        size = inp.spec.trial_batch_size
-        runs = []
-        for pair, specs in ((parent, plan.parent), (successor, plan.successor)):
-            for start in range(0, len(specs), size):
-                runs.append(self._run_trials(inp, pair, specs[start : start + size]))
-        await asyncio.gather(*runs)
-        return await o.store_activity(
-            o.MEASURE_LIFT,
-            MeasureLiftInput(
-                lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec, parent=parent, successor=successor
-            ),
-            LiftReport,
-        )
-
-    async def _run_trials(self, inp: UpdateInput, pair: PairRef, batch: list[TrialSpec]) -> RunTrialsResult:
-        return await o.run_trials(
-            RunTrialsInput(
-                lineage_id=inp.lineage_id,
-                generation=inp.generation,
-                stage=Stage.HELDOUT,
-                contract_hash=pair.contract_hash,
-                adapter=pair.adapter,
-                policy_url=inp.spec.policy_url,
-                trials=batch,
-            ),
-            inp.spec.heartbeat_timeout_sec,
-        )
+        plan: PromotionPlan = await o.store_activity(o.PLAN_PROMOTION_TRIALS, gate, PromotionPlan)
+        await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in plan.batches))
+        return await o.store_activity(o.DECIDE_PROMOTION, gate, PromotionDecision)
 
     async def _finish(
         self,
@@ -192,7 +164,7 @@ class UpdateWorkflow:
         counts: dict,
         *,
         adapter_revision_id: str | None = None,
-        lift: LiftReport | None = None,
+        promotion: PromotionDecision | None = None,
     ) -> UpdateResult:
         await o.store_activity(
             o.RECORD_UPDATE,
@@ -209,6 +181,6 @@ class UpdateWorkflow:
             contract_hash=next_pair.contract_hash,
             adapter=next_pair.adapter,
             adapter_revision_id=adapter_revision_id,
-            lift=lift,
+            promotion=promotion,
             **counts,
         )

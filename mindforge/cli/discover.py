@@ -43,8 +43,9 @@ def discover_command(
     attempts: int = typer.Option(2, "--attempts", "-n", min=1, help="Trials of the pair per valid proposal (difficulty estimate)."),
     results: Path = typer.Option(None, "--results", help="`mindforge eval` results JSON on the pool: which tasks the pair solves and fails."),
     generation: int = typer.Option(1, "--generation", min=0, help="Generation number used in the ids (g<N>-...)."),
-    held_out_fraction: float = typer.Option(0.0, "--held-out-fraction", min=0.0, max=0.99, help="Share of admitted tasks put on the held-out split."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the split."),
+    selection: float = typer.Option(0.0, "--selection", min=0.0, max=0.99, help="Share of admitted tasks put on the selection split."),
+    sealed: float = typer.Option(0.0, "--sealed", min=0.0, max=0.99, help="Share of admitted tasks put on the sealed split."),
+    split_key: str = typer.Option("standalone", "--split-key", help="Key of the split assignment (a lineage uses its id)."),
 ) -> None:
     """Ask the pair for new tasks, validate them, and write the admitted ones to --out.
 
@@ -71,9 +72,13 @@ def discover_command(
     settings = get_settings()
     engine, image_map = open_engine(settings)
     run_id = f"discovery-{uuid.uuid4().hex[:8]}"
-    config = DiscoveryConfig(
-        count=count, generation=generation, attempts=attempts, held_out_fraction=held_out_fraction, seed=seed
-    )
+    from mindforge.evaluation import SplitConfig
+
+    try:
+        splits = SplitConfig(selection_fraction=selection, sealed_fraction=sealed, min_tasks=0)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--selection/--sealed") from None
+    config = DiscoveryConfig(count=count, generation=generation, attempts=attempts, splits=splits, split_key=split_key)
     console = make_console()
     verdicts = []
     with _progress(True) as progress:

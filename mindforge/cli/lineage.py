@@ -33,20 +33,64 @@ def ui_link(settings, workflow_id: str) -> str:
     return f"{settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}/workflows/{workflow_id}"
 
 
+def split_config(selection: float, sealed: float, min_tasks: int = 5, allow_small: bool = False):
+    """The ``--selection`` / ``--sealed`` / ``--min-split-tasks`` / ``--allow-small-splits`` options as a SplitConfig.
+
+    Raises:
+        InputError: the fractions leave no room for the search split.
+    """
+    from mindforge.evaluation import SplitConfig
+
+    try:
+        return SplitConfig(
+            selection_fraction=selection, sealed_fraction=sealed, min_tasks=min_tasks, allow_small_splits=allow_small
+        )
+    except ValueError as exc:
+        reason = str(exc).splitlines()[-1].removeprefix("  Value error, ")
+        raise InputError("--selection/--sealed", "splits", reason) from None
+
+
+def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
+    """Load the pool and check its split sizes before a lineage starts (the worker checks again).
+
+    Returns:
+        split name -> task count.
+
+    Raises:
+        InputError: a task does not load.
+        SplitTooSmallError: a split below ``splits.min_tasks`` without ``allow_small_splits``
+            (the message names the split and the numbers).
+    """
+    from mindforge.evaluation import SplitCandidate, assign_splits, check_split_sizes, split_counts
+    from mindforge.tasks.loader import load_tasks
+
+    loaded = load_tasks(tasks)
+    assignment = assign_splits(
+        [SplitCandidate(task_hash=t.content_hash, task_id=t.id, category=t.config.metadata.category) for t in loaded],
+        splits,
+        split_key=name,
+    )
+    counts = split_counts(assignment)
+    check_split_sizes(counts, splits)
+    return {k.value: v for k, v in counts.items()}
+
+
 def build_spec(
-    name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model=None,
+    name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
     search_attempts=None, audit_judge=False,
 ):
-    """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract checked).
+    """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
     ``base_model`` is what the Update stage trains a LoRA on: a local directory or a hub
-    id. Default: the locally built tiny model for a contract whose ``model.id`` is
+    id. ``splits`` is a :class:`mindforge.evaluation.SplitConfig` (:func:`split_config`).
+    Default base model: the locally built tiny model for a contract whose ``model.id`` is
     ``tiny``, else the contract's ``model.id``. ``search_attempts`` caps configuration
     search per generation (None: the default budget; 0: no search). ``audit_judge`` sends
     the failures audit rules cannot decide to the policy endpoint as a judge.
 
     Raises:
         InputError: a missing path, an invalid contract or an unknown stage.
+        SplitTooSmallError: a split below the minimum (see :func:`check_pool_splits`).
     """
     from mindforge.hcp import load_contract
     from mindforge.orchestration import LineageSpec, SearchBudgetSpec, Stage
@@ -66,13 +110,14 @@ def build_spec(
         stage_list = [Stage(s.strip()) for s in stages.split(",") if s.strip()]
     except ValueError as exc:
         raise InputError("--stages", "stages", str(exc)) from None
+    check_pool_splits(name, tasks, splits)
     return LineageSpec(
         name=name,
         tasks=[str(p.resolve()) for p in tasks],
         contract_path=str(contract.resolve()),
         generations=generations,
         attempts=attempts,
-        held_out_fraction=held_out,
+        splits=splits,
         seed=seed,
         policy_url=policy_url,
         stages=stage_list,
@@ -150,8 +195,11 @@ def start(
     contract: Path = typer.Option(..., "--contract", help="Root HCP contract (TOML)."),
     generations: int = typer.Option(1, "--generations", min=1),
     attempts: int = typer.Option(2, "--attempts", min=1, help="Trials per task per generation (group size)."),
-    held_out: float = typer.Option(0.0, "--held-out", min=0.0, max=0.99, help="Fraction of tasks held out."),
-    seed: int = typer.Option(0, "--seed"),
+    selection: float = typer.Option(0.2, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split (decisions)."),
+    sealed: float = typer.Option(0.2, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split (the reported lift only)."),
+    min_split_tasks: int = typer.Option(5, "--min-split-tasks", min=0, help="Fewest tasks each split must hold."),
+    allow_small_splits: bool = typer.Option(False, "--allow-small-splits", help="Start even with a split below the minimum (the report flags it)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of bootstrap intervals and sampling."),
     policy_url: str = typer.Option(None, "--policy-url", help="OpenAI-compatible endpoint (.../v1)."),
     stages: str = typer.Option("discovery,expansion,update", "--stages", help="Stages to run, comma-separated."),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Trials per run_trials activity."),
@@ -166,8 +214,9 @@ def start(
     from mindforge.settings import get_settings
 
     settings = get_settings()
+    splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     spec = build_spec(
-        name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, batch_size, base_model,
+        name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
         search_attempts, audit_judge,
     )
     wid = asyncio.run(start_lineage(spec, settings))
@@ -190,7 +239,8 @@ def _print_store_status(name: str) -> None:
         if lin is None:
             raise InputError("lineage", "name", f"no lineage {name!r} in {settings.db_url}")
         table = Table(title=f"lineage {name}: {lin.status}  generation {lin.current_generation}")
-        for col in ("gen", "status", "stages run", "admitted", "base eval solved", "search", "update", "held-out lift"):
+        for col in ("gen", "status", "stages run", "admitted", "base eval solved (search split)", "search coverage",
+                    "successor (selection)", "update", "sealed lift"):
             table.add_column(col)
         for g in lineages.list_generations(session=s, lineage_id=name):
             table.add_row(str(g.index), str(g.status), ", ".join(g.stages_run), *_generation_cells(g.record))
@@ -204,7 +254,8 @@ def _generation_cells(record: dict) -> list[str]:
     exp = record.get("expansion", {})
     search = record.get("search", {})
     upd = record.get("update", {})
-    lift = record.get("held_out_lift") or {}
+    lift = record.get("sealed_lift") or {}
+    succ = record.get("successor") or {}
     if search.get("disabled"):
         search_text = "off"
     elif "refused" in search:
@@ -217,11 +268,16 @@ def _generation_cells(record: dict) -> list[str]:
         )
     else:
         search_text = ""
-    lift_text = f"{lift['mean']:+.2f} [{lift['lo']:+.2f}, {lift['hi']:+.2f}]" if "mean" in lift and lift.get("lo") is not None else ""
+    if lift.get("mean") is not None and lift.get("lo") is not None:
+        lift_text = f"{lift['mean']:+.2f} [{lift['lo']:+.2f}, {lift['hi']:+.2f}], {lift.get('n_tasks', 0)} tasks"
+    else:
+        lift_text = record.get("sealed_lift_reason", "")
+    succ_text = ("promoted " if succ.get("promoted") else "kept parent ") + succ.get("reason", "")[:60] if succ else ""
     return [
         f"{len(disc.get('admitted', []))}/{disc.get('proposed', 0)}" if disc else "",
         f"{exp.get('solved_tasks', '')}/{exp.get('tasks', '')} ({exp.get('passed', '')}/{exp.get('trials', '')} trials)" if exp else "",
         search_text,
+        succ_text,
         str(upd.get("outcome", "")),
         lift_text,
     ]

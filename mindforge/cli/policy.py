@@ -29,7 +29,8 @@ def serve(
     ),
 ) -> None:
     """Serve one base model and its LoRA adapters on /v1 (chat completions, models, load/unload adapter)."""
-    from mindforge.policy.server import HubUnreachableError, serve as run_server
+    from mindforge.policy.server import HubUnreachableError
+    from mindforge.policy.server import serve as run_server
 
     console = Console(stderr=True)
     name = served_model_name or model

@@ -37,11 +37,23 @@ def quickstart_command(
     generations: int = typer.Option(1, "--generations", min=1),
     attempts: int = typer.Option(2, "--attempts", min=1),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
-    held_out: float = typer.Option(0.25, "--held-out", min=0.0, max=0.99, help="Fraction of tasks held out for the lift."),
+    selection: float = typer.Option(0.2, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split (decisions)."),
+    sealed: float = typer.Option(0.2, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split (the reported lift)."),
+    min_split_tasks: int = typer.Option(5, "--min-split-tasks", min=0, help="Fewest tasks each split must hold."),
+    allow_small_splits: bool = typer.Option(
+        False, "--allow-small-splits", help="Run even with a split below the minimum (the report flags it)."
+    ),
     search_attempts: int = typer.Option(16, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."),
 ) -> None:
     """Run one generation of a lineage end to end on this machine."""
-    from mindforge.cli.lineage import _print_store_status, build_spec, start_lineage, ui_link, wait_lineage
+    from mindforge.cli.lineage import (
+        _print_store_status,
+        build_spec,
+        split_config,
+        start_lineage,
+        ui_link,
+        wait_lineage,
+    )
     from mindforge.devstack import dev_up
     from mindforge.hcp import load_contract
     from mindforge.policy.runner import PolicyServerProcess
@@ -78,8 +90,9 @@ def quickstart_command(
             stderr=subprocess.STDOUT,
             env={**os.environ},
         )
+        splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
         spec = build_spec(
-            name, task_paths, contract, generations, attempts, held_out, 0, policy_url, stages, 16,
+            name, task_paths, contract, generations, attempts, splits, 0, policy_url, stages, 16,
             search_attempts=search_attempts,
         )
         wid = asyncio.run(start_lineage(spec, settings))

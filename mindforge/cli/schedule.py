@@ -28,10 +28,10 @@ async def create_schedule(spec, cron: str, settings) -> str:
     from temporalio.client import (
         Schedule,
         ScheduleActionStartWorkflow,
+        ScheduleOverlapPolicy,
         SchedulePolicy,
         ScheduleSpec,
     )
-    from temporalio.client import ScheduleOverlapPolicy
 
     from mindforge.cli.lineage import workflow_id_for
     from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput
@@ -65,7 +65,10 @@ def create(
     contract: Path = typer.Option(..., "--contract"),
     generations: int = typer.Option(1, "--generations", min=1),
     attempts: int = typer.Option(2, "--attempts", min=1),
-    held_out: float = typer.Option(0.0, "--held-out", min=0.0, max=0.99),
+    selection: float = typer.Option(0.2, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split."),
+    sealed: float = typer.Option(0.2, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split."),
+    min_split_tasks: int = typer.Option(5, "--min-split-tasks", min=0, help="Fewest tasks each split must hold."),
+    allow_small_splits: bool = typer.Option(False, "--allow-small-splits", help="Allow a split below the minimum."),
     seed: int = typer.Option(0, "--seed"),
     policy_url: str = typer.Option(None, "--policy-url"),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
@@ -78,12 +81,13 @@ def create(
     ),
 ) -> None:
     """Create a schedule that runs a lineage on a cron (overlapping firings are skipped)."""
-    from mindforge.cli.lineage import build_spec
+    from mindforge.cli.lineage import build_spec, split_config
     from mindforge.settings import get_settings
 
     settings = get_settings()
+    splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     spec = build_spec(
-        name, tasks, contract, generations, attempts, held_out, seed, policy_url, stages, 16, base_model,
+        name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, 16, base_model,
         search_attempts, audit_judge,
     )
     sid = asyncio.run(create_schedule(spec, cron, settings))

@@ -9,9 +9,9 @@ Steps (DESIGN.md, "One generation = three stages"):
    task directory in a staging area; :func:`~mindforge.discovery.admission.check_proposal`
    runs the static checks (duplicates, tests reading the solution, the answer in the
    instruction), task validation and the difficulty estimate.
-3. :func:`~mindforge.discovery.admission.assign_splits` and
-   :func:`~mindforge.discovery.admission.admit_to_store` give admitted tasks a split and
-   register them with provenance.
+3. :func:`~mindforge.discovery.run.admission_record` gives admitted tasks a split
+   (:func:`mindforge.evaluation.assign_splits`, as the starting pool got them) and
+   :func:`~mindforge.discovery.admission.admit_to_store` registers them with provenance.
 
 :func:`~mindforge.discovery.run.run_discovery` runs all three in-process; a workflow
 runs :func:`~mindforge.discovery.run.propose_batch`, ``check_proposal`` per staged
@@ -21,7 +21,6 @@ separate activities, then ``admit_to_store``.
 
 from mindforge.discovery.admission import (
     admit_to_store,
-    assign_splits,
     check_proposal,
     discovered_dir,
     estimate_difficulty,
@@ -82,7 +81,6 @@ __all__ = [
     "TaskProposal",
     "admission_record",
     "admit_to_store",
-    "assign_splits",
     "check_proposal",
     "discovered_dir",
     "estimate_difficulty",

@@ -1,4 +1,4 @@
-"""Checks, difficulty, ids, splits and provenance of proposals; registration in the store.
+"""Checks, difficulty, ids and provenance of proposals; registration in the store.
 
 :func:`check_proposal` runs on one materialised proposal, in this order: it must load,
 pass the static checks (:mod:`mindforge.discovery.checks`), pass task validation
@@ -10,7 +10,6 @@ admitted tasks to ``<artifacts>/discovered/<lineage>/<task_id>`` and registers t
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +25,7 @@ from mindforge.errors import InputError
 from mindforge.evaluate import evaluate
 from mindforge.sandbox.docker import DockerEngine
 from mindforge.store import pool
-from mindforge.store.models import PoolSplit, TaskSource
+from mindforge.store.models import TaskSource
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.loader import load_task
 from mindforge.tasks.model import Task
@@ -183,43 +182,6 @@ def unique_task_id(proposed_id: str, generation: int, taken: set[str]) -> str:
         n += 1
         candidate = f"{base}-{n}"
     return candidate
-
-
-def assign_splits(
-    hashes: list[str],
-    held_out_fraction: float,
-    *,
-    seed: int,
-    generation: int,
-    pool_total: int = 0,
-    pool_held_out: int = 0,
-) -> dict[str, PoolSplit]:
-    """Put newly admitted tasks on the search or held-out split.
-
-    The number held out keeps the whole pool at the fraction: ``round((pool_total + n)
-    * fraction) - pool_held_out``, clamped to ``[0, n]``; which tasks are held out is
-    drawn with an RNG seeded by ``(seed, generation)`` from the sorted hashes, so the
-    result is the same for the same inputs in any order.
-
-    Args:
-        hashes: content hashes of the admitted tasks (n of them).
-        held_out_fraction: the lineage's held-out share, in [0, 1).
-        seed: the lineage's split seed.
-        generation: the generation admitting them.
-        pool_total / pool_held_out: tasks in the pool before, all and held out.
-
-    Returns:
-        hash -> split.
-
-    Raises:
-        ValueError: the fraction is outside [0, 1).
-    """
-    if not 0.0 <= held_out_fraction < 1.0:
-        raise ValueError(f"held_out_fraction must be in [0, 1), got {held_out_fraction}")
-    ordered = sorted(set(hashes))
-    k = min(len(ordered), max(0, round((pool_total + len(ordered)) * held_out_fraction) - pool_held_out))
-    held = set(random.Random(f"{seed}:{generation}").sample(ordered, k)) if k else set()
-    return {h: PoolSplit.HELD_OUT if h in held else PoolSplit.SEARCH for h in ordered}
 
 
 def make_provenance(

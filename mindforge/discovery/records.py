@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mindforge.store.models import PoolSplit
+from mindforge.evaluation.splits import PoolSplit
 
 
 class RejectReason(StrEnum):
@@ -149,7 +149,8 @@ class AdmittedTask(BaseModel):
         path: the task directory (staging until moved by admission).
         content_hash: sha256 over the task's files.
         category / declared_difficulty: from the proposal.
-        split: ``search`` or ``held_out``.
+        split: ``search``, ``selection`` or ``sealed`` (assigned by
+            :func:`mindforge.evaluation.assign_splits`, never moved later).
         difficulty: the current pair's success estimate.
         provenance: JSON stored with the task (generation, proposing pair, validation
             evidence, difficulty).

@@ -26,12 +26,13 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field
 
 from mindforge.agent.base import Agent
-from mindforge.discovery.admission import assign_splits, check_proposal, make_provenance, unique_task_id
+from mindforge.discovery.admission import check_proposal, make_provenance, unique_task_id
 from mindforge.discovery.checks import SIMILARITY_THRESHOLD, PoolIndex
 from mindforge.discovery.materialise import DiscoveredTaskLimits, materialise
 from mindforge.discovery.proposal import PoolSummary, request_proposals
 from mindforge.discovery.records import AdmittedTask, DiscoveryRecord, PairInfo, ProposalVerdict, Rejection
 from mindforge.discovery.schema import DEFAULT_RULES, ProposalRules
+from mindforge.evaluation.splits import PoolSplit, SplitCandidate, SplitConfig, assign_splits
 from mindforge.sandbox.docker import DockerEngine
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.loader import load_task
@@ -46,8 +47,11 @@ class DiscoveryConfig(BaseModel):
         generation: the generation running Discovery (ids are ``g<generation>-...``).
         attempts: trials of the current pair per valid proposal (difficulty estimate).
         oracle_runs: reference-solution runs in validation.
-        held_out_fraction / seed: the lineage's held-out share and split seed.
-        pool_total / pool_held_out: tasks already in the pool, all and held out.
+        splits: the lineage's split fractions (and pinned tasks).
+        split_key: the lineage id (admitted tasks are ordered by a hash of it and their
+            content hash, as the starting pool was).
+        existing: category -> split -> tasks already in the pool (before this run's
+            admissions), so the pool stays at the fractions within each category.
         similarity_threshold: near-duplicate threshold for instructions.
         max_tokens: completion limit of the proposal call, tokens (None = the contract's).
         rules: base images and size limits of proposals.
@@ -60,10 +64,9 @@ class DiscoveryConfig(BaseModel):
     generation: int = Field(default=1, ge=0)
     attempts: int = Field(default=2, ge=1)
     oracle_runs: int = Field(default=2, ge=2)
-    held_out_fraction: float = Field(default=0.0, ge=0.0, lt=1.0)
-    seed: int = 0
-    pool_total: int = Field(default=0, ge=0)
-    pool_held_out: int = Field(default=0, ge=0)
+    splits: SplitConfig = Field(default_factory=lambda: SplitConfig(selection_fraction=0.0, sealed_fraction=0.0))
+    split_key: str = ""
+    existing: dict[str, dict[PoolSplit, int]] = Field(default_factory=dict)
     similarity_threshold: float = Field(default=SIMILARITY_THRESHOLD, gt=0.0, le=1.0)
     max_tokens: int | None = Field(default=None, gt=0)
     rules: ProposalRules = DEFAULT_RULES
@@ -171,7 +174,7 @@ def admission_record(batch: ProposalBatch, verdicts: list[ProposalVerdict], conf
         batch: the staged proposals.
         verdicts: one verdict per staged proposal (matched by ``task_id``; a staged
             proposal without a verdict is an error).
-        config: the run's knobs (split fraction, seed, pool counts, threshold).
+        config: the run's knobs (splits, split key, existing pool counts, threshold).
 
     Returns:
         The record; admitted tasks keep their staging paths.
@@ -184,7 +187,7 @@ def admission_record(batch: ProposalBatch, verdicts: list[ProposalVerdict], conf
         run_id=batch.run_id, generation=batch.generation, pair=batch.pair, requested=batch.requested,
         proposed=batch.proposed, rejected=list(batch.rejected),
     )
-    accepted: list[tuple[StagedProposal, ProposalVerdict]] = []
+    accepted: list[tuple[StagedProposal, ProposalVerdict, str]] = []
     seen = PoolIndex()
     for staged in batch.staged:
         verdict = by_id.get(staged.task_id)
@@ -200,12 +203,14 @@ def admission_record(batch: ProposalBatch, verdicts: list[ProposalVerdict], conf
         if verdict.reason is not None:
             record.rejected.append(Rejection(task_id=staged.proposed_id, reason=verdict.reason, detail=verdict.detail))
             continue
-        accepted.append((staged, verdict))
+        accepted.append((staged, verdict, task.config.metadata.category))
     splits = assign_splits(
-        [v.content_hash for _s, v in accepted], config.held_out_fraction, seed=config.seed,
-        generation=batch.generation, pool_total=config.pool_total, pool_held_out=config.pool_held_out,
+        [SplitCandidate(task_hash=v.content_hash, task_id=st.task_id, category=cat) for st, v, cat in accepted],
+        config.splits,
+        split_key=config.split_key,
+        existing=config.existing,
     )
-    for staged, verdict in accepted:
+    for staged, verdict, _category in accepted:
         provenance = make_provenance(
             verdict, proposed_id=staged.proposed_id, pair=batch.pair, generation=batch.generation, run_id=batch.run_id
         )

@@ -7,17 +7,27 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from mindforge.orchestration.spec import LineageSpec, Stage
+from mindforge.evaluation.lift import LiftReport
+from mindforge.evaluation.scoring import PairRef
+from mindforge.orchestration.spec import LineageSpec, TrialStage
 
 
 class LineageInput(BaseModel):
-    """State of a :class:`LineageWorkflow` run, carried through continue-as-new."""
+    """State of a :class:`LineageWorkflow` run, carried through continue-as-new.
+
+    Attributes:
+        contract_hash / adapter: the pair the next generation starts from.
+        root_contract_hash / root_adapter: generation 0's pair (the sealed lift of
+            every generation is also measured against it).
+    """
 
     lineage_id: str
     spec: LineageSpec
     next_generation: int = 0
     contract_hash: str = ""
     adapter: str = ""
+    root_contract_hash: str = ""
+    root_adapter: str = ""
     paused: bool = False
     prepared: bool = False
 
@@ -42,21 +52,28 @@ class PrepareLineageInput(BaseModel):
 
 
 class PrepareLineageResult(BaseModel):
-    """Pool after preparation: task counts per split and the root contract hash."""
+    """Pool after preparation: task counts per split, the root contract hash, split warnings.
+
+    Attributes:
+        warnings: splits below the minimum that ``allow_small_splits`` let through.
+    """
 
     contract_hash: str
     search_tasks: int
-    held_out_tasks: int
+    selection_tasks: int
+    sealed_tasks: int
+    warnings: list[str] = Field(default_factory=list)
 
 
 class GenerationInput(BaseModel):
-    """One generation of a lineage: its index and the pair it starts from."""
+    """One generation of a lineage: its index, the pair it starts from, and generation 0's pair."""
 
     lineage_id: str
     index: int
     spec: LineageSpec
     contract_hash: str
     adapter: str = ""
+    root: PairRef | None = None
 
 
 class GenerationResult(BaseModel):
@@ -73,6 +90,7 @@ class GenerationResult(BaseModel):
     admitted_tasks: int = 0
     successor_contract_hash: str | None = None
     update_outcome: str = ""
+    sealed_lift: dict | None = None
 
 
 class ExpansionInput(BaseModel):
@@ -99,7 +117,7 @@ class RunTrialsInput(BaseModel):
 
     lineage_id: str
     generation: int
-    stage: Stage
+    stage: TrialStage
     contract_hash: str
     adapter: str = ""
     policy_url: str | None = None
@@ -184,3 +202,49 @@ class DiscoveryResult(BaseModel):
     proposed: int
     admitted: int
     rejected: int
+
+
+class SealedEvaluationInput(BaseModel):
+    """Measure a generation's successor pair on the sealed split (``plan_sealed_trials``, ``measure_sealed_lift``).
+
+    Attributes:
+        parent: the generation's pair.
+        successor: the pair the next generation starts from.
+        root: generation 0's pair (None in generation 0, where it is the parent).
+    """
+
+    lineage_id: str
+    generation: int
+    spec: LineageSpec
+    parent: PairRef
+    successor: PairRef
+    root: PairRef | None = None
+
+
+class SealedPlan(BaseModel):
+    """Sealed trials per pair (same tasks, same attempts, deterministic ids), or why there are none.
+
+    Attributes:
+        batches: one trial list per pair to run (pairs listed once).
+        tasks: sealed tasks.
+        note: why nothing runs (no sealed tasks, or nothing changed).
+    """
+
+    batches: list[RunTrialsInput] = Field(default_factory=list)
+    tasks: int = 0
+    note: str = ""
+
+
+class SealedLiftResult(BaseModel):
+    """The sealed lifts of one generation: over its parent, and over generation 0.
+
+    Attributes:
+        parent: the successor over the parent (None with ``reason`` when not measured).
+        root: generation k's successor over generation 0's pair (None in generation 0
+            or when not measured).
+        reason: why ``parent`` is None.
+    """
+
+    parent: LiftReport | None = None
+    root: LiftReport | None = None
+    reason: str = ""

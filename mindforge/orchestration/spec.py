@@ -9,6 +9,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from mindforge.evaluation.splits import SplitConfig
 from mindforge.trainer.config import TrainerConfig
 
 #: task queue for workflow tasks and store-only activities
@@ -23,18 +24,25 @@ SA_STAGE = "MindForgeStage"
 
 
 class Stage(StrEnum):
-    """The three stages of a generation."""
+    """The three stages of a generation (what ``LineageSpec.stages`` lists)."""
 
     DISCOVERY = "discovery"
     EXPANSION = "expansion"
     UPDATE = "update"
-    #: trial stage of the Update's held-out evaluation (parent and successor pairs); not a
-    #: generation stage: never list it in ``LineageSpec.stages``
-    HELDOUT = "heldout"
-    #: trial stages inside Expansion: configuration-search cells, and the held-out check of
-    #: the best search candidate against the parent (not generation stages either)
+
+
+class TrialStage(StrEnum):
+    """Where a stored trial ran (its ``stage``); the split of its task follows from it.
+
+    ``expansion`` and ``search`` trials run on search tasks; ``selection`` trials run on
+    selection tasks and feed decisions only (successor contract, adapter promotion);
+    ``sealed`` trials run on sealed tasks and feed the reported lift only.
+    """
+
+    EXPANSION = "expansion"
     SEARCH = "search"
-    SUCCESSOR = "successor"
+    SELECTION = "selection"
+    SEALED = "sealed"
 
 
 class LineageSpec(BaseModel):
@@ -46,10 +54,12 @@ class LineageSpec(BaseModel):
         contract_path: the root HCP contract file (absolute path).
         generations: number of generations to run (>= 1).
         attempts: trials per task per generation (the GRPO group size).
-        held_out_fraction: share of the pool kept out of search and training, in [0, 1).
-        seed: seed of the held-out split and of sampling where the policy honours it.
+        splits: how the pool is split into search / selection / sealed
+            (:class:`mindforge.evaluation.splits.SplitConfig`; assigned once, by a hash
+            of the lineage name and each task's content hash, stratified by category).
+        seed: seed of bootstrap intervals and of sampling where the policy honours it.
         policy_url: OpenAI-compatible endpoint; None = settings / the contract's env var.
-        stages: stages enabled, in order; a stage not built yet is skipped and reported.
+        stages: generation stages enabled, in order.
         trial_batch_size: trials per ``run_trials`` activity.
         search: configuration-search budget per generation (None = the defaults of
             :class:`SearchBudgetSpec`).
@@ -61,11 +71,14 @@ class LineageSpec(BaseModel):
             Required when the Update stage runs; the tiny model's directory in CI.
         trainer: GRPO/LoRA hyper-parameters of the Update stage.
         max_rank: largest LoRA rank the serving endpoint accepts (vLLM ``--max-lora-rank``).
-        heldout_attempts: attempts per held-out task per pair in the lift evaluation.
+        eval_attempts: attempts per selection or sealed task per pair (decisions and the
+            sealed lift).
+        promotion_min_lift: the least selection lift (reward units) that promotes a new
+            adapter revision into the next generation's pair.
         max_groups_per_task / max_trials_per_group: selection caps per task and group.
         serving_urls: endpoints each new adapter revision is handed off to besides the
             policy endpoint (``policy_url`` or settings), which always gets it.
-        lift_resamples: bootstrap resamples of the held-out lift interval.
+        lift_resamples: bootstrap resamples of every lift interval.
         audit_judge: ask the policy endpoint to decide the failures the audit rules flag
             ``needs_judge`` (:func:`mindforge.audit_judge.judge_audit`); the verdict is stored
             as ``judge:<model>``, and an unusable reply keeps the rules' verdict.
@@ -76,7 +89,7 @@ class LineageSpec(BaseModel):
     contract_path: str
     generations: int = Field(default=1, ge=1)
     attempts: int = Field(default=2, ge=1)
-    held_out_fraction: float = Field(default=0.0, ge=0.0, lt=1.0)
+    splits: SplitConfig = Field(default_factory=SplitConfig)
     seed: int = 0
     policy_url: str | None = None
     stages: list[Stage] = Field(default_factory=lambda: [Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE])
@@ -88,7 +101,8 @@ class LineageSpec(BaseModel):
     base_model_path: str | None = None
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     max_rank: int = Field(default=64, ge=1)
-    heldout_attempts: int = Field(default=2, ge=1)
+    eval_attempts: int = Field(default=2, ge=1)
+    promotion_min_lift: float = 0.0
     max_groups_per_task: int = Field(default=2, ge=1)
     max_trials_per_group: int = Field(default=16, ge=2)
     serving_urls: list[str] = Field(default_factory=list)

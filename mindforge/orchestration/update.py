@@ -1,4 +1,4 @@
-"""Inputs and results of the Update stage: selection, training, validation, registration, hand-off, held-out lift.
+"""Inputs and results of the Update stage: selection, training, validation, registration, hand-off, promotion gate.
 
 Pure pydantic records (see :mod:`mindforge.orchestration`); no Temporal, no Ray.
 """
@@ -9,18 +9,22 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from mindforge.orchestration.lineage import TrialSpec
+from mindforge.evaluation.decisions import PromotionDecision
+from mindforge.evaluation.scoring import PairRef
+from mindforge.orchestration.lineage import RunTrialsInput
 from mindforge.orchestration.spec import LineageSpec
-from mindforge.trainer.config import TrainResult, TrainerConfig
-from mindforge.trainer.lift import LiftReport, PairRef
+from mindforge.trainer.config import TrainerConfig, TrainResult
 from mindforge.trainer.selection import SelectedGroup, SelectionReport
 from mindforge.trainer.validate_adapter import AdapterReport
 
 
 class UpdateOutcome(StrEnum):
-    """How an Update stage ended (every outcome is recorded; only ``registered`` makes a new pair)."""
+    """How an Update stage ended (every outcome is recorded; only ``promoted`` puts the new adapter in the next pair)."""
 
-    REGISTERED = "registered"
+    #: registered, handed off, and the selection-split gate promoted it into the next pair
+    PROMOTED = "promoted"
+    #: registered and handed off, but the selection-split gate kept the parent adapter
+    NOT_PROMOTED = "not_promoted"
     #: selection, or tokenisation of the selected trajectories, left no group with signal
     NO_SIGNAL = "no_signal"
     #: the trained adapter failed validation (empty, zero, no effect, over the rank limit, ...)
@@ -135,32 +139,26 @@ class HandOffResult(BaseModel):
     endpoints: list[dict]
 
 
-class PlanHeldoutInput(BaseModel):
-    """Plan the held-out trials of the parent and successor pairs (``plan_heldout_trials``)."""
+class PlanPromotionInput(BaseModel):
+    """Plan the selection trials of the promotion gate (``plan_promotion_trials``).
+
+    Attributes:
+        without: the successor contract with the parent's adapter.
+        with_adapter: the successor pair, naming the new adapter revision.
+    """
 
     lineage_id: str
     generation: int
     spec: LineageSpec
-    parent: PairRef
-    successor: PairRef
+    without: PairRef
+    with_adapter: PairRef
 
 
-class HeldoutPlan(BaseModel):
-    """Held-out trials of both pairs (same tasks, same attempts) with deterministic ids."""
+class PromotionPlan(BaseModel):
+    """Selection trials of both pairs (same tasks, same attempts) with deterministic ids."""
 
-    parent: list[TrialSpec]
-    successor: list[TrialSpec]
-    tasks: int
-
-
-class MeasureLiftInput(BaseModel):
-    """Measure the held-out lift of the successor over the parent (``measure_lift``)."""
-
-    lineage_id: str
-    generation: int
-    spec: LineageSpec
-    parent: PairRef
-    successor: PairRef
+    batches: list[RunTrialsInput] = Field(default_factory=list)
+    tasks: int = 0
 
 
 class RecordUpdateInput(BaseModel):
@@ -178,11 +176,12 @@ class UpdateResult(BaseModel):
 
     Attributes:
         outcome: see :class:`UpdateOutcome`.
-        contract_hash / adapter: the next generation's pair (the parent pair unless
-            ``outcome`` is ``registered``).
+        contract_hash / adapter: the next generation's pair: the successor pair when
+            ``promoted``, else Expansion's successor contract (or the parent's) with the
+            parent's adapter.
         adapter_revision_id: the registered revision, if any.
         selected_groups / selected_trials: what selection kept.
-        lift: the held-out lift (registered outcome only).
+        promotion: the selection-split gate's decision (registered revisions only).
     """
 
     outcome: UpdateOutcome
@@ -191,4 +190,4 @@ class UpdateResult(BaseModel):
     adapter_revision_id: str | None = None
     selected_groups: int = 0
     selected_trials: int = 0
-    lift: LiftReport | None = None
+    promotion: PromotionDecision | None = None

@@ -1,12 +1,18 @@
-"""Gather a lineage's report data from the store: coverage, audits, spend, lineage, held-out results.
+"""Gather a lineage's report data from the store: coverage, audits, spend, lineage, decisions, sealed lift.
 
 Everything the HTML, Markdown and JSON renderers show comes from :class:`ReportData`,
 built by :func:`gather_report_data` from the store alone (lineage, generations, pool,
 trials, audits, search jobs, candidates, contracts).
 
-Per generation, *coverage trials* are the model trials on search-split tasks; the base
-evaluation is their subset under the generation's own contract, and every other contract
-is a search candidate. Held-out results are the model trials on held-out tasks.
+Three kinds of evidence, kept apart under their own names (DESIGN.md, "Three splits"):
+
+- *search-set coverage*: the model trials on search-split tasks; the base evaluation is
+  their subset under the generation's own contract, every other contract a search
+  candidate. Coverage is an upper bound across contracts, not skill.
+- *selection decisions*: the successor-contract choice and the adapter promotion gate,
+  each with the split it read (``decided_on``) and its selection scores.
+- *sealed lift*: the paired lift of the pair a generation hands on over its parent (and
+  over generation 0's pair) on the sealed split, with its interval and task count.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from mindforge.audit import usable_for_search
+from mindforge.evaluation import Interval, PoolSplit, wilson_interval
 from mindforge.hcp import diff_contracts, format_diff, loads_contract
-from mindforge.ledger import CoverageSummary, Interval, Ledger, wilson_interval
-from mindforge.store import Contract, PoolSplit, Trial
+from mindforge.ledger import CoverageSummary, Ledger
+from mindforge.store import Contract, Trial
 from mindforge.store import lineages as lineage_repo
 from mindforge.store import pool as pool_repo
 from mindforge.store import registry as registry_repo
@@ -111,16 +118,38 @@ class SearchJobInfo(BaseModel):
     candidates: int = 0
 
 
-class HeldOutRow(BaseModel):
-    """A held-out score of one (contract, adapter) in one generation, with the search coverage beside it."""
+class PairScoreRow(BaseModel):
+    """One pair's pass rate on one evaluation split in one generation (Wilson interval)."""
 
     generation: int
+    split: PoolSplit
     contract_hash: str
     adapter: str = ""
     score: Interval
-    search_covered: int = 0
-    search_tasks: int = 0
-    lift: Any = None
+
+
+class GenerationEvidence(BaseModel):
+    """A generation's evidence, each kind under its own name.
+
+    Attributes:
+        index: the generation.
+        splits: tasks per split in the pool during this generation.
+        decisions: the selection-split decisions (``kind``, ``decided_on``, outcome,
+            reason, scores, ``trial_ids``).
+        sealed_lift: ``{"mean", "lo", "hi", "n_tasks", "n_trials", ...}`` of the pair
+            handed on over the parent, or None (see ``sealed_lift_reason``).
+        sealed_lift_reason: why there is no sealed lift.
+        sealed_lift_vs_root: the same against generation 0's pair (None in generation 0).
+        scores: pass rates per pair on the selection and sealed splits.
+    """
+
+    index: int
+    splits: dict[str, int] = Field(default_factory=dict)
+    decisions: list[dict[str, Any]] = Field(default_factory=list)
+    sealed_lift: dict[str, Any] | None = None
+    sealed_lift_reason: str = ""
+    sealed_lift_vs_root: dict[str, Any] | None = None
+    scores: list[PairScoreRow] = Field(default_factory=list)
 
 
 class ReportData(BaseModel):
@@ -137,7 +166,8 @@ class ReportData(BaseModel):
     audits: list[AuditRow] = Field(default_factory=list)
     spend: list[SpendRow] = Field(default_factory=list)
     search_jobs: list[SearchJobInfo] = Field(default_factory=list)
-    held_out: list[HeldOutRow] = Field(default_factory=list)
+    evidence: list[GenerationEvidence] = Field(default_factory=list)
+    split_warnings: list[str] = Field(default_factory=list)
     discovery: dict[int, Any] = Field(default_factory=dict)
 
     def contract_edit(self, contract_hash: str | None) -> str:
@@ -172,10 +202,13 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
     if lineage is None:
         raise NotFoundError("lineage", lineage_id)
     generations = lineage_repo.list_generations(session=session, lineage_id=lineage.id)
-    splits = {m.task_hash: m.split for m in pool_repo.list_pool(session=session, lineage_id=lineage.id)}
+    members = pool_repo.list_pool(session=session, lineage_id=lineage.id)
+    splits = {m.task_hash: m.split for m in members}
     trials = trial_repo.list_trials(session=session, lineage_id=lineage.id)
     data = ReportData(lineage_id=lineage.id, lineage_name=lineage.name, status=str(lineage.status.value))
+    data.split_warnings = list(lineage.spec.get("split_warnings") or [])
     data.task_ids = _task_ids(session, splits, trials)
+    data.evidence = [_evidence(g, members, trials, splits) for g in generations]
     data.generations = [
         {
             "index": g.index,
@@ -183,9 +216,14 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
             "contract_hash": g.contract_hash,
             "adapter_revision_id": g.adapter_revision_id,
             "stages_run": list(g.stages_run),
+            "splits": ev.splits,
+            "decisions": ev.decisions,
+            "sealed_lift": ev.sealed_lift,
+            "sealed_lift_reason": ev.sealed_lift_reason,
+            "sealed_lift_vs_root": ev.sealed_lift_vs_root,
             "record": {k: v for k, v in g.record.items() if k != "discovery"},
         }
-        for g in generations
+        for g, ev in zip(generations, data.evidence, strict=True)
     ]
     data.discovery = {g.index: g.record["discovery"] for g in generations if g.record.get("discovery")}
     by_generation: dict[int, list[Trial]] = defaultdict(list)
@@ -196,7 +234,6 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
         coverage = _coverage(index, contracts_of.get(index), by_generation[index], splits)
         if coverage.summary.tasks:
             data.coverage.append(coverage)
-        data.held_out += _held_out(index, by_generation[index], splits, coverage, generations)
     data.spend = _spend(trials)
     data.audits = _audits(session, lineage.id)
     jobs = search_repo.list_search_jobs(session=session, lineage_id=lineage.id)
@@ -255,30 +292,42 @@ def _coverage(index: int, base: str | None, trials: list[Trial], splits: dict[st
     )
 
 
-def _held_out(
-    index: int, trials: list[Trial], splits: dict[str, PoolSplit], coverage: GenerationCoverage, generations: list
-) -> list[HeldOutRow]:
-    groups: dict[tuple[str, str], list[Trial]] = defaultdict(list)
+def _evidence(generation, members: list, trials: list[Trial], splits: dict[str, PoolSplit]) -> GenerationEvidence:
+    """A generation's split sizes, selection decisions, sealed lift and evaluation scores."""
+    record = generation.record
+    counts = {s.value: 0 for s in PoolSplit}
+    for m in members:
+        if m.added_generation <= generation.index:
+            counts[PoolSplit(m.split).value] += 1
+    decisions = []
+    if successor := record.get("successor"):
+        decisions.append({"kind": "successor_contract", **successor})
+    if promotion := (record.get("update") or {}).get("promotion"):
+        decisions.append({"kind": "adapter_promotion", **promotion})
+    scores: list[PairScoreRow] = []
+    groups: dict[tuple[PoolSplit, str, str], list[Trial]] = defaultdict(list)
     for t in trials:
-        if _is_model(t) and splits.get(t.task_hash) == PoolSplit.HELD_OUT:
-            groups[(t.contract_hash or "", t.adapter)].append(t)
-    record = next((g.record for g in generations if g.index == index), {})
-    out = []
-    for (contract, adapter), rows in sorted(groups.items()):
+        split = splits.get(t.task_hash)
+        if t.generation_index == generation.index and _is_model(t) and split in (PoolSplit.SELECTION, PoolSplit.SEALED):
+            groups[(PoolSplit(split), t.contract_hash or "", t.adapter)].append(t)
+    for (split, contract, adapter), rows in sorted(groups.items()):
         usable = [r for r in rows if usable_for_search(r.to_record())]
         passed = sum(1 for r in usable if (r.reward or 0.0) >= 1.0)
-        out.append(
-            HeldOutRow(
-                generation=index,
-                contract_hash=contract,
-                adapter=adapter,
+        scores.append(
+            PairScoreRow(
+                generation=generation.index, split=split, contract_hash=contract, adapter=adapter,
                 score=wilson_interval(passed, len(usable)),
-                search_covered=coverage.summary.cumulative,
-                search_tasks=coverage.summary.tasks,
-                lift=record.get("held_out_lift") or record.get("lift"),
             )
         )
-    return out
+    return GenerationEvidence(
+        index=generation.index,
+        splits=counts,
+        decisions=decisions,
+        sealed_lift=record.get("sealed_lift"),
+        sealed_lift_reason=record.get("sealed_lift_reason", "" if record.get("sealed_lift") else "not measured yet"),
+        sealed_lift_vs_root=record.get("sealed_lift_vs_root"),
+        scores=scores,
+    )
 
 
 def _spend(trials: list[Trial]) -> list[SpendRow]:

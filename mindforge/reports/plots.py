@@ -94,12 +94,11 @@ def failure_owners(rows: list[tuple[str, str, int]]) -> str:
     return _data_uri(fig)
 
 
-def held_out(points: list[tuple[int, float, float, float, str]], coverage: dict[int, float]) -> str:
-    """Held-out pass rate per generation with 95% intervals, and search-set coverage beside it.
+def sealed_scores(points: list[tuple[int, float, float, float, str]]) -> str:
+    """Sealed-split pass rate per generation and pair, with 95% Wilson intervals.
 
     Args:
         points: ``(generation, rate, lo, hi, label)`` per evaluated pair.
-        coverage: generation -> cumulative search-set coverage as a fraction.
     """
     fig, ax = plt.subplots(figsize=(8, 4))
     labels = sorted({p[4] for p in points})
@@ -108,15 +107,12 @@ def held_out(points: list[tuple[int, float, float, float, str]], coverage: dict[
         xs = [p[0] + 0.08 * position for p in mine]
         ys = [p[1] for p in mine]
         err = [[p[1] - p[2] for p in mine], [p[3] - p[1] for p in mine]]
-        ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4, label=f"held-out: {label}")
-    if coverage:
-        gens = sorted(coverage)
-        ax.plot(gens, [coverage[g] for g in gens], "s--", color="grey", label="search set: cumulative coverage")
+        ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4, label=f"sealed: {label}")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("generation")
-    ax.set_ylabel("rate")
+    ax.set_ylabel("pass rate")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("Held-out score per generation (95% Wilson intervals)")
+    ax.set_title("Sealed pass rate per generation (95% Wilson intervals)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _data_uri(fig)

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mindforge.evaluation import PoolSplit
 from mindforge.reports import plots
 from mindforge.reports.data import ReportData
 
@@ -24,7 +25,9 @@ SECTION_IDS = (
     "spend",
     "search-jobs",
     "lineage",
-    "held-out",
+    "splits",
+    "selection-decisions",
+    "sealed-lift",
     "discovery",
 )
 
@@ -77,20 +80,6 @@ def _kv(mapping: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in mapping.items()) or "-"
 
 
-def _lift(lift: Any) -> str:
-    """A held-out lift as ``mean (lo..hi)`` to three decimals, signed; extra dict fields after it."""
-    if isinstance(lift, (list, tuple)) and len(lift) == 3 and all(isinstance(v, (int, float)) for v in lift):
-        return f"{lift[0]:+.3f} ({lift[1]:+.3f}..{lift[2]:+.3f})"
-    if isinstance(lift, dict):
-        bounds = [lift.get(k) for k in ("mean", "lo", "hi")]
-        if all(isinstance(v, (int, float)) for v in bounds):
-            rest = {k: v for k, v in lift.items() if k not in ("mean", "lo", "hi") and v not in (None, "")}
-            head = _lift(bounds)
-            return f"{head}; {_kv(rest)}" if rest else head
-        return _kv(lift)
-    return "-" if lift is None else str(lift)
-
-
 def _pct(part: int, whole: int) -> str:
     return f"{part}/{whole}" + (f" ({100 * part / whole:.0f}%)" if whole else "")
 
@@ -112,7 +101,9 @@ def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section
         _spend(data),
         _jobs(data),
         _lineage(data),
-        _held_out(data, with_plots),
+        _splits(data),
+        _decisions(data),
+        _sealed(data, with_plots),
         _discovery(data),
     ]
 
@@ -127,12 +118,26 @@ def _summary(data: ReportData) -> Section:
         s.text(
             f"Generation {c.index}: the base contract solved {_pct(c.base_solved, c.summary.tasks)} search tasks; "
             f"of the {c.failing} it failed, adaptive search covered {c.failing_covered} (cumulative) while the best "
-            f"single candidate covered {c.failing_single}. Cumulative coverage is an upper bound across contracts, "
-            "not the skill of any one contract."
+            f"single candidate covered {c.failing_single}. This is search-set coverage: an upper bound across "
+            "contracts on the tasks searched, not the skill of any one contract."
         )
     else:
         s.text("No model trials recorded yet.")
+    for ev in data.evidence:
+        s.text(f"Generation {ev.index}: sealed lift {_sealed_text(ev.sealed_lift, ev.sealed_lift_reason)}.")
+    if data.split_warnings:
+        s.text("Small splits (started with --allow-small-splits): " + "; ".join(data.split_warnings) + ".")
     return s
+
+
+def _sealed_text(lift: dict | None, reason: str = "") -> str:
+    """A reported lift as ``+0.200 (95% CI -0.100..+0.500) on N tasks, M trials``, or the reason there is none."""
+    if not lift or lift.get("mean") is None:
+        return f"not measured ({reason or 'no figure'})"
+    return (
+        f"{lift['mean']:+.3f} (95% CI {lift['lo']:+.3f}..{lift['hi']:+.3f}) on {lift.get('n_tasks', 0)} sealed tasks, "
+        f"{lift.get('n_trials', 0)} trials"
+    )
 
 
 def _curve(data: ReportData, with_plots: bool) -> Section:
@@ -307,49 +312,85 @@ def _lineage(data: ReportData) -> Section:
     return s
 
 
-def _held_out(data: ReportData, with_plots: bool) -> Section:
-    s = Section(id="held-out", title="Held-out score per generation")
-    if not data.held_out:
-        return s.text("No held-out evaluation recorded yet.")
+def _splits(data: ReportData) -> Section:
+    s = Section(id="splits", title="Task splits: search, selection, sealed")
+    if not data.evidence:
+        return s.text("No generations recorded yet.")
+    s.text(
+        "search: base evaluation, audit, configuration search and training; selection: every decision (successor "
+        "contract, adapter promotion); sealed: only the reported lift - no decision reads it."
+    )
+    if data.split_warnings:
+        s.text("Flagged: " + "; ".join(data.split_warnings) + " (the lineage was started with --allow-small-splits).")
+    rows = [[ev.index, ev.splits.get("search", 0), ev.splits.get("selection", 0), ev.splits.get("sealed", 0)] for ev in data.evidence]
+    return s.table(["generation", "search tasks", "selection tasks", "sealed tasks"], rows)
+
+
+def _decisions(data: ReportData) -> Section:
+    s = Section(id="selection-decisions", title="Decisions on the selection split")
+    rows = []
+    for ev in data.evidence:
+        for d in ev.decisions:
+            if d["kind"] == "successor_contract":
+                outcome = f"{'promoted' if d.get('promoted') else 'kept'} {data.contract_ref(d.get('contract_hash'))}"
+                scores = ", ".join(
+                    f"{data.contract_ref(h)}={v:.3f}" if isinstance(v, (int, float)) else f"{data.contract_ref(h)}=-"
+                    for h, v in (d.get("scores") or {}).items()
+                )
+            else:
+                lift = d.get("lift") or {}
+                outcome = "promoted adapter" if d.get("promoted") else "kept parent adapter"
+                scores = (
+                    f"without={lift.get('parent_score'):.3f}, with={lift.get('successor_score'):.3f}"
+                    if lift.get("parent_score") is not None else "-"
+                )
+            rows.append(
+                [ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, len(d.get("trial_ids") or []), d.get("reason", "")]
+            )
+    if not rows:
+        return s.text("No decisions recorded yet.")
+    s.table(["generation", "decision", "decided on", "outcome", "selection scores", "trials read", "reason"], rows)
+    rates = [r for ev in data.evidence for r in ev.scores if r.split == PoolSplit.SELECTION]
+    if rates:
+        s.text("Selection-split pass rates per pair (95% Wilson intervals):")
+        s.table(["generation", "contract", "adapter", "passed/usable", "rate", "95% interval"], _rate_rows(data, rates))
+    return s
+
+
+def _rate_rows(data: ReportData, rows: list) -> list[list[Any]]:
+    return [
+        [
+            r.generation, data.contract_ref(r.contract_hash), r.adapter or "base", f"{r.score.successes}/{r.score.n}",
+            f"{r.score.rate:.3f}", f"{r.score.lo:.3f}..{r.score.hi:.3f}",
+        ]
+        for r in rows
+    ]
+
+
+def _sealed(data: ReportData, with_plots: bool) -> Section:
+    s = Section(id="sealed-lift", title="Sealed lift per generation")
+    if not data.evidence:
+        return s.text("No sealed evaluation recorded yet.")
+    s.text(
+        "The lift of the pair each generation hands on over its parent (and over generation 0's pair), paired by task "
+        "on the sealed split, mean reward difference with a 95% bootstrap interval clustered by task."
+    )
+    rows = [
+        [ev.index, _sealed_text(ev.sealed_lift, ev.sealed_lift_reason), _sealed_text(ev.sealed_lift_vs_root, "generation 0")]
+        for ev in data.evidence
+    ]
+    s.table(["generation", "sealed lift over parent", "sealed lift over generation 0"], rows)
+    rates = [r for ev in data.evidence for r in ev.scores if r.split == PoolSplit.SEALED]
+    if not rates:
+        return s.text("No sealed trials recorded yet.")
     if with_plots:
         points = [
-            (
-                r.generation,
-                r.score.rate,
-                r.score.lo,
-                r.score.hi,
-                f"{data.contract_ref(r.contract_hash)} {r.adapter or 'base'}",
-            )
-            for r in data.held_out
+            (r.generation, r.score.rate, r.score.lo, r.score.hi, f"{data.contract_ref(r.contract_hash)} {r.adapter or 'base'}")
+            for r in rates
         ]
-        coverage = {c.index: c.summary.cumulative / c.summary.tasks for c in data.coverage if c.summary.tasks}
-        s.image(plots.held_out(points, coverage), "held-out score per generation")
-    rows = [
-        [
-            r.generation,
-            data.contract_ref(r.contract_hash),
-            r.adapter or "base",
-            f"{r.score.successes}/{r.score.n}",
-            f"{r.score.rate:.3f}",
-            f"{r.score.lo:.3f}..{r.score.hi:.3f}",
-            f"{r.search_covered}/{r.search_tasks}" if r.search_tasks else "-",
-            _lift(r.lift),
-        ]
-        for r in data.held_out
-    ]
-    return s.table(
-        [
-            "generation",
-            "contract",
-            "adapter",
-            "passed/usable",
-            "rate",
-            "95% interval",
-            "search-set coverage",
-            "recorded lift",
-        ],
-        rows,
-    )
+        s.image(plots.sealed_scores(points), "sealed pass rate per generation")
+    s.text("Sealed-split pass rates per pair (95% Wilson intervals):")
+    return s.table(["generation", "contract", "adapter", "passed/usable", "rate", "95% interval"], _rate_rows(data, rates))
 
 
 def _discovery(data: ReportData) -> Section:

@@ -21,6 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import JSON, Field, SQLModel
 
+from mindforge.evaluation.splits import PoolSplit
 from mindforge.store.columns import UTCDateTime, str_enum
 from mindforge.trial import FailureClass, LimitFired, PhaseTimings, TrialRecord, utcnow
 
@@ -58,13 +59,6 @@ class TaskSource(StrEnum):
     DISCOVERED = "discovered"
 
 
-class PoolSplit(StrEnum):
-    """Which part of a lineage's pool a task is in: searched/trained on, or held out for lift."""
-
-    SEARCH = "search"
-    HELD_OUT = "held_out"
-
-
 class AuditOwner(StrEnum):
     """Who owns a failure, per the audit: the infrastructure, the task, the harness config or the model."""
 
@@ -95,7 +89,7 @@ class LineageCreate(SQLModel):
     Attributes:
         name: unique human name of the lineage.
         spec: the lineage spec as JSON (tasks path, contract, generations, attempts,
-            held_out_fraction, budgets, ...); its model belongs to the caller.
+            split fractions, budgets, ...); its model belongs to the caller.
         workflow_id: the Temporal workflow id driving the lineage, once known.
     """
 
@@ -243,7 +237,7 @@ class StoredTask(SQLModel, table=True):
 
 
 class PoolMembership(SQLModel, table=True):
-    """A task in a lineage's pool, on one split; a task is in a pool at most once."""
+    """A task in a lineage's pool, on one split (search, selection or sealed); at most once, never moved."""
 
     __tablename__ = "pool_memberships"
 

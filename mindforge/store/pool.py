@@ -1,20 +1,23 @@
 """Repository functions for tasks (content-addressed) and lineage task pools.
 
 A task row is keyed by the task's content hash, so the same files registered twice are
-one task. A lineage's pool puts each task on one split for good: a held-out task never
-moves to the search split (that would leak it into search and training). Functions
+one task. A lineage's pool puts each task on one split for good (search, selection or
+sealed; :mod:`mindforge.evaluation.splits`): a selection or sealed task never moves to
+the search split, which would leak it into search and training. Functions
 only flush; the caller's session scope commits.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from sqlmodel import Session, col, func, select
 
+from mindforge.evaluation.splits import PoolSplit
 from mindforge.store._insert import insert_ignore
 from mindforge.store.errors import AlreadyExistsError, StoreError
-from mindforge.store.models import PoolMembership, PoolSplit, StoredTask, TaskSource
+from mindforge.store.models import PoolMembership, StoredTask, TaskSource
 from mindforge.tasks.model import Task
 
 
@@ -61,7 +64,7 @@ def add_to_pool(*, session: Session, lineage_id: str, task_hash: str, split: Poo
         session: the unit of work.
         lineage_id: the lineage.
         task_hash: a registered task's content hash.
-        split: ``search`` or ``held_out``.
+        split: ``search``, ``selection`` or ``sealed``.
         added_generation: the generation that added it.
 
     Returns:
@@ -119,3 +122,29 @@ def pool_counts(*, session: Session, lineage_id: str) -> dict[PoolSplit, int]:
     for split, count in session.exec(statement).all():
         counts[PoolSplit(split)] = count
     return counts
+
+
+def category_split_counts(
+    *, session: Session, lineage_id: str, exclude: set[str] | None = None
+) -> dict[str, dict[PoolSplit, int]]:
+    """Tasks per (category, split) in a lineage's pool: what new tasks are assigned against.
+
+    Args:
+        session: the unit of work.
+        lineage_id: the lineage.
+        exclude: task hashes not to count (e.g. a retried admission's own tasks).
+
+    Returns:
+        category -> split -> tasks.
+    """
+    statement = (
+        select(StoredTask.category, PoolMembership.split, PoolMembership.task_hash)
+        .join(PoolMembership, col(PoolMembership.task_hash) == col(StoredTask.id))
+        .where(PoolMembership.lineage_id == lineage_id)
+    )
+    out: dict[str, dict[PoolSplit, int]] = defaultdict(lambda: defaultdict(int))
+    for category, split, task_hash in session.exec(statement).all():
+        if exclude and task_hash in exclude:
+            continue
+        out[category][PoolSplit(split)] += 1
+    return {c: dict(v) for c, v in out.items()}

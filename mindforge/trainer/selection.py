@@ -5,8 +5,8 @@ advantages are relative to the group's mean (DeepSeekMath, Shao et al. 2024), so
 carries a signal only when its rewards differ. Every choice is counted in a
 :class:`SelectionReport`, which goes into the generation's record:
 
-1. trials on **held-out** tasks are set aside first (they measure lift and must never be
-   trained on);
+1. trials on tasks outside the **search** split (selection and sealed tasks) are set
+   aside first: they decide and measure, and must never be trained on;
 2. trials without a **real reward** are dropped, by reason: no verifier reward
    (``reward`` None: environment, verifier or infrastructure errors), an infrastructure
    or endpoint failure, an audit that puts the failure on the infrastructure or the
@@ -64,8 +64,8 @@ class SelectionReport(BaseModel):
 
     Attributes:
         trials_seen: trials given to selection.
-        held_out_trials: trials on held-out tasks, set aside (never trained on).
-        held_out_tasks: distinct held-out tasks among them.
+        non_search_trials: trials on selection or sealed tasks, set aside (never trained on).
+        non_search_tasks: distinct such tasks among them.
         dropped_no_reward: trials without a usable real reward (sum of ``dropped_by_reason``).
         dropped_by_reason: reason -> trials: ``no_reward`` (reward None or a no-reward
             failure class), ``infra_failure`` (infrastructure/endpoint/harness failure),
@@ -82,8 +82,8 @@ class SelectionReport(BaseModel):
     """
 
     trials_seen: int = 0
-    held_out_trials: int = 0
-    held_out_tasks: int = 0
+    non_search_trials: int = 0
+    non_search_tasks: int = 0
     dropped_no_reward: int = 0
     dropped_by_reason: dict[str, int] = Field(default_factory=dict)
     candidate_groups: int = 0
@@ -159,7 +159,7 @@ def _balanced(trials: list[TrialRecord], cap: int) -> list[TrialRecord]:
 
 def select_groups(
     records: Iterable[TrialRecord],
-    held_out: set[str],
+    not_search: set[str],
     *,
     max_groups_per_task: int = 2,
     max_trials_per_group: int = 16,
@@ -168,8 +168,8 @@ def select_groups(
     """Build GRPO groups from a generation's trials, counting every drop.
 
     Args:
-        records: the generation's trials (search-side stages; held-out ones are set aside).
-        held_out: content hashes of the lineage's held-out tasks.
+        records: the generation's trials (search-side stages; others are set aside).
+        not_search: content hashes of the lineage's selection and sealed tasks.
         max_groups_per_task: most groups (pairs) one task may contribute (>= 1).
         max_trials_per_group: most attempts one group may contribute (>= 2).
         audits: trial id -> :class:`mindforge.audit.AuditResult` for audited trials.
@@ -185,20 +185,20 @@ def select_groups(
     audits = audits or {}
     report = SelectionReport(max_groups_per_task=max_groups_per_task, max_trials_per_group=max_trials_per_group)
     reasons: Counter[str] = Counter()
-    held_tasks: set[str] = set()
+    set_aside: set[str] = set()
     grouped: dict[tuple[str, str, str], list[TrialRecord]] = defaultdict(list)
     for record in records:
         report.trials_seen += 1
-        if record.task_hash in held_out:
-            report.held_out_trials += 1
-            held_tasks.add(record.task_hash)
+        if record.task_hash in not_search:
+            report.non_search_trials += 1
+            set_aside.add(record.task_hash)
             continue
         reason = drop_reason(record, audits.get(record.trial_id))
         if reason is not None:
             reasons[reason] += 1
             continue
         grouped[(record.task_hash, record.contract_hash or "", record.adapter)].append(record)
-    report.held_out_tasks = len(held_tasks)
+    report.non_search_tasks = len(set_aside)
     report.dropped_by_reason = dict(sorted(reasons.items()))
     report.dropped_no_reward = sum(reasons.values())
     report.candidate_groups = len(grouped)

@@ -70,3 +70,13 @@ def worker_env(settings, temporal_address: str, ray_address: str) -> dict[str, s
         "MINDFORGE_RAY_ADDRESS": ray_address,
         "PYTHONPATH": str(REPO),
     }
+
+
+@pytest.fixture(scope="session")
+def contract_path(tmp_path_factory) -> Path:
+    """The baseline harness on the served model id ``tiny`` (the base the trainer trains)."""
+    from mindforge.hcp import derive, load_contract, save_contract
+
+    base = load_contract(REPO / "hcp_contracts" / "baseline.toml")
+    child = derive(base, revision="1.0.0-update-e2e", edit="model.id -> tiny", changes={"model.id": "tiny"})
+    return save_contract(child, tmp_path_factory.mktemp("contracts") / "update-e2e.toml")

@@ -2,8 +2,9 @@
 
 Test double: a SCRIPTED POLICY behind the OpenAI-compatible HTTP API answers the
 Discovery prompt with fixed proposals (two valid, one broken) and answers the agent with
-``finish``. The pool must grow by exactly the admitted tasks, with held-out assignment
-following the lineage's fraction.
+``finish``. The pool must grow by exactly the admitted tasks, each on the split the pure
+assignment gives it, and keep that split in the next generation (whose Discovery proposes
+the same tasks again: duplicates, rejected before any build).
 """
 
 from __future__ import annotations
@@ -13,15 +14,23 @@ import json
 
 import pytest
 
+from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, assign_splits
 from mindforge.hcp import load_contract
 from mindforge.orchestration import Stage
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store import engine as se
-from mindforge.store import pool
-from mindforge.store.models import PoolSplit
+from mindforge.store import lineages, pool
+from mindforge.tasks.loader import load_tasks
+from tests.conftest import BUNDLED_TASKS
 from tests.e2e.histories import save_histories
 from tests.e2e.test_lineage import CONTRACT, TASKS, _run_in_process, _spec, _stored
-from tests.unit.discovery.sample_proposals import BROKEN, TOO_EASY, TOO_EASY_MARKER, VALID, reply
+from tests.unit.discovery.sample_proposals import (
+    BROKEN,
+    TOO_EASY,
+    TOO_EASY_MARKER,
+    VALID,
+    reply,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
 
@@ -38,7 +47,8 @@ def test_discovery_grows_the_pool_by_exactly_the_admitted_tasks(temporal_env, ra
         "default": {"content": finish},
     }
     with start_scripted_policy(script) as policy:
-        spec = _spec("disc", policy.base_url, generations=1, attempts=1, held_out_fraction=0.5)
+        splits = SplitConfig(selection_fraction=0.25, sealed_fraction=0.25, min_tasks=5, allow_small_splits=True)
+        spec = _spec("disc", policy.base_url, generations=2, attempts=1, splits=splits)
         spec.stages = [Stage.DISCOVERY, Stage.EXPANSION]
         spec.discovery_count = 3
         spec.discovery_attempts = 1
@@ -61,8 +71,27 @@ def test_discovery_grows_the_pool_by_exactly_the_admitted_tasks(temporal_env, ra
         assert len(members) == len(TASKS) + len(admitted)
         discovered = {tasks[m.task_hash].task_id for m in added if tasks[m.task_hash].source == "discovered"}
         assert discovered == admitted
-        held = sum(m.split == PoolSplit.HELD_OUT for m in members)
-        assert abs(held / len(members) - 0.5) <= 1 / len(members)
         search = [m for m in members if m.split == PoolSplit.SEARCH]
-    # Expansion ran on the grown search split, one attempt per task
-    assert len(records) == len(search)
+        lineage_spec = lineages.get_lineage(session=s, lineage_id="disc").spec
+        gen1 = lineages.get_generation(session=s, lineage_id="disc", index=1).record["discovery"]
+    # the starting pool got the pure assignment; the admitted tasks were placed against it, by category
+    start = load_tasks([BUNDLED_TASKS / t for t in TASKS])
+    start_splits = assign_splits(
+        [SplitCandidate(task_hash=t.content_hash, task_id=t.id, category=t.config.metadata.category) for t in start],
+        splits, split_key="disc",
+    )
+    existing: dict = {}
+    for t in start:
+        per = existing.setdefault(t.config.metadata.category, {})
+        per[start_splits[t.content_hash]] = per.get(start_splits[t.content_hash], 0) + 1
+    new = [
+        SplitCandidate(task_hash=a["content_hash"], task_id=a["task_id"], category=a["category"]) for a in disc["admitted"]
+    ]
+    want = {**start_splits, **assign_splits(new, splits, split_key="disc", existing=existing)}
+    assert {m.task_hash: m.split for m in members} == want
+    assert {a["content_hash"]: a["split"] for a in disc["admitted"]} == {h.task_hash: want[h.task_hash].value for h in new}
+    assert lineage_spec["split_warnings"]  # a pool of 3 is below any minimum; the lineage is flagged
+    # generation 1 proposed the same tasks again: rejected as duplicates, so the pool (and each split) stayed
+    assert gen1["admitted"] == [] and {r["reason"] for r in gen1["rejected"]} <= {"duplicate_instruction", "duplicate_tests", "broken"}
+    # Expansion ran on the search split, one attempt per task, each generation
+    assert len(records) == 2 * len(search)

@@ -17,10 +17,17 @@ from pathlib import Path
 import docker
 import pytest
 
-from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput, LineageSpec, SearchBudgetSpec, Stage
+from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, assign_splits
+from mindforge.orchestration import (
+    ORCHESTRATION_QUEUE,
+    LineageInput,
+    LineageSpec,
+    SearchBudgetSpec,
+    Stage,
+)
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store import engine as se
-from mindforge.store import lineages, trials
+from mindforge.store import lineages, pool, trials
 from tests.conftest import BUNDLED_TASKS, REPO
 from tests.e2e.conftest import worker_env
 from tests.e2e.histories import HISTORY_DIR, expected_files, save_histories
@@ -44,8 +51,13 @@ def policy():
         yield server
 
 
+#: these lineages have no selection or sealed split unless a test asks for one
+NO_SPLITS = SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1)
+
+
 def _spec(name: str, policy_url: str, **kw) -> LineageSpec:
     kw.setdefault("search", SearchBudgetSpec(enabled=False))  # these tests are about orchestration
+    kw.setdefault("splits", NO_SPLITS)
     return LineageSpec(
         name=name,
         tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
@@ -119,8 +131,16 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
     from mindforge.hcp import load_contract
 
     model_id = load_contract(CONTRACT).model.id
+    # two more tasks pinned on the selection and sealed splits, the rest assigned by hash: the
+    # stored assignment must be the pure function's, before and after the SIGKILL
+    pinned = {"jsonl-to-csv": PoolSplit.SELECTION, "regex-ipv4-extract": PoolSplit.SEALED}
+    splits = SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1, overrides=pinned)
     with start_scripted_policy(_finish_script(model_id, delay_sec=1.5)) as slow_policy:
-        spec = _spec("crash", slow_policy.base_url, generations=1, attempts=3, trial_batch_size=9, heartbeat_timeout_sec=8)
+        spec = _spec(
+            "crash", slow_policy.base_url, generations=1, attempts=3, trial_batch_size=9, heartbeat_timeout_sec=8,
+            splits=splits,
+        )
+        spec.tasks += [str(BUNDLED_TASKS / t) for t in pinned]
         cmd = [str(Path(sys.executable).parent / "mindforge"), "worker", "--graceful-shutdown-sec", "2"]
         wenv = worker_env(settings, address, ray_cluster.address)
         logs = settings.data_dir / "logs"
@@ -148,6 +168,7 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
                     break
                 time.sleep(0.5)
             assert 2 <= done < len(TASKS) * 3, f"{done} trials stored before the kill"
+            before = _splits(settings, "crash")
             first.send_signal(signal.SIGKILL)
             first.wait(10)
             second = subprocess.Popen(cmd, env=wenv, stdout=(logs / "worker-2.log").open("wb"), stderr=subprocess.STDOUT)
@@ -165,6 +186,20 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
     assert gens[0][3]["expansion"]["trials"] == len(TASKS) * 3
     leftover = [c.labels.get("mindforge.trial_id") for c in _lineage_containers() if c.labels.get("mindforge.run_id", "").startswith("crash/")]
     assert leftover == []
+    from mindforge.tasks.loader import load_tasks
+
+    loaded = load_tasks([Path(t) for t in spec.tasks])
+    want = assign_splits(
+        [SplitCandidate(task_hash=t.content_hash, task_id=t.id, category=t.config.metadata.category) for t in loaded],
+        splits, split_key="crash",
+    )
+    assert before == _splits(settings, "crash") == want  # stable across the kill and the restart
+    assert {t.id: want[t.content_hash] for t in loaded if t.id in pinned} == pinned
+
+
+def _splits(settings, lineage_id: str) -> dict:
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        return {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=lineage_id)}
 
 
 def test_replay_saved_histories():

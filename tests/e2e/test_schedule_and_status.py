@@ -36,7 +36,7 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
     out = _cli(
         "schedule", "create", "--cron", "0 2 * * *", "--name", "nightly",
         "--tasks", str(BUNDLED_TASKS / "log-5xx-report"), "--contract", str(REPO / "hcp_contracts" / "baseline.toml"),
-        "--search-attempts", "0", "--audit-judge",
+        "--search-attempts", "0", "--audit-judge", "--selection", "0", "--sealed", "0", "--min-split-tasks", "1",
         env=cli_env,
     )
     assert out.returncode == 0, out.stderr
@@ -55,6 +55,7 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
     [arg] = desc.schedule.action.args  # the LineageInput each firing starts with
     spec = json.loads(arg.data)["spec"]
     assert spec["audit_judge"] is True and spec["search"]["enabled"] is False
+    assert spec["splits"]["selection_fraction"] == 0.0 and spec["splits"]["min_tasks"] == 1
     listed = _cli("schedule", "list", env=cli_env)
     assert "schedule-nightly" in listed.stdout
     assert _cli("schedule", "delete", "schedule-nightly", env=cli_env).returncode == 0

@@ -1,14 +1,15 @@
 """The Update stage end to end: Temporal dev server, two-node Ray cluster, Docker, SQLite, PEFT.
 
-A lineage generation runs Expansion (rollouts), then Update: selection,
-GRPO training of a LoRA adapter on the tiny local model (a Ray task), validation,
-registration, hand-off and held-out evaluation of parent and successor pairs.
+A lineage generation runs Expansion (rollouts on the search split), then Update:
+selection, GRPO training of a LoRA adapter on the tiny local model (a Ray task),
+validation, registration, hand-off and the promotion gate on the selection split; the
+generation then measures the pair it hands on against its parent on the sealed split.
 
 Test double: a SCRIPTED POLICY behind the OpenAI-compatible HTTP API plays the model in
 rollouts. On a task's first turn it writes the task's reference solution to a script
-with probability 0.5 (0.9 when asked as the new adapter's name), then runs it and
-finishes; otherwise it finishes at once, so attempts of one task disagree and groups
-carry a signal. It returns no token ids (``return_token_ids: false``): its fake ids are
+with probability 0.5 (1.0 when asked as a new adapter's name on a selection task), then
+runs it and finishes; otherwise it finishes at once, so attempts of one task disagree and
+groups carry a signal. It returns no token ids (``return_token_ids: false``): its fake ids are
 the bytes of the text, which no tokenizer produced, so the trainer re-tokenises the
 trajectories with the tiny model's tokenizer. Every other part is real, including the
 embedded policy server on the tiny model that the new revision is handed off to.
@@ -23,6 +24,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
+from mindforge.evaluation import PoolSplit, SplitConfig
 from mindforge.orchestration import (
     ORCHESTRATION_QUEUE,
     LineageInput,
@@ -33,14 +35,16 @@ from mindforge.orchestration import (
 )
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, registry, trials
-from mindforge.store.models import PoolSplit
 from mindforge.trainer.config import TrainerConfig
-from tests.conftest import BUNDLED_TASKS, REPO
+from tests.conftest import BUNDLED_TASKS
 from tests.e2e.histories import save_histories
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
 
-TASKS = ["log-5xx-report", "fix-invoice-totals", "regex-ipv4-extract", "jsonl-to-csv", "shell-ext-summary"]
+SEARCH = ["log-5xx-report", "fix-invoice-totals", "regex-ipv4-extract"]
+SELECTION = ["jsonl-to-csv"]
+SEALED = ["shell-ext-summary", "site-permissions"]
+TASKS = SEARCH + SELECTION + SEALED
 LINEAGE = "upd"
 ADAPTER = "upd-g0-r0"
 ATTEMPTS = 4
@@ -50,35 +54,45 @@ def _action(tool: str, **arguments) -> dict:
     return {"content": json.dumps({"tool": tool, "arguments": arguments})}
 
 
-def _script(tasks: list[str] = TASKS, seed: int = 7) -> dict:
+def _marker(name: str) -> str:
+    return (BUNDLED_TASKS / name / "instruction.md").read_text(encoding="utf-8").strip().splitlines()[0][:40]
+
+
+def _solve(name: str) -> dict:
+    return _action("write_file", path="/tmp/solve.sh", content=(BUNDLED_TASKS / name / "solution" / "solve.sh").read_text())
+
+
+def _script(
+    tasks: list[str] = TASKS, seed: int = 7, adapters: tuple[str, ...] = (ADAPTER,), selection: tuple[str, ...] = ()
+) -> dict:
+    """Base weights solve with probability 0.5; a new adapter's name solves every selection task (else 0.5)."""
     rules = []
     for name in tasks:
-        task_dir = BUNDLED_TASKS / name
-        marker = (task_dir / "instruction.md").read_text(encoding="utf-8").strip().splitlines()[0][:40]
-        solve = _action("write_file", path="/tmp/solve.sh", content=(task_dir / "solution" / "solve.sh").read_text())
-        for model, p in ((ADAPTER, 0.9), (None, 0.5)):
+        for model in adapters:
+            p = 1.0 if name in selection else 0.5
             rules.append(
                 {
-                    "match": {"turn": 0, "last_message_contains": marker, "model": model},
-                    "reply": solve,
-                    "success_probability": p,
-                    "on_failure": _action("finish"),
+                    "match": {"turn": 0, "last_message_contains": _marker(name), "model": model},
+                    "reply": _solve(name), "success_probability": p, "on_failure": _action("finish"),
                 }
             )
+        rules.append(
+            {
+                "match": {"turn": 0, "last_message_contains": _marker(name)},
+                "reply": _solve(name), "success_probability": 0.5, "on_failure": _action("finish"),
+            }
+        )
     rules.append({"match": {"turn": 1}, "reply": _action("bash", command="bash /tmp/solve.sh")})
     return {
         "rules": rules, "default": _action("finish"), "base_models": ["tiny"], "seed": seed, "return_token_ids": False
     }
 
 
-@pytest.fixture(scope="module")
-def contract_path(tmp_path_factory) -> Path:
-    """The baseline harness on the served model id ``tiny`` (the base the trainer trains)."""
-    from mindforge.hcp import derive, load_contract, save_contract
-
-    base = load_contract(REPO / "hcp_contracts" / "baseline.toml")
-    child = derive(base, revision="1.0.0-update-e2e", edit="model.id -> tiny", changes={"model.id": "tiny"})
-    return save_contract(child, tmp_path_factory.mktemp("contracts") / "update-e2e.toml")
+def _pinned(search: list[str], selection: list[str], sealed: list[str]) -> SplitConfig:
+    """A split config that pins each task (fractions 0: nothing else is placed off the search split)."""
+    overrides = {t: PoolSplit.SEARCH for t in search}
+    overrides |= {t: PoolSplit.SELECTION for t in selection} | {t: PoolSplit.SEALED for t in sealed}
+    return SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1, overrides=overrides)
 
 
 async def _run(env, settings, specs: list[LineageSpec]) -> list[SimpleNamespace]:
@@ -117,7 +131,9 @@ async def _run(env, settings, specs: list[LineageSpec]) -> list[SimpleNamespace]
     return results
 
 
-def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_cluster, settings, contract_path):
+def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_sealed_lift(
+    temporal_env, ray_cluster, settings, contract_path
+):
     from mindforge.hcp import loads_contract
     from mindforge.policy.scripted import start_scripted_policy
     from mindforge.policy.server import start_policy_server
@@ -128,7 +144,7 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
     env, _address, loop = temporal_env
     tiny = start_policy_server("tiny", device="cpu")
     try:
-        with start_scripted_policy(_script()) as policy:
+        with start_scripted_policy(_script(selection=tuple(SELECTION))) as policy:
             spec = LineageSpec(
                 name=LINEAGE,
                 tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
@@ -137,7 +153,7 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
                 stages=[Stage.EXPANSION, Stage.UPDATE],
                 search=SearchBudgetSpec(enabled=False),  # this test is about Update
                 attempts=ATTEMPTS,
-                held_out_fraction=0.4,
+                splits=_pinned(SEARCH, SELECTION, SEALED),
                 trial_batch_size=6,
                 heartbeat_timeout_sec=120,
                 base_model_path=str(ensure_tiny_model()),
@@ -146,7 +162,7 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
                     batch_size=4, micro_batch_size=2, max_steps=2, use_bf16=False,
                 ),
                 max_rank=8,
-                heldout_attempts=2,
+                eval_attempts=2,
                 serving_urls=[tiny.base_url],  # besides the policy endpoint, which always gets it
             )
             (result,) = loop.run_until_complete(_run(env, settings, [spec]))
@@ -163,9 +179,11 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
 
     eng = se.init_db(settings.db_url)
     with se.session_scope(eng) as s:
-        held = {t.id for t in pool.list_pool_tasks(session=s, lineage_id=LINEAGE, split=PoolSplit.HELD_OUT)}
+        split_of = {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=LINEAGE)}
+        sealed_tasks = {h for h, sp in split_of.items() if sp == PoolSplit.SEALED}
         expansion = [r.to_record() for r in trials.list_trials(session=s, lineage_id=LINEAGE, stage="expansion")]
-        heldout = [r.to_record() for r in trials.list_trials(session=s, lineage_id=LINEAGE, stage="heldout")]
+        selection = [r.to_record() for r in trials.list_trials(session=s, lineage_id=LINEAGE, stage="selection")]
+        sealed = [r.to_record() for r in trials.list_trials(session=s, lineage_id=LINEAGE, stage="sealed")]
         record = dict(lineages.get_generation(session=s, lineage_id=LINEAGE, index=0).record)
         adapter = registry.get_adapter_by_name(session=s, name=ADAPTER)
         root = registry.get_contract(session=s, content_hash=expansion[0].contract_hash)
@@ -175,14 +193,15 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
         root_ref = f"{root.name}@{root.revision}"
     update = record["update"]
 
-    # selection: the expansion trials, grouped per task; counts agree with the stored rewards
-    assert len(held) == 2 and len(expansion) == 3 * ATTEMPTS
+    # splits: pinned as asked; expansion (and so training) read the search split only
+    assert sorted(split_of.values()) == sorted([PoolSplit.SEARCH] * 3 + [PoolSplit.SELECTION] + [PoolSplit.SEALED] * 2)
+    assert len(expansion) == len(SEARCH) * ATTEMPTS and {split_of[r.task_hash] for r in expansion} == {PoolSplit.SEARCH}
     by_task: dict[str, set] = {}
     for r in expansion:
         by_task.setdefault(r.task_hash, set()).add(r.reward)
     with_signal = [t for t, rewards in by_task.items() if len(rewards) > 1 and None not in rewards]
     sel = update["selection"]
-    assert sel["trials_seen"] == len(expansion) and sel["held_out_trials"] == 0
+    assert sel["trials_seen"] == len(expansion) and sel["non_search_trials"] == 0
     assert sel["kept_groups"] == len(with_signal) >= 1, by_task
     assert sel["dropped_no_signal"] == len(by_task) - len(with_signal)
 
@@ -192,7 +211,6 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
     assert training["samples_built"] + sum(training["samples_dropped"].values()) == sel["kept_trials"]
 
     # registration: an immutable, validated revision with its provenance
-    assert result.outcome == UpdateOutcome.REGISTERED and result.adapter == ADAPTER
     assert adapter_row is not None and adapter_row["id"] == result.adapter_revision_id
     adapter_dir = Path(adapter_row["path"])
     assert adapter_dir == settings.artifacts / "adapters" / LINEAGE / ADAPTER
@@ -212,29 +230,37 @@ def test_update_trains_registers_hands_off_and_measures_lift(temporal_env, ray_c
     assert [h["base_url"] for h in update["handoff"]] == [policy_url, tiny_url]
     assert {h["load"] for h in update["handoff"]} == {"loaded"}
 
-    # held-out: both pairs, same tasks and attempts, in the same run; the lift agrees with the trials
-    assert len(heldout) == 2 * len(held) * spec.heldout_attempts
-    assert {(r.contract_hash, r.adapter) for r in heldout} == {
-        (expansion[0].contract_hash, ""),
-        (result.contract_hash, ADAPTER),
-    }
-    lift = update["lift"]
-    assert lift["n_tasks"] == len(held)
+    # promotion: decided on the selection split only, both pairs, same tasks and attempts
+    promotion = update["promotion"]
+    assert promotion["decided_on"] == "selection" and promotion["lift"]["measured_on"] == "selection"
+    assert promotion["promoted"] and result.outcome == UpdateOutcome.PROMOTED and result.adapter == ADAPTER
+    assert len(selection) == 2 * len(SELECTION) * spec.eval_attempts
+    assert set(promotion["trial_ids"]) == {r.trial_id for r in selection}
+    assert {split_of[r.task_hash] for r in selection} == {PoolSplit.SELECTION}
+    assert {(r.contract_hash, r.adapter) for r in selection} == {(root.hash, ""), (result.contract_hash, ADAPTER)}
+    assert update["outcome"] == "promoted"
+    assert update["next_pair"] == {"contract_hash": result.contract_hash, "adapter": ADAPTER}
+
+    # sealed: both pairs, same tasks and attempts; the lift agrees with the trials and is measurement only
+    assert len(sealed) == 2 * len(SEALED) * spec.eval_attempts
+    assert {r.task_hash for r in sealed} == sealed_tasks
+    assert {(r.contract_hash, r.adapter) for r in sealed} == {(root.hash, ""), (result.contract_hash, ADAPTER)}
+    lift = record["sealed_lift"]
+    assert lift["measured_on"] == "sealed" and lift["baseline"] == "parent" and lift["n_tasks"] == len(SEALED)
+
     def score(adapter: str) -> float:  # mean over tasks of the mean real reward (errors are not zeros)
         per_task = [
-            [r.reward for r in heldout if r.adapter == adapter and r.task_hash == t and r.reward is not None]
-            for t in held
+            [r.reward for r in sealed if r.adapter == adapter and r.task_hash == t and r.reward is not None]
+            for t in sealed_tasks
         ]
         return sum(sum(v) / len(v) for v in per_task) / len(per_task)
 
-    scores = {"": score(""), ADAPTER: score(ADAPTER)}
-    assert lift["parent_score"] == pytest.approx(scores[""])
-    assert lift["successor_score"] == pytest.approx(scores[ADAPTER])
-    assert lift["mean"] == pytest.approx(scores[ADAPTER] - scores[""])
-    assert lift["lo"] <= lift["mean"] <= lift["hi"]
-    assert record["held_out_lift"]["mean"] == lift["mean"]
-    assert update["outcome"] == "registered"
-    assert update["next_pair"] == {"contract_hash": result.contract_hash, "adapter": ADAPTER}
+    report = record["evaluation"]["parent"]
+    assert report["parent_score"] == pytest.approx(score(""))
+    assert report["successor_score"] == pytest.approx(score(ADAPTER))
+    assert lift["mean"] == pytest.approx(score(ADAPTER) - score(""))
+    assert lift["lo"] <= lift["mean"] <= lift["hi"] and lift["n_trials"] == len(sealed)
+    assert not set(promotion["trial_ids"]) & {r.trial_id for r in sealed}
 
 
 def _stored_update(settings, lineage_id: str) -> tuple[dict, int]:
@@ -262,6 +288,7 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
         "contract_path": str(contract_path),
         "stages": [Stage.EXPANSION, Stage.UPDATE],
         "search": SearchBudgetSpec(enabled=False),
+        "splits": SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1),
         "heartbeat_timeout_sec": 120,
         "base_model_path": str(ensure_tiny_model()),
         "trainer": TrainerConfig(lora_rank=4, lora_alpha=8, target_modules=["q_proj"], learning_rate=1e-3, max_steps=1),
@@ -290,11 +317,13 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
     assert rank_result.contract_hash == update["next_pair"]["contract_hash"]
 
 
-def test_two_generations_register_two_revisions_and_the_report_shows_both_held_out_results(
+def test_two_generations_decide_on_selection_only_and_the_report_shows_three_splits_and_the_sealed_lift(
     temporal_env, ray_cluster, settings, contract_path
 ):
-    """Generation 0 trains revision r0 and hands it off; generation 1 rolls out under it,
-    trains r1 on top and hands that off under a new name; the report has held-out rows for both."""
+    """Generation 0 trains revision r0, promotes it on the selection split and hands it off;
+    generation 1 rolls out under it, trains r1 on top and promotes that under a new name.
+    Every decision record names ``selection`` and reads no sealed trial; every lift names
+    ``sealed``; generation 1 also reports its lift over generation 0's pair."""
     from mindforge.policy.scripted import start_scripted_policy
     from mindforge.policy.server import start_policy_server
     from mindforge.policy.tiny import ensure_tiny_model
@@ -303,9 +332,10 @@ def test_two_generations_register_two_revisions_and_the_report_shows_both_held_o
 
     env, _address, loop = temporal_env
     name = "upd2"
+    revisions = (f"{name}-g0-r0", f"{name}-g1-r1")
     tiny = start_policy_server("tiny", device="cpu")
     try:
-        with start_scripted_policy(_script(seed=11)) as policy:
+        with start_scripted_policy(_script(seed=11, adapters=revisions, selection=tuple(SELECTION))) as policy:
             spec = LineageSpec(
                 name=name,
                 tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
@@ -315,7 +345,7 @@ def test_two_generations_register_two_revisions_and_the_report_shows_both_held_o
                 search=SearchBudgetSpec(enabled=False),
                 generations=2,
                 attempts=ATTEMPTS,
-                held_out_fraction=0.4,
+                splits=_pinned(SEARCH, SELECTION, SEALED),
                 trial_batch_size=6,
                 heartbeat_timeout_sec=120,
                 base_model_path=str(ensure_tiny_model()),
@@ -324,7 +354,7 @@ def test_two_generations_register_two_revisions_and_the_report_shows_both_held_o
                     batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
                 ),
                 max_rank=8,
-                heldout_attempts=2,
+                eval_attempts=2,
                 serving_urls=[tiny.base_url],
             )
             (last,) = loop.run_until_complete(_run(env, settings, [spec]))
@@ -338,17 +368,34 @@ def test_two_generations_register_two_revisions_and_the_report_shows_both_held_o
         adapters = sorted(a.name for a in registry.list_adapters(session=s, lineage_id=name))
         gens = [dict(g.record) for g in lineages.list_generations(session=s, lineage_id=name)]
         rollout_adapters = {r.adapter for r in trials.list_trials(session=s, lineage_id=name, generation_index=1, stage="expansion")}
+        split_of = {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=name)}
+        sealed_ids = {r.trial_id for r in trials.list_trials(session=s, lineage_id=name) if split_of[r.task_hash] == PoolSplit.SEALED}
         data = gather_report_data(s, name)
-    assert adapters == [f"{name}-g0-r0", f"{name}-g1-r1"], [g.get("update", {}).get("outcome") for g in gens]
-    assert rollout_adapters == {f"{name}-g0-r0"}  # generation 1 ran the successor pair
-    assert last.outcome == UpdateOutcome.REGISTERED and last.adapter == f"{name}-g1-r1"
-    assert {f"{name}-g0-r0", f"{name}-g1-r1"} <= set(served)  # the second revision under a new name
-    for g in gens:
-        lift = g["held_out_lift"]
-        assert lift["lo"] <= lift["mean"] <= lift["hi"]
+    assert adapters == list(revisions), [g.get("update", {}).get("outcome") for g in gens]
+    assert rollout_adapters == {revisions[0]}  # generation 1 ran the promoted pair
+    assert last.outcome == UpdateOutcome.PROMOTED and last.adapter == revisions[1]
+    assert set(revisions) <= set(served)  # the second revision under a new name
+    assert sealed_ids  # the sealed split was evaluated ...
+    decisions = [d for g in data.generations for d in g["decisions"]]
+    assert [d["kind"] for d in decisions] == ["successor_contract", "adapter_promotion"] * 2
+    for d in decisions:  # ... and no decision read any of it
+        assert d["decided_on"] == "selection" and not set(d["trial_ids"]) & sealed_ids
+        # search was off, so the successor choice had no candidate to run; the gate read both pairs
+        assert bool(d["trial_ids"]) == (d["kind"] == "adapter_promotion")
+    for g, rec in zip(data.generations, gens, strict=True):
+        assert g["splits"] == {"search": len(SEARCH), "selection": len(SELECTION), "sealed": len(SEALED)}
+        lift = g["sealed_lift"]
+        assert lift["measured_on"] == "sealed" and lift["lo"] <= lift["mean"] <= lift["hi"] and lift["n_tasks"] == len(SEALED)
+        assert rec["sealed_lift"] == lift
+    assert data.generations[0]["sealed_lift_vs_root"] is None  # generation 0's parent is the root
+    vs_root = data.generations[1]["sealed_lift_vs_root"]
+    assert vs_root["measured_on"] == "sealed" and vs_root["baseline"] == "root" and vs_root["n_tasks"] == len(SEALED)
     html = render_report(data, "html")
     md = render_report(data, "md")
-    assert "held-out" in md.lower()
-    for g in gens:
-        assert f"{g['held_out_lift']['mean']:+.3f}" in md  # the report's lift format, whatever the value
+    for section in ("splits", "selection-decisions", "sealed-lift"):
+        assert f'id="{section}"' in html
+    assert "search-set coverage" in md and "Decisions on the selection split" in md
+    for g in data.generations:
+        lift = g["sealed_lift"]
+        assert f"{lift['mean']:+.3f} (95% CI {lift['lo']:+.3f}..{lift['hi']:+.3f}) on {len(SEALED)} sealed tasks" in md
     assert "data:image/png;base64" in html

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import stat
 import tomllib
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,36 @@ from sqlmodel import select
 
 from mindforge.discovery.admission import (
     admit_to_store,
-    assign_splits,
     check_proposal,
     discovered_dir,
     make_provenance,
     unique_task_id,
 )
 from mindforge.discovery.checks import PoolIndex
-from mindforge.discovery.materialise import DiscoveredTaskLimits, materialise, move_task_dir
-from mindforge.discovery.records import AdmittedTask, PairInfo, ProposalVerdict, RejectReason
+from mindforge.discovery.materialise import (
+    DiscoveredTaskLimits,
+    materialise,
+    move_task_dir,
+)
+from mindforge.discovery.records import (
+    AdmittedTask,
+    PairInfo,
+    ProposalVerdict,
+    RejectReason,
+)
 from mindforge.discovery.schema import TaskProposal
 from mindforge.errors import InputError
+from mindforge.evaluation import SplitConfig
 from mindforge.settings import REPO_ROOT
-from mindforge.store import LineageCreate, PoolMembership, PoolSplit, StoredTask, TaskSource, init_db, session_scope
+from mindforge.store import (
+    LineageCreate,
+    PoolMembership,
+    PoolSplit,
+    StoredTask,
+    TaskSource,
+    init_db,
+    session_scope,
+)
 from mindforge.store.lineages import create_lineage
 from mindforge.tasks.hashing import content_hash
 from mindforge.tasks.loader import load_task, load_tasks
@@ -80,33 +96,6 @@ def test_unique_task_id():
     assert unique_task_id("sum", 3, {"g3-sum", "g3-sum-2"}) == "g3-sum-3"
 
 
-@pytest.mark.parametrize(("n", "fraction", "held"), [(10, 0.2, 2), (10, 0.0, 0), (7, 0.5, 4), (1, 0.3, 0)])
-def test_assign_splits_follows_the_fraction(n, fraction, held):
-    hashes = [f"{i:064x}" for i in range(n)]
-    splits = assign_splits(hashes, fraction, seed=7, generation=1)
-    assert set(splits) == set(hashes)
-    assert Counter(splits.values())[PoolSplit.HELD_OUT] == held
-
-
-def test_assign_splits_is_deterministic_and_keeps_the_pool_fraction():
-    hashes = [f"{i:064x}" for i in range(9)]
-    a = assign_splits(hashes, 0.3, seed=1, generation=2)
-    assert a == assign_splits(list(reversed(hashes)), 0.3, seed=1, generation=2)
-    assert a != assign_splits(hashes, 0.3, seed=1, generation=3) or a != assign_splits(hashes, 0.3, seed=2, generation=2)
-    # a pool of 10 with 0 held out, fraction 0.3: the 9 new tasks make up the shortfall
-    topped = assign_splits(hashes, 0.3, seed=1, generation=2, pool_total=10, pool_held_out=0)
-    assert Counter(topped.values())[PoolSplit.HELD_OUT] == round(19 * 0.3)
-    # one task a generation at 0.25 still reaches the fraction over generations
-    total = held = 0
-    for gen in range(1, 13):
-        split = assign_splits([f"{gen:064x}"], 0.25, seed=0, generation=gen, pool_total=total, pool_held_out=held)
-        total += 1
-        held += split[f"{gen:064x}"] == PoolSplit.HELD_OUT
-    assert held == 3
-    with pytest.raises(ValueError):
-        assign_splits(hashes, 1.0, seed=0, generation=0)
-
-
 @pytest.mark.parametrize(
     ("item", "reason"),
     [(near_duplicate(), RejectReason.DUPLICATE_INSTRUCTION), (READS_SOLUTION, RejectReason.TESTS_READ_SOLUTION)],
@@ -136,7 +125,7 @@ def test_admit_to_store_registers_moves_and_is_idempotent(tmp_path):
     verdict = ProposalVerdict(task_id=root.name, path=str(root), content_hash=digest, validation_verdict="valid", oracle_rewards=[1.0, 1.0], nop_reward=0.0)
     admitted = AdmittedTask(
         task_id=root.name, proposed_id="region-totals", path=str(root), content_hash=digest, category="data-processing",
-        declared_difficulty="medium", split=PoolSplit.HELD_OUT,
+        declared_difficulty="medium", split=PoolSplit.SEALED,
         provenance=make_provenance(verdict, proposed_id="region-totals", pair=pair, generation=1, run_id="discovery-x"),
     )
     with session_scope(engine) as session:
@@ -154,7 +143,7 @@ def test_admit_to_store_registers_moves_and_is_idempotent(tmp_path):
         assert prov["generation"] == 1 and prov["lineage_id"] == lineage_id
         assert prov["proposed_by"]["adapter"] == "lin-r1" and prov["proposed_by"]["contract_hash"] == "ab" * 32
         assert prov["validation"]["oracle_rewards"] == [1.0, 1.0] and prov["content_hash"] == digest
-        assert [(m.task_hash, m.split, m.added_generation) for m in members] == [(digest, PoolSplit.HELD_OUT, 1)]
+        assert [(m.task_hash, m.split, m.added_generation) for m in members] == [(digest, PoolSplit.SEALED, 1)]
     engine.dispose()
 
 
@@ -180,10 +169,11 @@ def test_admission_record_dedupes_parallel_verdicts_and_splits(tmp_path):
     v3 = v3.model_copy(update={"reason": RejectReason.TESTS_READ_SOLUTION, "detail": "reads /solution"})
     pair = PairInfo(contract_hash="cd" * 32, contract_ref="baseline@1.0.0", model="m")
     batch = ProposalBatch(run_id="discovery-t", generation=4, pair=pair, requested=4, proposed=4, staged=[first, copy_, other])
-    config = DiscoveryConfig(count=4, generation=4, held_out_fraction=0.5, seed=3)
+    splits = SplitConfig(selection_fraction=0.2, sealed_fraction=0.2)
+    config = DiscoveryConfig(count=4, generation=4, splits=splits, split_key="lin")
     record = admission_record(batch, [v3, v2, v1], config)
     assert [a.task_id for a in record.admitted] == ["g4-region-totals"]
-    assert record.admitted[0].split == PoolSplit.SEARCH  # round(1 * 0.5) == 0 held out
+    assert record.admitted[0].split == PoolSplit.SEARCH  # one task: round(1 * 0.2) == 0 on each other split
     assert record.admitted[0].provenance["generation"] == 4
     assert {(r.task_id, r.reason) for r in record.rejected} == {
         ("region-totals-again", RejectReason.DUPLICATE_TESTS),

@@ -2,7 +2,7 @@
 
 The lineage is built by the real code paths: base-evaluation trials audited by the audit
 rules on simulated transcripts, a configuration search run by the real allocator with
-its candidates registered through :mod:`mindforge.search.persist`, and held-out trials
+its candidates registered through :mod:`mindforge.search.persist`, and selection / sealed trials
 for two generations. Trial outcomes come from the simulated unlock oracle (standing in
 for sandbox + policy).
 """
@@ -16,8 +16,18 @@ from pydantic import BaseModel
 
 from mindforge.audit import audit_trial
 from mindforge.hcp import derive, load_contract
-from mindforge.search import SearchBudget, init_search, observe, plan_step, search_tasks_from_audits
-from mindforge.search.persist import commit_state, register_candidates, register_contract
+from mindforge.search import (
+    SearchBudget,
+    init_search,
+    observe,
+    plan_step,
+    search_tasks_from_audits,
+)
+from mindforge.search.persist import (
+    commit_state,
+    register_candidates,
+    register_contract,
+)
 from mindforge.search.simulate import UnlockOracle, base_transcript, make_unlock_tasks
 from mindforge.store import (
     LineageCreate,
@@ -64,7 +74,7 @@ class _Clock:
         return T0 + timedelta(seconds=self.n)
 
 
-def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) -> FilledStore:
+def fill_store(db_url: str, *, evaluation: bool = True, discovery: bool = True) -> FilledStore:
     """Build the lineage ``demo-report`` in the database at ``db_url`` (migrated first)."""
     engine = init_db(db_url)
     base = load_contract(REPO / "hcp_contracts" / "baseline.toml")
@@ -86,7 +96,9 @@ def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) ->
         )
         register_contract(s, base, None)
         register_contract(s, root, base.content_hash)
-        for task, split in [(t, PoolSplit.SEARCH) for t in [*tasks, easy]] + [(t, PoolSplit.HELD_OUT) for t in held]:
+        placed = [(t, PoolSplit.SEARCH) for t in [*tasks, easy]]
+        placed += [(t, PoolSplit.SELECTION) for t in held[:2]] + [(t, PoolSplit.SEALED) for t in held[2:]]
+        for task, split in placed:
             s.add(
                 StoredTask(
                     id=task.task_hash, task_id=task.task_id, path=f"/tasks/{task.task_id}", source=TaskSource.BUNDLED
@@ -139,20 +151,41 @@ def fill_store(db_url: str, *, held_out: bool = True, discovery: bool = True) ->
             for i, c in enumerate(state.candidates)
         }
         successor = max(wins, key=lambda h: (wins[h], h))
-        if held_out:
+        if evaluation:
+            split_of = dict((t.task_hash, split) for t, split in placed)
             lineages.create_generation(session=s, lineage_id=lineage.id, index=1, contract_hash=successor)
-            lineages.update_generation(
-                session=s, lineage_id=lineage.id, index=1, record={"held_out_lift": [0.25, 0.0, 0.5]}
-            )
+            ids: dict[tuple[int, str, PoolSplit], list[str]] = {}
             for generation, contract in [(0, root.content_hash), (0, successor), (1, successor)]:
                 for task in held:
+                    split = split_of[task.task_hash]
+                    if generation == 1 and split == PoolSplit.SELECTION:
+                        continue
                     for attempt in range(2):
-                        tid = f"held-{generation}-{contract[:8]}-{task.task_id}-{attempt}"
+                        tid = f"{split.value}-{generation}-{contract[:8]}-{task.task_id}-{attempt}"
                         unlocked = oracle.unlocks(task.task_hash, oracle.contracts.get(contract, root))
                         rec = _record(tid, task, contract, attempt, oracle.outcome(tid, unlocked), clock)
                         trials.insert_trial(
-                            session=s, record=rec, lineage_id=lineage.id, generation_index=generation, stage="eval"
+                            session=s, record=rec, lineage_id=lineage.id, generation_index=generation, stage=split.value
                         )
+                        ids.setdefault((generation, contract, split), []).append(tid)
+            selection_ids = ids[(0, root.content_hash, PoolSplit.SELECTION)] + ids[(0, successor, PoolSplit.SELECTION)]
+            lineages.update_generation(
+                session=s, lineage_id=lineage.id, index=0, record={
+                    "successor": {
+                        "decided_on": "selection", "contract_hash": successor, "promoted": True,
+                        "reason": "selection lift +0.500 (95% CI +0.000..+1.000) on 2 tasks",
+                        "scores": {root.content_hash: 0.0, successor: 0.5}, "trial_ids": sorted(selection_ids),
+                    },
+                    "sealed_lift": {
+                        "mean": 0.25, "lo": 0.0, "hi": 0.5, "n_tasks": 2, "n_trials": 8, "measured_on": "sealed",
+                        "baseline": "parent",
+                    },
+                },
+            )
+            lineages.update_generation(
+                session=s, lineage_id=lineage.id, index=1,
+                record={"sealed_lift": None, "sealed_lift_reason": "the generation kept its parent pair"},
+            )
     engine.dispose()
     return FilledStore(
         db_url=db_url,

@@ -33,7 +33,7 @@ def data(filled: FilledStore) -> ReportData:
 
 def test_gathered_numbers_match_the_store(filled: FilledStore, data: ReportData) -> None:
     assert data.lineage_id == filled.lineage_id and len(data.generations) == 2
-    [cov] = data.coverage  # generation 1 has held-out trials only
+    [cov] = data.coverage  # generation 1 has sealed trials only
     assert (cov.summary.tasks, cov.base_solved, cov.failing) == (filled.search_tasks, 1, filled.failing)
     assert cov.failing_covered == filled.covered == filled.failing  # the search reached full coverage
     assert 0 < cov.failing_single < cov.failing_covered  # best single candidate below cumulative
@@ -49,10 +49,19 @@ def test_gathered_numbers_match_the_store(filled: FilledStore, data: ReportData)
     assert len(candidates) == job.candidates and all(c.diff and c.chain for c in candidates)
     assert all(len(c.chain) == filled.edit_counts[c.hash] for c in candidates)  # every edit of the chain
     assert any(len(c.chain) >= 2 for c in candidates)  # the combo task needed a composed candidate
-    assert [(r.generation, r.contract_hash) for r in data.held_out] == sorted(
-        [(0, filled.root_hash), (0, filled.successor_hash), (1, filled.successor_hash)]
+    scores = [(r.generation, r.split.value, r.contract_hash) for ev in data.evidence for r in ev.scores]
+    assert sorted(scores) == sorted(
+        [(0, "selection", filled.root_hash), (0, "selection", filled.successor_hash), (0, "sealed", filled.root_hash),
+         (0, "sealed", filled.successor_hash), (1, "sealed", filled.successor_hash)]
     )
-    assert all(r.score.n == 8 and r.score.lo <= r.score.rate <= r.score.hi for r in data.held_out)
+    assert all(r.score.n == 4 and r.score.lo <= r.score.rate <= r.score.hi for ev in data.evidence for r in ev.scores)
+    gen0, gen1 = data.generations
+    assert gen0["splits"] == {"search": filled.search_tasks, "selection": 2, "sealed": 2}
+    assert [d["decided_on"] for d in gen0["decisions"]] == ["selection"]
+    assert gen0["sealed_lift"] == {
+        "mean": 0.25, "lo": 0.0, "hi": 0.5, "n_tasks": 2, "n_trials": 8, "measured_on": "sealed", "baseline": "parent"
+    }
+    assert gen1["sealed_lift"] is None and "kept its parent" in gen1["sealed_lift_reason"]
     assert data.discovery[0]["admitted"] == 1
 
 
@@ -65,7 +74,9 @@ def test_markdown_and_json_carry_the_same_sections_and_numbers(data: ReportData)
         f"adaptive search covered {cov.failing_covered} (cumulative) while the best single candidate covered {cov.failing_single}"
         in md
     )
-    assert "full_coverage" in md and "csv-merge" in md and "no held-out evaluation" not in md.lower()
+    assert "full_coverage" in md and "csv-merge" in md and "no sealed trials" not in md.lower()
+    assert "sealed lift +0.250 (95% CI +0.000..+0.500) on 2 sealed tasks, 8 trials" in md
+    assert "Decisions on the selection split" in md and "| selection |" in md
     assert "data:image" not in md
     again = ReportData.model_validate_json(render_report(data, "json"))
     assert again == data
@@ -82,19 +93,20 @@ def test_html_is_self_contained_with_plots(data: ReportData) -> None:
 
 
 def test_sections_say_when_there_is_nothing_yet(tmp_path: Path) -> None:
-    bare = fill_store(f"sqlite:///{tmp_path / 'bare.db'}", held_out=False, discovery=False)
+    bare = fill_store(f"sqlite:///{tmp_path / 'bare.db'}", evaluation=False, discovery=False)
     engine = make_engine(bare.db_url)
     with session_scope(engine) as session:
         lineages.create_lineage(session=session, lineage_in=LineageCreate(name="empty"))
     with session_scope(engine) as session:
-        no_held_out = gather_report_data(session, bare.lineage_name)
+        no_evaluation = gather_report_data(session, bare.lineage_name)
         empty = gather_report_data(session, "empty")
         with pytest.raises(NotFoundError):
             gather_report_data(session, "nope")
     engine.dispose()
-    html = render_report(no_held_out, "html")
-    assert "No held-out evaluation recorded yet." in html and "No Discovery proposals recorded yet." in html
-    assert html.count("<img") == 4  # no held-out plot
+    html = render_report(no_evaluation, "html")
+    assert "No sealed trials recorded yet." in html and "No Discovery proposals recorded yet." in html
+    assert "No decisions recorded yet." in html
+    assert html.count("<img") == 4  # no sealed plot
     md = render_report(empty, "md")
     assert "No model trials recorded yet." in md and "No coverage data recorded yet." in md
     assert all(f'<a id="{s}"></a>' in md for s in SECTION_IDS)
@@ -125,14 +137,3 @@ def test_report_command_writes_html_and_prints_markdown(filled: FilledStore, tmp
         assert isinstance(missing.exception, InputError) and "no-such-lineage" in str(missing.exception)
     finally:
         get_settings.cache_clear()
-
-
-def test_recorded_lift_is_signed_mean_and_interval_whatever_its_shape() -> None:
-    """A lift stored as a list or as the Update's summary dict reads the same: mean (lo..hi)."""
-    from mindforge.reports.sections import _lift
-
-    assert _lift([0.25, 0.0, 0.5]) == "+0.250 (+0.000..+0.500)"
-    summary = {"mean": -0.5, "lo": -1.0, "hi": 0.0, "n_tasks": 2, "reason": None}
-    assert _lift(summary) == "-0.500 (-1.000..+0.000); n_tasks=2"
-    assert _lift({"mean": None, "reason": "no held-out tasks"}) == "mean=None, reason=no held-out tasks"
-    assert _lift(None) == "-"

@@ -8,12 +8,19 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from mindforge.store import AlreadyExistsError, Generation, LineageCreate, NotFoundError, RunStatus, session_scope
+from mindforge.store import (
+    AlreadyExistsError,
+    Generation,
+    LineageCreate,
+    NotFoundError,
+    RunStatus,
+    session_scope,
+)
 from mindforge.store import lineages as repo
 
 
 def test_create_and_read_lineage(engine: Engine) -> None:
-    spec = {"tasks": "tasks/", "contract": "baseline@1.0.0", "generations": 3, "held_out_fraction": 0.25}
+    spec = {"tasks": "tasks/", "contract": "baseline@1.0.0", "generations": 3, "splits": {"selection_fraction": 0.2, "sealed_fraction": 0.2}}
     with session_scope(engine) as session:
         created = repo.create_lineage(session=session, lineage_in=LineageCreate(name="alpha", spec=spec))
     with session_scope(engine) as session:

@@ -10,7 +10,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from mindforge.settings import REPO_ROOT
-from mindforge.store import AlreadyExistsError, PoolSplit, StoredTask, TaskSource, session_scope
+from mindforge.store import (
+    AlreadyExistsError,
+    PoolSplit,
+    StoredTask,
+    TaskSource,
+    session_scope,
+)
 from mindforge.store import pool as repo
 from mindforge.tasks.loader import load_task
 from mindforge.tasks.model import Task
@@ -60,7 +66,7 @@ def test_pool_membership_and_splits(engine: Engine, lineage_id: str, tasks: list
             session=session,
             lineage_id=lineage_id,
             task_hash=held_task.content_hash,
-            split=PoolSplit.HELD_OUT,
+            split=PoolSplit.SEALED,
             added_generation=0,
         )
     with session_scope(engine) as session:
@@ -75,15 +81,15 @@ def test_pool_membership_and_splits(engine: Engine, lineage_id: str, tasks: list
         members = repo.list_pool(session=session, lineage_id=lineage_id)
         assert {(m.task_hash, m.split, m.added_generation) for m in members} == {
             (search_task.content_hash, PoolSplit.SEARCH, 0),
-            (held_task.content_hash, PoolSplit.HELD_OUT, 0),
+            (held_task.content_hash, PoolSplit.SEALED, 0),
         }
-        held = repo.list_pool_tasks(session=session, lineage_id=lineage_id, split=PoolSplit.HELD_OUT)
+        held = repo.list_pool_tasks(session=session, lineage_id=lineage_id, split=PoolSplit.SEALED)
         assert [t.task_id for t in held] == [held_task.id]
-        assert repo.pool_counts(session=session, lineage_id=lineage_id) == {PoolSplit.SEARCH: 1, PoolSplit.HELD_OUT: 1}
-        assert repo.pool_counts(session=session, lineage_id="other") == {PoolSplit.SEARCH: 0, PoolSplit.HELD_OUT: 0}
+        assert repo.pool_counts(session=session, lineage_id=lineage_id) == {PoolSplit.SEARCH: 1, PoolSplit.SELECTION: 0, PoolSplit.SEALED: 1}
+        assert repo.pool_counts(session=session, lineage_id="other") == {PoolSplit.SEARCH: 0, PoolSplit.SELECTION: 0, PoolSplit.SEALED: 0}
 
 
-def test_held_out_task_cannot_move_to_search(engine: Engine, lineage_id: str, tasks: list[Task]) -> None:
+def test_sealed_task_cannot_move_to_search(engine: Engine, lineage_id: str, tasks: list[Task]) -> None:
     task = tasks[0]
     with session_scope(engine) as session:
         repo.add_task(session=session, task=task, source=TaskSource.BUNDLED)
@@ -91,10 +97,10 @@ def test_held_out_task_cannot_move_to_search(engine: Engine, lineage_id: str, ta
             session=session,
             lineage_id=lineage_id,
             task_hash=task.content_hash,
-            split=PoolSplit.HELD_OUT,
+            split=PoolSplit.SEALED,
             added_generation=0,
         )
-    with pytest.raises(AlreadyExistsError, match="held_out"), session_scope(engine) as session:
+    with pytest.raises(AlreadyExistsError, match="sealed"), session_scope(engine) as session:
         repo.add_to_pool(
             session=session,
             lineage_id=lineage_id,

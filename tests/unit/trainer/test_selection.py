@@ -1,10 +1,9 @@
-"""Trajectory selection: groups with signal only, every drop counted, held-out never trained on."""
+"""Trajectory selection: groups with signal only, every drop counted, selection and sealed tasks never trained on."""
 
 from __future__ import annotations
 
 import pytest
 
-from mindforge.trainer.lift import PairRef, heldout_lift
 from mindforge.trainer.selection import group_id_for, select_groups
 from mindforge.trial import FailureClass, TrialRecord
 
@@ -41,7 +40,7 @@ def test_keeps_groups_with_signal_and_counts_every_drop():
         # task b: all failed -> no signal
         trial("b", 0, 0.0),
         trial("b", 1, 0.0),
-        # task c: held out -> set aside even though it has signal
+        # task c: a selection/sealed task -> set aside even though it has signal
         trial("c", 0, 1.0),
         trial("c", 1, 0.0),
         # task d: one usable attempt (the other's endpoint failed) -> singleton
@@ -53,7 +52,7 @@ def test_keeps_groups_with_signal_and_counts_every_drop():
     ]
     report = select_groups(records, {"h-c"})
     assert report.trials_seen == len(records)
-    assert report.held_out_trials == 2 and report.held_out_tasks == 1
+    assert report.non_search_trials == 2 and report.non_search_tasks == 1
     assert report.dropped_by_reason == {"infra_failure": 1, "no_model_turns": 1, "no_reward": 2, "not_model": 1}
     assert report.dropped_no_reward == 5
     assert report.dropped_no_signal == 1
@@ -112,30 +111,3 @@ def test_audit_owned_by_task_is_excluded():
 def test_bad_caps_raise():
     with pytest.raises(ValueError, match="max_trials_per_group"):
         select_groups([], set(), max_trials_per_group=1)
-
-
-def test_heldout_lift_pairs_tasks_and_skips_errors():
-    parent, successor = PairRef(contract_hash=C1), PairRef(contract_hash=C2, adapter="lin-g0-r0")
-    records = [
-        trial("x", 0, 0.0), trial("x", 1, 1.0),  # parent 0.5 on x
-        trial("x", 0, 1.0, contract=C2, adapter="lin-g0-r0"), trial("x", 1, 1.0, contract=C2, adapter="lin-g0-r0"),
-        trial("y", 0, 0.0), trial("y", 1, 0.0),  # parent 0.0 on y
-        trial("y", 0, 1.0, contract=C2, adapter="lin-g0-r0"),
-        trial("y", 1, None, contract=C2, adapter="lin-g0-r0", failure=FailureClass.VERIFIER_ERROR),
-        trial("z", 0, 1.0),  # parent only: unpaired
-        trial("s", 0, 1.0, contract=C2, adapter="lin-g0-r0"),  # not a held-out task: ignored
-    ]
-    report = heldout_lift(records, parent, successor, {"h-x", "h-y", "h-z"}, resamples=500, seed=1)
-    assert report.n_tasks == 2 and report.unpaired_tasks == 1
-    assert report.excluded_trials == 1
-    assert report.parent_score == pytest.approx(0.25)
-    assert report.successor_score == pytest.approx(1.0)
-    assert report.mean == pytest.approx(0.75)
-    assert report.lo <= report.mean <= report.hi
-    assert report.per_task["h-y"] == {"parent": 0.0, "successor": 1.0}  # the verifier error is not a 0
-
-
-def test_heldout_lift_without_pairs_has_a_reason():
-    report = heldout_lift([trial("x", 0, 1.0)], PairRef(contract_hash=C1), PairRef(contract_hash=C2), {"h-x"})
-    assert report.mean is None and report.n_tasks == 0 and "both pairs" in report.reason
-    assert "no held-out" in heldout_lift([], PairRef(contract_hash=C1), PairRef(contract_hash=C2), set()).reason

@@ -1,0 +1,186 @@
+"""Decisions on the selection split: the successor contract and the adapter promotion gate.
+
+Every decision reads only trials on ``selection`` tasks and records which split and
+which trial ids it read (``decided_on``, ``trial_ids``), so a report can show that no
+sealed trial ever took part in one. The sealed split is for measurement only
+(:mod:`mindforge.evaluation.lift`).
+
+Pure: pydantic, numpy (through the statistics) and the trial model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, Field
+
+from mindforge.evaluation.lift import LiftReport, paired_lift
+from mindforge.evaluation.scoring import PairRef, score_tasks
+from mindforge.evaluation.splits import PoolSplit
+from mindforge.evaluation.stats import bootstrap_lift
+from mindforge.trial import TrialRecord
+
+
+class SuccessorChoice(BaseModel):
+    """The outcome of :func:`choose_successor`.
+
+    Attributes:
+        decided_on: the split the decision read (always ``selection``).
+        contract_hash: the chosen contract (the parent when nothing is promoted).
+        promoted: True when a candidate replaced the parent.
+        reason: why, in words.
+        lift: ``(mean, lo, hi)`` of the chosen candidate's selection lift, or None.
+        n_tasks: selection tasks the decision used.
+        scores: contract hash -> mean selection score over its scored tasks.
+        considered: per candidate: ``n_tasks``, ``lift`` or ``skipped`` (why).
+        trial_ids: every trial the decision read, sorted.
+    """
+
+    decided_on: PoolSplit = PoolSplit.SELECTION
+    contract_hash: str
+    promoted: bool
+    reason: str
+    lift: tuple[float, float, float] | None = None
+    n_tasks: int = 0
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    considered: dict[str, dict] = Field(default_factory=dict)
+    trial_ids: list[str] = Field(default_factory=list)
+
+
+def choose_successor(
+    records: Iterable[TrialRecord],
+    parent: PairRef,
+    candidates: list[str],
+    selection_tasks: set[str],
+    *,
+    min_tasks: int = 5,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> SuccessorChoice:
+    """Pick the next generation's contract; promote a candidate only on selection evidence.
+
+    Rule: each candidate runs with the parent's adapter on the selection tasks the parent
+    ran on. It needs at least ``min_tasks`` tasks scored under both, and its paired
+    bootstrap lift over the parent must have a 95% lower bound above 0. Among qualifying
+    candidates the highest lower bound wins (then the higher mean, then the smaller
+    hash); otherwise the parent is kept. Only trials on ``selection_tasks`` are read.
+
+    Args:
+        records: trials (only the parent's and candidates' on selection tasks are read).
+        parent: the generation's pair.
+        candidates: candidate contract hashes (run with ``parent.adapter``).
+        selection_tasks: the lineage's selection-split task hashes.
+        min_tasks: fewest paired tasks for a decision.
+        resamples / seed: bootstrap settings.
+
+    Returns:
+        the choice, with the per-candidate evidence and every trial id read.
+    """
+    records = [r for r in records if r.task_hash in selection_tasks]
+    base = score_tasks(records, parent, selection_tasks)
+    read = set(base.trial_ids)
+    scores: dict[str, float | None] = {parent.contract_hash: base.mean}
+    considered: dict[str, dict] = {}
+    best: tuple[tuple[float, float], str, tuple[float, float, float], int] | None = None
+    for contract in sorted(set(candidates) - {parent.contract_hash}):
+        cand = score_tasks(records, PairRef(contract_hash=contract, adapter=parent.adapter), selection_tasks)
+        read |= set(cand.trial_ids)
+        scores[contract] = cand.mean
+        tasks = sorted(set(base.scores) & set(cand.scores))
+        if len(tasks) < min_tasks:
+            considered[contract] = {"n_tasks": len(tasks), "skipped": f"fewer than {min_tasks} scored selection tasks"}
+            continue
+        lift = bootstrap_lift([base.scores[t] for t in tasks], [cand.scores[t] for t in tasks], n=resamples, seed=seed)
+        considered[contract] = {"n_tasks": len(tasks), "lift": list(lift)}
+        key = (lift[1], lift[0])  # ties: the first in sorted order (smaller hash) stays
+        if lift[1] > 0 and (best is None or key > best[0]):
+            best = (key, contract, lift, len(tasks))
+    evidence = {"scores": scores, "considered": considered, "trial_ids": sorted(read)}
+    if best is None:
+        return SuccessorChoice(
+            contract_hash=parent.contract_hash,
+            promoted=False,
+            reason="no candidate's selection lift has a 95% lower bound above 0; the parent is kept",
+            **evidence,
+        )
+    _key, contract, lift, count = best
+    return SuccessorChoice(
+        contract_hash=contract,
+        promoted=True,
+        reason=f"selection lift {lift[0]:+.3f} (95% CI {lift[1]:+.3f}..{lift[2]:+.3f}) on {count} tasks",
+        lift=lift,
+        n_tasks=count,
+        **evidence,
+    )
+
+
+class PromotionDecision(BaseModel):
+    """The adapter promotion gate's outcome (:func:`decide_promotion`).
+
+    Attributes:
+        decided_on: the split the decision read (always ``selection``).
+        promoted: True when the new adapter goes into the next generation's pair.
+        reason: why, in words.
+        min_lift: the gate's threshold (reward units).
+        lift: the selection lift of the pair with the new adapter over the pair without it.
+        trial_ids: every trial the decision read, sorted.
+    """
+
+    decided_on: PoolSplit = PoolSplit.SELECTION
+    promoted: bool
+    reason: str
+    min_lift: float
+    lift: LiftReport
+    trial_ids: list[str] = Field(default_factory=list)
+
+
+def decide_promotion(
+    records: Iterable[TrialRecord],
+    without: PairRef,
+    with_adapter: PairRef,
+    selection_tasks: set[str],
+    *,
+    min_lift: float = 0.0,
+    min_tasks: int = 1,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> PromotionDecision:
+    """Promote a new adapter revision only when it does not lose on the selection split.
+
+    Rule: the pair with the new adapter (``with_adapter``) and the pair without it
+    (``without``: the same successor contract with the parent's adapter) run the same
+    selection tasks; the adapter is promoted when the paired mean lift is at least
+    ``min_lift`` on at least ``min_tasks`` paired tasks. No evidence (no task scored
+    under both) is no promotion.
+
+    Args:
+        records: trials (only the two pairs' on selection tasks are read).
+        without / with_adapter: the pairs compared.
+        selection_tasks: the lineage's selection-split task hashes.
+        min_lift: the least paired mean lift that promotes (reward units).
+        min_tasks: the fewest paired tasks for a promotion.
+        resamples / seed: bootstrap settings of the recorded interval.
+
+    Returns:
+        the decision, with the lift it read and its trial ids.
+    """
+    lift = paired_lift(
+        [r for r in records if r.task_hash in selection_tasks],
+        without,
+        with_adapter,
+        selection_tasks,
+        measured_on=PoolSplit.SELECTION,
+        resamples=resamples,
+        seed=seed,
+    )
+    if lift.mean is None:
+        promoted, reason = False, f"no evidence: {lift.reason}; the parent adapter is kept"
+    elif lift.n_tasks < min_tasks:
+        promoted, reason = False, f"only {lift.n_tasks} paired selection task(s), fewer than {min_tasks}"
+    elif lift.mean >= min_lift:
+        promoted = True
+        reason = f"selection lift {lift.mean:+.3f} (95% CI {lift.lo:+.3f}..{lift.hi:+.3f}) on {lift.n_tasks} tasks >= {min_lift:+.3f}"
+    else:
+        promoted = False
+        reason = f"selection lift {lift.mean:+.3f} on {lift.n_tasks} tasks is below {min_lift:+.3f}; the parent adapter is kept"
+    return PromotionDecision(promoted=promoted, reason=reason, min_lift=min_lift, lift=lift, trial_ids=lift.trial_ids)

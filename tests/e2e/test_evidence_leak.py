@@ -1,0 +1,158 @@
+"""The leak test: no decision reads the sealed split (Temporal, two-node Ray, Docker, SQLite, PEFT).
+
+Two lineages run the same search and selection tasks (pinned to the same splits); the
+first also has two sealed tasks, the second none. The model is a SCRIPTED POLICY behind
+the OpenAI-compatible HTTP API, and it behaves differently on sealed tasks than on
+selection tasks:
+
+- under the baseline harness it never solves the search task ``log-5xx-report``, solves
+  ``fix-invoice-totals`` with probability 0.5 (the contrast training needs) and every
+  selection and sealed task;
+- with the plan-first hook (a harness edit configuration search can find) it solves
+  ``log-5xx-report`` and *both sealed tasks*, but none of the selection tasks: a
+  candidate contract that only wins where no decision may look;
+- as a newly trained adapter it solves every selection task and *no sealed task*.
+
+Had the sealed split fed the successor choice, the plan-first candidate would have been
+promoted; had it fed the promotion gate, the adapter would have been rejected. Instead
+both lineages keep the parent contract and promote the adapter - identical decisions -
+and only the first reports a sealed lift (-1: the adapter fails every sealed task the
+parent solves), the second none. Each lineage gets its own scripted server (same script,
+same seed), so the two runs see the same draws.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mindforge.evaluation import PoolSplit, SplitConfig
+from mindforge.orchestration import LineageSpec, SearchBudgetSpec, Stage, UpdateOutcome
+from mindforge.store import engine as se
+from mindforge.store import lineages, pool, trials
+from mindforge.trainer.config import TrainerConfig
+from tests.conftest import BUNDLED_TASKS
+from tests.e2e.test_update import _action, _marker, _run, _solve
+
+pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
+
+HARD = "log-5xx-report"  # search: only the plan-first hook unlocks it
+SEARCH = [HARD, "fix-invoice-totals"]
+SELECTION = ["jsonl-to-csv", "regex-ipv4-extract"]
+SEALED = ["shell-ext-summary", "site-permissions"]
+PLAN = "numbered plan"  # in the first user message when the plan-first hook is on
+LINEAGES = ("leak", "leak-nosealed")
+
+
+def _script() -> dict:
+    """Deterministic but for one rule (base weights on ``fix-invoice-totals``, p=0.5), so the
+    first four draws of seed 0 - two failures, two successes, in any order of requests - give
+    its Expansion group the contrast training needs."""
+    rules: list[dict] = []
+    solve_run = {"match": {"last_message_contains": "wrote"}, "reply": _action("bash", command="bash /tmp/solve.sh")}
+    adapters = [f"{name}-g0-r0" for name in LINEAGES]
+    for name in SEARCH + SELECTION + SEALED:
+        marker = _marker(name)
+        # the plan-first candidate: a plan, then the solution on search and sealed tasks; nothing on selection
+        if name in SELECTION:
+            rules.append({"match": {"conversation_contains": [marker, PLAN]}, "reply": _action("finish")})
+        else:
+            rules.append({"match": {"turn": 0, "conversation_contains": [marker, PLAN]}, "reply": {"content": "1. solve\n2. run"}})
+            rules.append({"match": {"turn": 1, "conversation_contains": [marker, PLAN]}, "reply": _solve(name)})
+        # a new adapter: every selection task, no sealed task
+        if name in SELECTION + SEALED:
+            reply = _solve(name) if name in SELECTION else _action("finish")
+            rules += [{"match": {"turn": 0, "last_message_contains": marker, "model": m}, "reply": reply} for m in adapters]
+        # base weights under the baseline harness: never the hard task, half of fix-invoice-totals, all the others
+        if name == HARD:
+            rules.append({"match": {"last_message_contains": marker}, "reply": _action("finish")})
+        elif name in SEARCH:
+            rules.append(
+                {
+                    "match": {"turn": 0, "last_message_contains": marker},
+                    "reply": _solve(name), "success_probability": 0.5, "on_failure": _action("finish"),
+                }
+            )
+        else:
+            rules.append({"match": {"turn": 0, "last_message_contains": marker}, "reply": _solve(name)})
+    rules.append(solve_run)
+    return {"rules": rules, "default": _action("finish"), "base_models": ["tiny"], "seed": 0, "return_token_ids": False}
+
+
+def _spec(name: str, tasks: list[str], policy_url: str, contract: str, sealed: bool) -> LineageSpec:
+    from mindforge.policy.tiny import ensure_tiny_model
+
+    overrides = {t: PoolSplit.SEARCH for t in SEARCH} | {t: PoolSplit.SELECTION for t in SELECTION}
+    if sealed:
+        overrides |= {t: PoolSplit.SEALED for t in SEALED}
+    return LineageSpec(
+        name=name,
+        tasks=[str(BUNDLED_TASKS / t) for t in tasks],
+        contract_path=contract,
+        policy_url=policy_url,
+        stages=[Stage.EXPANSION, Stage.UPDATE],
+        search=SearchBudgetSpec(max_attempts=24, cells_per_step=8, seed=0),
+        attempts=4,
+        splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=2, overrides=overrides),
+        trial_batch_size=8,
+        heartbeat_timeout_sec=120,
+        base_model_path=str(ensure_tiny_model()),
+        trainer=TrainerConfig(
+            lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
+            batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
+        ),
+        max_rank=8,
+        eval_attempts=2,
+    )
+
+
+def _evidence(settings, name: str) -> dict:
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        record = dict(lineages.get_generation(session=s, lineage_id=name, index=0).record)
+        split_of = {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=name)}
+        tasks = {t.id: t.task_id for t in pool.list_pool_tasks(session=s, lineage_id=name)}
+        rows = trials.list_trials(session=s, lineage_id=name, generation_index=0)
+        sealed_ids = {r.trial_id for r in rows if split_of[r.task_hash] == PoolSplit.SEALED}
+        search_wins = {r.task_id for r in rows if r.stage == "search" and r.reward == 1.0}
+    return {
+        "record": record,
+        "splits": {tasks[h]: sp for h, sp in split_of.items()},
+        "sealed_ids": sealed_ids,
+        "search_wins": search_wins,
+    }
+
+
+def test_decisions_are_the_same_with_and_without_the_sealed_split(temporal_env, ray_cluster, settings, contract_path):
+    from mindforge.policy.scripted import start_scripted_policy
+
+    env, _address, loop = temporal_env
+    with start_scripted_policy(_script()) as first, start_scripted_policy(_script()) as second:
+        specs = [
+            _spec(LINEAGES[0], SEARCH + SELECTION + SEALED, first.base_url, str(contract_path), sealed=True),
+            _spec(LINEAGES[1], SEARCH + SELECTION, second.base_url, str(contract_path), sealed=False),
+        ]
+        with_sealed, without = loop.run_until_complete(_run(env, settings, specs))
+    a, b = _evidence(settings, LINEAGES[0]), _evidence(settings, LINEAGES[1])
+
+    # the same search and selection tasks on the same splits
+    assert {t: sp for t, sp in a["splits"].items() if t not in SEALED} == b["splits"]
+    assert {a["splits"][t] for t in SEALED} == {PoolSplit.SEALED} and not b["sealed_ids"]
+    # search found the sealed-only winner in both: plan-first covers the hard search task
+    assert HARD in a["search_wins"] and HARD in b["search_wins"]
+
+    for ev in (a, b):
+        successor = ev["record"]["successor"]
+        promotion = ev["record"]["update"]["promotion"]
+        assert successor["decided_on"] == promotion["decided_on"] == "selection"
+        assert not set(successor["trial_ids"]) & a["sealed_ids"] and not set(promotion["trial_ids"]) & a["sealed_ids"]
+    # identical decisions: the parent contract is kept (the candidate loses on selection), the adapter promoted
+    for key in ("promoted", "contract_hash"):
+        assert a["record"]["successor"][key] == b["record"]["successor"][key]
+    assert a["record"]["successor"]["promoted"] is False
+    assert a["record"]["update"]["promotion"]["promoted"] is b["record"]["update"]["promotion"]["promoted"] is True
+    assert with_sealed.outcome == without.outcome == UpdateOutcome.PROMOTED
+    assert with_sealed.contract_hash != without.contract_hash  # each names its own lineage's adapter
+    # only the reported lift differs: measured (a drop) with the sealed split, absent without
+    lift = a["record"]["sealed_lift"]
+    assert lift["measured_on"] == "sealed" and lift["n_tasks"] == len(SEALED) and lift["mean"] == -1.0
+    assert b["record"]["sealed_lift"] is None and "no sealed tasks" in b["record"]["sealed_lift_reason"]

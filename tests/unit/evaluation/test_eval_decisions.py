@@ -1,0 +1,110 @@
+"""The one scorer, the paired lift and the two selection-split decisions, on hand-made trial tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from mindforge.evaluation import (
+    PairRef,
+    PoolSplit,
+    choose_successor,
+    decide_promotion,
+    paired_lift,
+    score_tasks,
+)
+from mindforge.trial import FailureClass, TrialRecord
+
+P, C, N = "p" * 64, "c" * 64, "n" * 64
+
+
+def trial(task: str, attempt: int, reward: float | None, *, contract: str = P, adapter: str = "", failure=None) -> TrialRecord:
+    if failure is None and reward is not None and reward < 1.0:
+        failure = FailureClass.TASK_FAILED
+    return TrialRecord(
+        trial_id=f"{task}/{contract[:2]}/{adapter}/{attempt}", run_id="r", task_id=task, task_hash=f"h-{task}",
+        agent="model", contract_hash=contract, adapter=adapter, attempt=attempt, reward=reward, failure_class=failure,
+    )
+
+
+def test_the_scorer_averages_usable_attempts_and_counts_errors_apart():
+    records = [
+        trial("a", 0, 1.0), trial("a", 1, 0.0),
+        trial("a", 2, None, failure=FailureClass.INFRA_ERROR),
+        trial("b", 0, None, failure=FailureClass.VERIFIER_ERROR),
+        trial("z", 0, 1.0),  # not in the task set
+        trial("a", 0, 1.0, contract=C),  # another pair
+    ]
+    scores = score_tasks(records, PairRef(contract_hash=P), {"h-a", "h-b"})
+    assert scores.scores == {"h-a": 0.5}  # b has no usable attempt: absent, never a 0
+    assert (scores.usable_trials, scores.excluded_trials) == (2, 2)
+    assert scores.trial_ids == sorted(["a/pp//0", "a/pp//1", "a/pp//2", "b/pp//0"])
+
+
+def test_paired_lift_pairs_tasks_and_skips_errors():
+    parent, successor = PairRef(contract_hash=P), PairRef(contract_hash=C, adapter="lin-g0-r0")
+    s = {"contract": C, "adapter": "lin-g0-r0"}
+    records = [
+        trial("x", 0, 0.0), trial("x", 1, 1.0),  # parent 0.5 on x
+        trial("x", 0, 1.0, **s), trial("x", 1, 1.0, **s),
+        trial("y", 0, 0.0), trial("y", 1, 0.0),  # parent 0.0 on y
+        trial("y", 0, 1.0, **s), trial("y", 1, None, failure=FailureClass.VERIFIER_ERROR, **s),
+        trial("z", 0, 1.0),  # parent only: unpaired
+        trial("s", 0, 1.0, **s),  # not on the split: ignored
+    ]
+    report = paired_lift(records, parent, successor, {"h-x", "h-y", "h-z"}, measured_on=PoolSplit.SEALED, resamples=500, seed=1)
+    assert report.measured_on == PoolSplit.SEALED and report.n_tasks == 2 and report.unpaired_tasks == 1
+    assert report.excluded_trials == 1 and report.n_trials == 7
+    assert report.parent_score == pytest.approx(0.25) and report.successor_score == pytest.approx(1.0)
+    assert report.mean == pytest.approx(0.75) and report.lo <= report.mean <= report.hi
+    assert report.per_task["h-y"] == {"parent": 0.0, "successor": 1.0}  # the verifier error is not a 0
+    assert report.summary() == {
+        "mean": report.mean, "lo": report.lo, "hi": report.hi, "n_tasks": 2, "n_trials": 7,
+        "measured_on": "sealed", "baseline": "parent",
+    }
+
+
+def test_paired_lift_without_pairs_has_a_reason():
+    report = paired_lift([trial("x", 0, 1.0)], PairRef(contract_hash=P), PairRef(contract_hash=C), {"h-x"}, measured_on=PoolSplit.SEALED)
+    assert report.mean is None and report.n_tasks == 0 and "both pairs" in report.reason
+    empty = paired_lift([], PairRef(contract_hash=P), PairRef(contract_hash=C), set(), measured_on=PoolSplit.SEALED)
+    assert "no sealed tasks" in empty.reason
+
+
+def _table(contract_scores: dict[str, list[float]], adapter: str = "") -> list[TrialRecord]:
+    return [trial(f"t{i}", 0, r, contract=c, adapter=adapter) for c, rewards in contract_scores.items() for i, r in enumerate(rewards)]
+
+
+def test_successor_is_promoted_only_on_selection_evidence():
+    tasks = {f"h-t{i}" for i in range(8)}
+    records = _table({P: [0.0] * 8, C: [1.0] * 8, N: [float(i % 2) for i in range(8)]})
+    choice = choose_successor(records, PairRef(contract_hash=P), [C, N], tasks)
+    assert choice.decided_on == PoolSplit.SELECTION and choice.promoted and choice.contract_hash == C
+    assert choice.lift == (1.0, 1.0, 1.0) and choice.n_tasks == 8 and choice.scores[C] == 1.0
+    assert choice.considered[N]["lift"][1] < choice.considered[C]["lift"][1]
+    assert set(choice.trial_ids) == {r.trial_id for r in records}
+    # trials on other tasks are never read, even when they would change the choice
+    other = _table({C: [0.0] * 8}, adapter="")
+    other = [r.model_copy(update={"task_hash": "sealed-" + r.task_hash, "trial_id": "x" + r.trial_id}) for r in other]
+    assert choose_successor(records + other, PairRef(contract_hash=P), [C, N], tasks).model_dump() == choice.model_dump()
+    # too few tasks, or an interval reaching 0, keeps the parent
+    few = choose_successor(records, PairRef(contract_hash=P), [C], {"h-t0", "h-t1"}, min_tasks=5)
+    assert not few.promoted and "fewer than 5" in few.considered[C]["skipped"]
+    noisy = _table({P: [0.0] * 8, C: [1.0, 1.0] + [0.0] * 6})
+    assert not choose_successor(noisy, PairRef(contract_hash=P), [C], tasks).promoted
+
+
+def test_promotion_gate_promotes_unless_the_adapter_loses_on_selection():
+    tasks = {f"h-t{i}" for i in range(6)}
+    without, with_adapter = PairRef(contract_hash=C), PairRef(contract_hash=C, adapter="lin-g0-r0")
+    base = _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]})
+    better = decide_promotion(base + _table({C: [1.0, 1.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks)
+    assert better.promoted and better.decided_on == PoolSplit.SELECTION and better.lift.measured_on == PoolSplit.SELECTION
+    assert better.lift.mean == pytest.approx(1 / 6) and len(better.trial_ids) == 12
+    same = decide_promotion(base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks)
+    assert same.promoted  # not worse: the default gate (min_lift 0) promotes
+    worse = decide_promotion(base + _table({C: [0.0] * 6}, "lin-g0-r0"), without, with_adapter, tasks)
+    assert not worse.promoted and "below" in worse.reason
+    strict = decide_promotion(base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_lift=0.1)
+    assert not strict.promoted
+    none = decide_promotion(base, without, with_adapter, tasks)
+    assert not none.promoted and "no evidence" in none.reason

@@ -1,0 +1,188 @@
+"""Selection and sealed evaluation: trials of pairs on one split, and the sealed lift.
+
+:func:`plan_pair_trials` is the one planner of evaluation trials: the same tasks of one
+split and the same attempts for every pair, with deterministic trial ids, in batches of
+``trial_batch_size``. A pair evaluated twice on the same split in one generation (the
+successor check's winner, then the promotion gate's baseline) gets the same ids, so
+``run_trials`` runs it once. Decisions read ``selection`` trials
+(:mod:`workers.search_activities`, :mod:`workers.update_activities`); the sealed lift,
+here, reads ``sealed`` trials and decides nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import activity
+
+from mindforge.evaluation import PairRef, PoolSplit, paired_lift
+from mindforge.orchestration import (
+    LineageSpec,
+    RunTrialsInput,
+    SealedEvaluationInput,
+    SealedLiftResult,
+    SealedPlan,
+    TrialSpec,
+    TrialStage,
+)
+from mindforge.store import engine as store_engine
+from mindforge.store import lineages, pool, trials
+
+#: trial stage that evaluates pairs on each non-search split
+STAGE_OF_SPLIT = {PoolSplit.SELECTION: TrialStage.SELECTION, PoolSplit.SEALED: TrialStage.SEALED}
+
+
+def split_tasks(session, lineage_id: str, split: PoolSplit) -> set[str]:
+    """Content hashes of a lineage's tasks on one split."""
+    return {m.task_hash for m in pool.list_pool(session=session, lineage_id=lineage_id, split=split)}
+
+
+def plan_pair_trials(
+    session, lineage_id: str, generation: int, spec: LineageSpec, split: PoolSplit, pairs: list[PairRef]
+) -> tuple[list[RunTrialsInput], int]:
+    """Trial batches of ``pairs`` on every task of ``split``: same tasks, ``spec.eval_attempts`` attempts each.
+
+    Args:
+        session: an open store session.
+        lineage_id / generation: where the trials run.
+        spec: the lineage spec (attempts, batch size, policy endpoint).
+        split: ``selection`` or ``sealed``.
+        pairs: the pairs (a pair listed twice is planned once).
+
+    Returns:
+        ``(batches, number of tasks on the split)``.
+
+    Raises:
+        ValueError: ``split`` is the search split (it is never evaluated this way).
+    """
+    if split not in STAGE_OF_SPLIT:
+        raise ValueError(f"pairs are evaluated on the selection or sealed split, not {split.value!r}")
+    stage = STAGE_OF_SPLIT[split]
+    tasks = pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=split)
+    size = spec.trial_batch_size
+    batches: list[RunTrialsInput] = []
+    for pair in dict.fromkeys((p.contract_hash, p.adapter) for p in pairs):
+        contract_hash, adapter = pair
+        specs = [
+            TrialSpec(
+                trial_id=trials.make_trial_id(
+                    lineage_id=lineage_id, generation_index=generation, stage=stage.value, task_hash=t.id,
+                    contract_hash=contract_hash, adapter=adapter, attempt=a,
+                ),
+                task_path=t.path,
+                task_hash=t.id,
+                attempt=a,
+            )
+            for t in tasks
+            for a in range(spec.eval_attempts)
+        ]
+        batches += [
+            RunTrialsInput(
+                lineage_id=lineage_id, generation=generation, stage=stage, contract_hash=contract_hash,
+                adapter=adapter, policy_url=spec.policy_url, trials=specs[i : i + size],
+            )
+            for i in range(0, len(specs), size)
+        ]
+    return batches, len(tasks)
+
+
+def split_records(session, lineage_id: str, generation: int, split: PoolSplit) -> tuple[list[Any], set[str]]:
+    """The generation's evaluation trials on one split, and the split's task hashes."""
+    tasks = split_tasks(session, lineage_id, split)
+    rows = trials.list_trials(
+        session=session, lineage_id=lineage_id, generation_index=generation, stage=STAGE_OF_SPLIT[split].value
+    )
+    return [r.to_record() for r in rows if r.task_hash in tasks], tasks
+
+
+class EvaluationActivities:
+    """Sealed evaluation activities bound to one store (all on the orchestration queue).
+
+    Args:
+        engine: SQLAlchemy engine of the migrated store.
+    """
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+
+    @activity.defn(name="plan_sealed_trials")
+    async def plan_sealed_trials(self, inp: SealedEvaluationInput) -> SealedPlan:
+        """Sealed trials of the parent, the successor and (after generation 0) generation 0's pair.
+
+        Nothing runs when the lineage has no sealed tasks, or when the successor is the
+        parent and generation 0's pair is the parent too (nothing changed to measure).
+        """
+
+        def work() -> SealedPlan:
+            pairs = self._pairs(inp)
+            if len(pairs) < 2:
+                return SealedPlan(note="the generation kept its parent pair: there is no change to measure")
+            with store_engine.session_scope(self.engine) as s:
+                batches, n = plan_pair_trials(s, inp.lineage_id, inp.generation, inp.spec, PoolSplit.SEALED, pairs)
+            if not n:
+                return SealedPlan(note="the lineage has no sealed tasks")
+            return SealedPlan(batches=batches, tasks=n)
+
+        return await asyncio.to_thread(work)
+
+    @staticmethod
+    def _pairs(inp: SealedEvaluationInput) -> list[PairRef]:
+        pairs = [inp.parent, inp.successor]
+        if inp.root is not None:
+            pairs.append(inp.root)
+        return list({(p.contract_hash, p.adapter): p for p in pairs}.values())
+
+    @activity.defn(name="measure_sealed_lift")
+    async def measure_sealed_lift(self, inp: SealedEvaluationInput) -> SealedLiftResult:
+        """The successor's paired sealed lift over the parent and over generation 0's pair; recorded.
+
+        The generation record gets ``sealed_lift`` and ``sealed_lift_vs_root`` (each
+        ``{"mean", "lo", "hi", "n_tasks", "n_trials", "measured_on": "sealed", ...}`` or
+        None) with ``sealed_lift_reason`` when there is no figure, and the full reports
+        under ``evaluation``.
+        """
+        return await asyncio.to_thread(self._measure, inp)
+
+    def _measure(self, inp: SealedEvaluationInput) -> SealedLiftResult:
+        with store_engine.session_scope(self.engine) as s:
+            records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SEALED)
+            out = SealedLiftResult()
+
+            def lift(parent: PairRef, baseline: str):
+                return paired_lift(
+                    records, parent, inp.successor, tasks, measured_on=PoolSplit.SEALED, baseline=baseline,
+                    resamples=inp.spec.lift_resamples, seed=inp.spec.seed,
+                )
+
+            if (inp.successor.contract_hash, inp.successor.adapter) == (inp.parent.contract_hash, inp.parent.adapter):
+                out.reason = "the generation kept its parent pair: there is no change to measure"
+            elif not tasks:
+                out.reason = "the lineage has no sealed tasks"
+            else:
+                out.parent = lift(inp.parent, "parent")
+                out.reason = out.parent.reason
+            root = inp.root
+            if root is not None and tasks and (root.contract_hash, root.adapter) != (
+                inp.successor.contract_hash,
+                inp.successor.adapter,
+            ):
+                out.root = lift(root, "root")
+            figure = out.parent.summary() if out.parent is not None and out.parent.mean is not None else None
+            vs_root = out.root.summary() if out.root is not None and out.root.mean is not None else None
+            record = {
+                "sealed_lift": figure,
+                "sealed_lift_reason": "" if figure else (out.reason or "not measured"),
+                "sealed_lift_vs_root": vs_root,
+                "evaluation": {
+                    "sealed_tasks": len(tasks),
+                    "parent": out.parent.model_dump(mode="json") if out.parent else None,
+                    "root": out.root.model_dump(mode="json") if out.root else None,
+                },
+            }
+            lineages.update_generation(session=s, lineage_id=inp.lineage_id, index=inp.generation, record=record)
+            return out
+
+    def all(self) -> list[Any]:
+        """Every activity of this class."""
+        return [self.plan_sealed_trials, self.measure_sealed_lift]
