@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Verifier for create-empty-file: /app/empty.txt is a regular file of 0 bytes.
+# Writes 1 to /logs/verifier/reward.txt when every check passes, else 0. The fixed PATH keeps
+# programs the agent may have planted (e.g. in /usr/local/bin) out of the checks.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mkdir -p /logs/verifier
+cd /
+check() {
+  [ -f /app/empty.txt ] && [ ! -L /app/empty.txt ] && [ "$(stat -c %s /app/empty.txt)" = 0 ]
+}
+
+if check; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
