@@ -57,6 +57,13 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
     assert spec["audit_judge"] is True and spec["search"]["enabled"] is False
     listed = _cli("schedule", "list", env=cli_env)
     assert "schedule-nightly" in listed.stdout
+    as_json = _cli("schedule", "list", "--json", env=cli_env)
+    assert as_json.returncode == 0, as_json.stderr
+    [row] = [r for r in json.loads(as_json.stdout) if r["id"] == "schedule-nightly"]
+    assert set(row) == {"id", "cron", "overlap", "paused", "workflow", "workflow_id", "next_run"}
+    assert row["cron"].startswith("0 2 ") and row["overlap"] == "SKIP" and row["paused"] is False
+    assert row["workflow"] == "LineageWorkflow" and row["workflow_id"] == "lineage-nightly"
+    assert row["next_run"].endswith("02:00:00+00:00")
     assert _cli("schedule", "delete", "schedule-nightly", env=cli_env).returncode == 0
 
 

@@ -50,6 +50,17 @@ def test_status_reports_docker_up(engine_up):
     assert "Docker " in row["detail"]
 
 
+def test_status_json_is_one_document_with_stable_keys(engine_up):
+    from mindforge.devstack import component_names
+
+    result = runner.invoke(app, ["dev", "status", "--json"])
+    assert result.exit_code in (0, 1), result.output  # 1: a required component (e.g. Temporal) is down
+    rows = json.loads(result.stdout)  # nothing else on stdout
+    assert [row["name"] for row in rows] == component_names()
+    assert all(set(row) == {"name", "address", "up", "required", "detail"} for row in rows)
+    assert all(isinstance(row["up"], bool) and isinstance(row["required"], bool) for row in rows)
+
+
 def test_status_table_lists_every_component(engine_up):
     result = runner.invoke(app, ["dev", "status"])
     for name in ("docker", "base-image", "registry"):
