@@ -67,6 +67,18 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
     assert _cli("schedule", "delete", "schedule-nightly", env=cli_env).returncode == 0
 
 
+@pytest.mark.slow
+def test_commands_that_talk_to_temporal_exit_zero(temporal_env, settings):
+    """The Temporal client's threads used to abort interpreter teardown (status 134) in about
+    one run in four after the output was printed (temporalio/sdk-python issue 300)."""
+    _env, address, _loop = temporal_env
+    cli_env = {**os.environ, "MINDFORGE_TEMPORAL_ADDRESS": address, "MINDFORGE_DATA_DIR": str(settings.data_dir)}
+    for _ in range(8):
+        out = _cli("schedule", "list", "--json", env=cli_env)
+        assert out.returncode == 0, out.stderr
+        assert isinstance(json.loads(out.stdout), list)
+
+
 def _status(env: dict[str, str]) -> dict[str, dict]:
     out = _cli("dev", "status", "--json", "-c", "temporal", "-c", "ray", env=env)
     assert out.returncode in (0, 1), out.stderr
