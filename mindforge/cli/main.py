@@ -13,6 +13,7 @@ from mindforge.cli import dev, hcp, lineage, policy, schedule, tasks
 from mindforge.cli.eval import eval_command
 from mindforge.cli.quickstart import quickstart_command
 from mindforge.cli.report import report_command
+from mindforge.cli.usage import use_usage_help
 from mindforge.cli.worker import worker_command
 
 app = typer.Typer(
@@ -31,6 +32,7 @@ app.command("eval")(eval_command)
 app.command("worker")(worker_command)
 app.command("quickstart")(quickstart_command)
 app.command("report")(report_command)
+use_usage_help(app)  # --help shows what a command does, not its docstring's Raises: section
 
 
 def main() -> None:
