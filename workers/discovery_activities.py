@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from mindforge.orchestration import AdmitInput, CheckProposalInput, DiscoveryInput, DiscoveryResult, Stage
 from mindforge.store import engine as store_engine
@@ -23,6 +24,21 @@ def _pool_tasks(session, lineage_id: str):
     from mindforge.tasks.loader import load_task
 
     return [load_task(Path(t.path)) for t in pool.list_pool_tasks(session=session, lineage_id=lineage_id)]
+
+
+def _contract_toml(session, content_hash: str) -> str:
+    """The TOML text of the registered contract ``content_hash``.
+
+    Raises:
+        ApplicationError: non-retryable, type ``InputError``, naming the hash, when no
+            contract with this hash is registered (retrying cannot register it).
+    """
+    row = registry.get_contract(session=session, content_hash=content_hash)
+    if row is None:
+        raise ApplicationError(
+            f"contract {content_hash} is not registered in the store", type="InputError", non_retryable=True
+        )
+    return row.toml_text
 
 
 class DiscoveryActivities:
@@ -45,7 +61,8 @@ class DiscoveryActivities:
             ``ProposalBatch`` as JSON (staged paths and malformed rejections).
 
         Raises:
-            ApplicationError: retryable when the endpoint did not answer.
+            ApplicationError: retryable when the endpoint did not answer; non-retryable
+                (``InputError``) when the contract is not registered.
         """
         return await asyncio.to_thread(self._propose, inp)
 
@@ -55,7 +72,7 @@ class DiscoveryActivities:
         from mindforge.hcp import loads_contract
 
         with store_engine.session_scope(self.engine) as s:
-            contract = loads_contract(registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text)
+            contract = loads_contract(_contract_toml(s, inp.contract_hash))
             tasks = _pool_tasks(s, inp.lineage_id)
             counts = pool.pool_counts(session=s, lineage_id=inp.lineage_id)
             solved, failed, classes = set(), set(), {}
@@ -93,13 +110,16 @@ class DiscoveryActivities:
 
         Returns:
             ``ProposalVerdict`` as JSON.
+
+        Raises:
+            ApplicationError: non-retryable (``InputError``) when the contract is not registered.
         """
         import ray
 
         from workers.ray_trials import check_proposal_task
 
         with store_engine.session_scope(self.engine) as s:
-            toml_text = registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text
+            toml_text = _contract_toml(s, inp.contract_hash)
             pool_paths = [t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)]
         ref = check_proposal_task.remote(
             {
