@@ -17,6 +17,22 @@ FIXTURE_TASKS = REPO / "tests" / "fixtures" / "tasks"
 BUNDLED_TASKS = REPO / "tasks"
 
 
+#: marker each test directory's tests get (declared in pyproject.toml; ``--strict-markers``)
+DIRECTORY_MARKERS = {"integration": "integration", "e2e": "e2e"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under ``tests/integration/`` ``integration`` and under ``tests/e2e/`` ``e2e``."""
+    tests_dir = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            top = item.path.resolve().relative_to(tests_dir).parts[0]
+        except ValueError:  # a test outside tests/ (collected by an explicit path)
+            continue
+        if top in DIRECTORY_MARKERS:
+            item.add_marker(DIRECTORY_MARKERS[top])
+
+
 @pytest.fixture(scope="session")
 def session_data_dir(tmp_path_factory) -> Path:
     """A data dir for the whole test session (SQLite file, artifacts)."""

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import BUNDLED_TASKS, REPO
 
-pytestmark = [pytest.mark.temporal, pytest.mark.ray]
+pytestmark = [pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]  # a Temporal server, a Ray cluster, CLI processes
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -67,7 +67,6 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
     assert _cli("schedule", "delete", "schedule-nightly", env=cli_env).returncode == 0
 
 
-@pytest.mark.slow
 def test_commands_that_talk_to_temporal_exit_zero(temporal_env, settings):
     """The Temporal client's threads used to abort interpreter teardown (status 134) in about
     one run in four after the output was printed (temporalio/sdk-python issue 300)."""
