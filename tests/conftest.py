@@ -7,6 +7,7 @@ instead of skipping them.
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 
@@ -15,6 +16,22 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_TASKS = REPO / "tests" / "fixtures" / "tasks"
 BUNDLED_TASKS = REPO / "tasks"
+
+
+#: how to get the train extra's packages (torch, transformers, peft)
+TRAIN_EXTRA = "the test command's set-up installs them (deploy/setup.sh: pip install -e '.[train,test,postgres]')"
+
+
+def require_module(name: str, how: str = TRAIN_EXTRA):
+    """Import module ``name`` for a test module, or fail its collection saying how to install it.
+
+    Never a skip: the test command installs every package the tests import, so a missing
+    one is a real failure.
+    """
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        pytest.fail(f"{name} cannot be imported ({exc}); {how}", pytrace=False)
 
 
 #: marker each test directory's tests get (declared in pyproject.toml; ``--strict-markers``)

@@ -2,7 +2,9 @@
 
 Each test points ``MINDFORGE_DATA_DIR`` at a temporary directory, so the settings file,
 pid file and logs are the test's own. The engine that runs here was not started by these
-tests: ``dev down`` must leave it running.
+tests: ``dev down`` must leave it running. A missing engine (or, for the private-engine
+test, root, ``dockerd`` or ``ip``) fails the tests: the test command brings the dev stack
+and the test tools up first.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def data_dir(tmp_path, monkeypatch):
 @pytest.fixture()
 def engine_up(data_dir):
     if DockerComponent(get_settings()).answers() is None:
-        pytest.skip("no Docker engine answers on this host")
+        pytest.fail("no Docker engine answers on this host: start the dev stack with `mindforge dev up`", pytrace=False)
 
 
 def _rows(output: str) -> dict[str, dict]:
@@ -132,8 +134,16 @@ def test_up_starts_and_down_stops_a_private_engine(monkeypatch, tmp_path):
     import tempfile
     import uuid
 
-    if os.geteuid() != 0 or shutil.which("dockerd") is None or shutil.which("ip") is None:
-        pytest.skip("needs root, dockerd and ip (iproute2)")
+    missing = [
+        what for what, ok in (("root", os.geteuid() == 0), ("dockerd", shutil.which("dockerd")), ("ip", shutil.which("ip")))
+        if not ok
+    ]
+    if missing:
+        pytest.fail(
+            f"a private dockerd needs root, dockerd and ip; missing: {', '.join(missing)} "
+            "(`mindforge dev up` installs dockerd, deploy/install_test_tools.sh installs iproute2)",
+            pytrace=False,
+        )
     root = tempfile.mkdtemp(prefix="mfd", dir="/tmp")  # short: unix socket paths are capped
     bridge = f"mfbr{uuid.uuid4().hex[:8]}"
     sock = f"unix://{root}/docker.sock"

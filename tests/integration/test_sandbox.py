@@ -2,7 +2,8 @@
 
 Task directories are written into tmp_path (task.toml, instruction.md,
 environment/Dockerfile FROM the local base image, tests/test.sh) and loaded with the real
-loader. Tests skip only when no Docker engine answers.
+loader. No Docker engine answering, or no base image, fails the tests: the test command
+brings the dev stack up first, so a missing part is a real failure.
 """
 
 from __future__ import annotations
@@ -49,11 +50,11 @@ def engine() -> DockerEngine:
     try:
         eng = DockerEngine()
     except InfraError as exc:
-        pytest.skip(f"no Docker engine answers: {exc}")
+        pytest.fail(f"no Docker engine answers: {exc}", pytrace=False)
     try:
         eng.client.api.inspect_image(BASE_IMAGE)
     except docker.errors.ImageNotFound:
-        pytest.fail(f"base image {BASE_IMAGE} missing: run `mindforge dev up`")
+        pytest.fail(f"base image {BASE_IMAGE} missing: run `mindforge dev up`", pytrace=False)
     yield eng
     eng.close()
 
