@@ -40,6 +40,7 @@ async def run_lineage(name: str, tasks: list[Path], attempts: int, policy_url: s
     from temporalio.testing import WorkflowEnvironment
 
     from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput, LineageSpec, SearchBudgetSpec, Stage
+    from mindforge.settings import get_settings
     from workers.activities import LineageActivities
     from workers.main import build_workers, warm_up_ray
     from workflows.options import KEY_GENERATION, KEY_LINEAGE, KEY_STAGE, search_attributes
@@ -57,7 +58,9 @@ async def run_lineage(name: str, tasks: list[Path], attempts: int, policy_url: s
             search=SearchBudgetSpec(enabled=False),  # the same batch as eval: the base evaluation only
         )
         warm_up_ray()  # what `mindforge worker` does at start-up, before it polls
-        w1, w2 = build_workers(env.client, LineageActivities(db_url), ["orchestration", "sandbox"], 5)
+        w1, w2 = build_workers(
+            env.client, LineageActivities(db_url), ["orchestration", "sandbox"], 5, settings=get_settings()
+        )
         async with w1, w2:
             t0 = time.perf_counter()
             handle = await env.client.start_workflow(

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Tools the test suite needs beyond the dev stack: headless Chromium renders the HTML
 # report in a test; PostgreSQL's server binaries run the store's tests against Postgres
-# too (a throwaway server per test session). Idempotent; needs root (apt-get).
+# too (a throwaway server per test session); iproute2's `ip` makes the bridge of the
+# private dockerd one dev-stack test starts. Idempotent; needs root (apt-get).
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if ((${#missing[@]})); then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -15,7 +15,9 @@ The owners follow the Expansion issue:
   the output was cut before the line that mattered, a turn/time/token limit fired while
   the model was still making progress, replies the harness could not parse, the context
   overflowed, or error output was hidden from the model;
-- ``model``: the harness gave what was needed and the model still got it wrong.
+- ``model``: the harness gave what was needed and the model still got it wrong, or the
+  agent left so many processes that the sandbox's pids limit fired (``pids_limit`` in
+  ``limits_fired``; the verifier's own commands could not start).
 
 Only trials whose reward is real feed search scores and training
 (:func:`usable_for_search`, :func:`usable_for_training`); infra and verifier errors never do.
@@ -187,6 +189,10 @@ def _class_rules(record: TrialRecord, task_verdict: str | None, end_lines: list[
         return _result(
             record, AuditOwner.TASK, f"task.known_{task_verdict}", f"task validation marked the task {task_verdict}"
         )
+    if record.limit_fired is LimitFired.PIDS_LIMIT:
+        # the processes filling the sandbox are the agent's: the verifier (or the agent
+        # itself) could not fork, whatever the failure class says about the verifier
+        return _result(record, AuditOwner.MODEL, "model.pids_exhausted", record.failure_detail, end_lines)
     if cls in TASK_CLASSES:
         return _result(record, AuditOwner.TASK, f"task.{cls.value}", record.failure_detail, end_lines)
     return None
@@ -260,7 +266,8 @@ def audit_trial(
     """Classify one failed trial by rules.
 
     Rules, first match wins: infrastructure classes; tasks known broken, flaky or
-    trivially passing; verifier errors; a tool the model asked for is not allowed;
+    trivially passing; the sandbox's pids limit fired (the model's: its processes filled
+    the sandbox); verifier errors; a tool the model asked for is not allowed;
     unusable replies; context overflow; a turn/time/token limit (config when the last
     actions still made progress, model when they repeated or all failed); the output
     cut just before the end; error output hidden by the contract; otherwise the model

@@ -143,6 +143,9 @@ def _run_phases(
         else:
             rec.failure_class = FailureClass.TASK_FAILED
             rec.failure_detail = f"verifier reward {result.reward:g}"
+        if result.limit_fired is not None:  # the pids limit: the verifier ran, short of processes
+            rec.limit_fired = result.limit_fired
+            rec.failure_detail = f"{rec.failure_detail}; {result.detail}"[:2000]
     finally:
         timings.teardown_sec = sandbox.close()
 

@@ -53,7 +53,12 @@ NO_REWARD_CLASSES = frozenset(
 
 
 class LimitFired(StrEnum):
-    """Which limit ended a phase early, if any."""
+    """Which limit ended a phase early, if any.
+
+    ``pids_limit``: the sandbox held as many processes as it may (``docker_pids_limit``)
+    or refused forks, and the trial did not pass: typically processes the agent left
+    behind kept the verifier's own commands from starting.
+    """
 
     BUILD_TIMEOUT = "build_timeout"
     AGENT_TIMEOUT = "agent_timeout"
@@ -61,6 +66,7 @@ class LimitFired(StrEnum):
     MAX_TURNS = "max_turns"
     TOKEN_BUDGET = "token_budget"
     CONTEXT_WINDOW = "context_window"
+    PIDS_LIMIT = "pids_limit"
 
 
 class PhaseTimings(BaseModel):

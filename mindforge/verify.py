@@ -5,7 +5,9 @@ Verifier contract (Terminal-Bench 2 / Harbor, see shared TASKS.md): ``tests/`` i
 ``/logs/verifier/`` present, and the reward is read from ``/logs/verifier/reward.txt`` (a
 number in 0..1) or ``reward.json`` (named sub-scores). Both directories are recreated
 empty first, so nothing the agent left there counts. A missing or unparsable reward is a
-verifier error, never a silent 0.
+verifier error, never a silent 0. When the verifier does not give the full reward, the
+sandbox's pids limit is checked (:mod:`mindforge.sandbox.pids`): processes the agent left
+behind may have kept test.sh's commands from starting, and the result then says so.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mindforge.sandbox.base import Sandbox
+from mindforge.sandbox.base import ExecResult, Sandbox
+from mindforge.sandbox.pids import fork_failure_line
 from mindforge.tasks.model import Task
 from mindforge.trial import FailureClass, LimitFired
 
@@ -38,8 +41,9 @@ class VerifierResult(BaseModel):
         reward: the reward in [0, 1], or None on a verifier error or timeout.
         details: named sub-scores from ``reward.json`` (empty for ``reward.txt``).
         failure_class: ``verifier_error`` / ``verifier_timeout`` or None.
-        detail: evidence for the failure class (one line).
-        limit_fired: ``verifier_timeout`` when the verifier ran out of time.
+        detail: evidence for the failure class or the pids limit (one line).
+        limit_fired: ``pids_limit`` when the sandbox's pids limit fired (whatever the
+            reward), else ``verifier_timeout`` when the verifier ran out of time.
         exit_code: ``test.sh``'s exit status (None on timeout).
         duration_sec: wall time of the verifier phase, in seconds.
     """
@@ -116,21 +120,32 @@ def run_verifier(task: Task, sandbox: Sandbox, *, log_dir: Path) -> VerifierResu
             and copies of the reward files are written there.
 
     Returns:
-        the verifier result; engine failures propagate as ``InfraError``.
+        the verifier result; when the reward is not 1, ``limit_fired`` is ``pids_limit``
+        if the sandbox's pids limit fired. Engine failures propagate as ``InfraError``.
     """
-    cfg = task.config.verifier
     start = time.monotonic()
     prep = sandbox.exec(
         f"rm -rf {TESTS_DIR} {VERIFIER_LOG_DIR} && mkdir -p {TESTS_DIR} {VERIFIER_LOG_DIR}",
         timeout_sec=60,
         user="root",
     )
-    if not prep.ok:
-        return VerifierResult(
+    if prep.ok:
+        result, run = _run_tests(task, sandbox, log_dir)
+    else:
+        run = prep
+        result = VerifierResult(
             failure_class=FailureClass.VERIFIER_ERROR,
             detail=f"could not prepare {TESTS_DIR}: exit {prep.exit_code} {prep.stderr[-200:]}",
-            duration_sec=time.monotonic() - start,
         )
+    if result.reward is None or result.reward < 1.0:
+        _check_pids_limit(result, sandbox, run)
+    result.duration_sec = time.monotonic() - start
+    return result
+
+
+def _run_tests(task: Task, sandbox: Sandbox, log_dir: Path) -> tuple[VerifierResult, ExecResult]:
+    """Copy ``tests/`` in, run test.sh, read the reward; returns the result and test.sh's run."""
+    cfg = task.config.verifier
     sandbox.put_dir(task.tests_dir, TESTS_DIR)
     run = sandbox.exec(
         f"bash {TESTS_DIR}/test.sh",
@@ -145,16 +160,37 @@ def run_verifier(task: Task, sandbox: Sandbox, *, log_dir: Path) -> VerifierResu
         encoding="utf-8",
     )
     if run.timed_out:
-        return VerifierResult(
+        result = VerifierResult(
             failure_class=FailureClass.VERIFIER_TIMEOUT,
             detail=f"test.sh ran past the verifier timeout of {cfg.timeout_sec:g} s",
             limit_fired=LimitFired.VERIFIER_TIMEOUT,
-            duration_sec=time.monotonic() - start,
         )
+        return result, run
     result = _read_reward(sandbox, log_dir)
     result.exit_code = run.exit_code
-    result.duration_sec = time.monotonic() - start
-    return result
+    return result, run
+
+
+def _check_pids_limit(result: VerifierResult, sandbox: Sandbox, run: ExecResult) -> None:
+    """Mark ``result`` with ``pids_limit`` when the sandbox's pids limit fired; evidence goes to ``detail``.
+
+    Evidence (:mod:`mindforge.sandbox.pids`): the sandbox at its limit or with refused
+    forks, or a refused fork's message in the verifier command's output.
+
+    Raises:
+        InfraError: the engine failed.
+    """
+    line = fork_failure_line(f"{run.stdout}\n{run.stderr}")
+    usage = sandbox.pids_usage()
+    if line is None and (usage is None or not usage.fired):
+        return
+    evidence = ["the sandbox's pids limit fired"]
+    if usage is not None:
+        evidence.append(usage.describe())
+    if line is not None:
+        evidence.append(f"verifier output: {line[:200]!r}")
+    result.limit_fired = LimitFired.PIDS_LIMIT
+    result.detail = "; ".join(part for part in (result.detail, ", ".join(evidence)) if part)
 
 
 def _read_reward(sandbox: Sandbox, log_dir: Path) -> VerifierResult:

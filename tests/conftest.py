@@ -7,6 +7,7 @@ instead of skipping them.
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 
@@ -15,6 +16,38 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_TASKS = REPO / "tests" / "fixtures" / "tasks"
 BUNDLED_TASKS = REPO / "tasks"
+
+
+#: how to get the train extra's packages (torch, transformers, peft)
+TRAIN_EXTRA = "the test command's set-up installs them (deploy/setup.sh: pip install -e '.[train,test,postgres]')"
+
+
+def require_module(name: str, how: str = TRAIN_EXTRA):
+    """Import module ``name`` for a test module, or fail its collection saying how to install it.
+
+    Never a skip: the test command installs every package the tests import, so a missing
+    one is a real failure.
+    """
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        pytest.fail(f"{name} cannot be imported ({exc}); {how}", pytrace=False)
+
+
+#: marker each test directory's tests get (declared in pyproject.toml; ``--strict-markers``)
+DIRECTORY_MARKERS = {"integration": "integration", "e2e": "e2e"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under ``tests/integration/`` ``integration`` and under ``tests/e2e/`` ``e2e``."""
+    tests_dir = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            top = item.path.resolve().relative_to(tests_dir).parts[0]
+        except ValueError:  # a test outside tests/ (collected by an explicit path)
+            continue
+        if top in DIRECTORY_MARKERS:
+            item.add_marker(DIRECTORY_MARKERS[top])
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from mindforge.evaluation import PoolSplit
 from mindforge.orchestration import AdmitInput, CheckProposalInput, DiscoveryInput, DiscoveryResult, Stage
@@ -24,6 +25,21 @@ def _pool_tasks(session, lineage_id: str, split: PoolSplit | None = None):
     from mindforge.tasks.loader import load_task
 
     return [load_task(Path(t.path)) for t in pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=split)]
+
+
+def _contract_toml(session, content_hash: str) -> str:
+    """The TOML text of the registered contract ``content_hash``.
+
+    Raises:
+        ApplicationError: non-retryable, type ``InputError``, naming the hash, when no
+            contract with this hash is registered (retrying cannot register it).
+    """
+    row = registry.get_contract(session=session, content_hash=content_hash)
+    if row is None:
+        raise ApplicationError(
+            f"contract {content_hash} is not registered in the store", type="InputError", non_retryable=True
+        )
+    return row.toml_text
 
 
 class DiscoveryActivities:
@@ -46,7 +62,8 @@ class DiscoveryActivities:
             ``ProposalBatch`` as JSON (staged paths and malformed rejections).
 
         Raises:
-            ApplicationError: retryable when the endpoint did not answer.
+            ApplicationError: retryable when the endpoint did not answer; non-retryable
+                (``InputError``) when the contract is not registered.
         """
         return await asyncio.to_thread(self._propose, inp)
 
@@ -56,7 +73,7 @@ class DiscoveryActivities:
         from mindforge.hcp import loads_contract
 
         with store_engine.session_scope(self.engine) as s:
-            contract = loads_contract(registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text)
+            contract = loads_contract(_contract_toml(s, inp.contract_hash))
             # the proposer sees the search split only: selection and sealed tasks stay out of its prompt
             tasks = _pool_tasks(s, inp.lineage_id, PoolSplit.SEARCH)
             taken = {t.task_id for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
@@ -89,13 +106,16 @@ class DiscoveryActivities:
 
         Returns:
             ``ProposalVerdict`` as JSON.
+
+        Raises:
+            ApplicationError: non-retryable (``InputError``) when the contract is not registered.
         """
         import ray
 
         from workers.ray_trials import check_proposal_task
 
         with store_engine.session_scope(self.engine) as s:
-            toml_text = registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text
+            toml_text = _contract_toml(s, inp.contract_hash)
             pool_paths = [t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)]
         ref = check_proposal_task.remote(
             {

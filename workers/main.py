@@ -110,22 +110,48 @@ def warm_up_ray() -> int:
     return n
 
 
-def build_workers(client: Client, acts: LineageActivities, queues: list[str], graceful_shutdown_sec: float) -> list[Worker]:
-    """Worker objects for the requested queues (``orchestration``, ``sandbox``)."""
-    workers = []
-    disc = DiscoveryActivities(acts.engine, get_settings().artifacts)
-    upd = UpdateActivities(acts.engine, get_settings().artifacts)
-    training = TrainingActivities(acts.engine, get_settings().artifacts)
-    store_acts = [a for a in acts.all() if a is not acts.run_trials] + [disc.propose, disc.admit]
+def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, list]:
+    """The activities each task queue's worker registers, bound to one store and artifact root.
+
+    Args:
+        acts: the lineage activities (their store engine is shared by the others).
+        settings: where artifacts go (``settings.artifacts``): staging and admitted tasks,
+            training samples, adapters.
+
+    Returns:
+        ``{"orchestration": [...], "sandbox": [...]}``.
+    """
+    disc = DiscoveryActivities(acts.engine, settings.artifacts)
+    upd = UpdateActivities(acts.engine, settings.artifacts)
+    training = TrainingActivities(acts.engine, settings.artifacts)
+    # bound methods compare equal, never identical: each attribute access makes a new one
+    store_acts = [a for a in acts.all() if a != acts.run_trials] + [disc.propose, disc.admit]
     store_acts += upd.orchestration_activities() + SearchActivities(acts.engine).all()
     store_acts += EvaluationActivities(acts.engine).all()
+    return {"orchestration": store_acts, "sandbox": [acts.run_trials, disc.check, *training.sandbox_activities()]}
+
+
+def build_workers(
+    client: Client, acts: LineageActivities, queues: list[str], graceful_shutdown_sec: float, *, settings: Settings
+) -> list[Worker]:
+    """Worker objects for the requested queues (``orchestration``, ``sandbox``), in that order.
+
+    Args:
+        client: the Temporal client.
+        acts: the lineage activities, bound to the store.
+        queues: subset of ``["orchestration", "sandbox"]``.
+        graceful_shutdown_sec: seconds in-flight activities get before cancellation.
+        settings: the settings the activities use (artifact root), see :func:`queue_activities`.
+    """
+    workers = []
+    activities = queue_activities(acts, settings)
     if "orchestration" in queues:
         workers.append(
             Worker(
                 client,
                 task_queue=ORCHESTRATION_QUEUE,
                 workflows=WORKFLOWS,
-                activities=store_acts,
+                activities=activities["orchestration"],
                 graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_sec),
             )
         )
@@ -134,7 +160,7 @@ def build_workers(client: Client, acts: LineageActivities, queues: list[str], gr
             Worker(
                 client,
                 task_queue=SANDBOX_QUEUE,
-                activities=[acts.run_trials, disc.check, *training.sandbox_activities()],
+                activities=activities["sandbox"],
                 max_concurrent_activities=8,
                 graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_sec),
             )
@@ -159,7 +185,7 @@ async def run_worker(
         init_ray(settings.ray_address)
         warm_up_ray()
     acts = LineageActivities(settings.db_url)
-    workers = build_workers(client, acts, queues, graceful_shutdown_sec)
+    workers = build_workers(client, acts, queues, graceful_shutdown_sec, settings=settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 from rich.table import Table
 
-from mindforge.cli.output import make_console
+from mindforge.cli.output import make_console, print_json
 
 app = typer.Typer(help="Local dev stack: Docker engine, base image, registry / image map.", no_args_is_help=True)
 console = make_console(stderr=True)
@@ -38,7 +36,7 @@ def _settings():
 
 def _print(rows, as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps([r.model_dump() for r in rows], indent=2))
+        print_json([r.model_dump() for r in rows])
         return
     table = Table(title="MindForge dev stack")
     for col in ("component", "address", "answers", "detail"):
@@ -52,7 +50,7 @@ def _print(rows, as_json: bool) -> None:
 @app.command()
 def up(
     component: list[str] = typer.Option(None, "--component", "-c", help=_COMPONENT_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of a table."),
 ) -> None:
     """Start what is not running (installing Docker where missing); quick when all is up."""
     from mindforge.devstack import DevStackError, dev_up
@@ -83,7 +81,7 @@ def down(component: list[str] = typer.Option(None, "--component", "-c", help=_CO
 @app.command()
 def status(
     component: list[str] = typer.Option(None, "--component", "-c", help=_COMPONENT_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of a table."),
 ) -> None:
     """Each component, its address and whether it answers; exit 1 when a required one does not."""
     from mindforge.devstack import dev_status

@@ -11,8 +11,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from mindforge.cli.output import print_json
 from mindforge.errors import InputError
-from mindforge.hcp import ContractRegistry, HCPContract, diff_contracts, format_diff, load_contract
+from mindforge.hcp import (
+    ContractRegistry,
+    HCPContract,
+    canonical_json,
+    diff_contracts,
+    format_diff,
+    load_contract,
+)
 from mindforge.hcp.diff import flatten
 
 app = typer.Typer(help="HCP contracts: validate, show, diff, hash, register.", no_args_is_help=True)
@@ -63,9 +71,15 @@ def _preview(value: Any) -> str:
 
 
 @app.command()
-def show(file: Annotated[Path, typer.Argument(help="Contract file (TOML).")]) -> None:
+def show(
+    file: Annotated[Path, typer.Argument(help="Contract file (TOML).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")] = False,
+) -> None:
     """Show a contract section by section, with its identity and content hash."""
     contract = _load_or_exit(file)
+    if as_json:
+        print_json(show_document(contract, file))
+        return
     console = Console()
     ident = contract.mindforge
     console.print(f"[bold]{escape(contract.ref)}[/bold]  (HCP version {contract.version})  {escape(str(file))}")
@@ -99,6 +113,32 @@ def show(file: Annotated[Path, typer.Argument(help="Contract file (TOML).")]) ->
     unknown = contract.unknown_keys()
     if unknown:
         console.print(f"kept unknown keys: {escape(', '.join(unknown))}")
+
+
+def show_document(contract: HCPContract, path: Path) -> dict[str, Any]:
+    """``mindforge hcp show --json``: a contract's identity, content hash and full document.
+
+    Returns:
+        ``{"path", "ref", "version", "content_hash", "name", "revision", "parent",
+        "edit", "description", "unknown_keys", "document"}``: ``document`` is the
+        resolved contract (defaults filled in, unknown keys kept) as the content hash
+        sees it, TOML dates and times tagged as in :func:`mindforge.hcp.canonical_json`;
+        ``parent`` is null for a root contract.
+    """
+    ident = contract.mindforge
+    return {
+        "path": str(path),
+        "ref": contract.ref,
+        "version": contract.version,
+        "content_hash": contract.content_hash,
+        "name": ident.name,
+        "revision": ident.revision,
+        "parent": ident.parent or None,
+        "edit": ident.edit,
+        "description": ident.description,
+        "unknown_keys": contract.unknown_keys(),
+        "document": json.loads(canonical_json(contract.to_document())),
+    }
 
 
 @app.command()

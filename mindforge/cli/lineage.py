@@ -15,7 +15,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mindforge.cli.output import make_console
+from mindforge.cli.output import make_console, print_json
 from mindforge.errors import InfraError, InputError
 
 app = typer.Typer(help="Lineages: N generations of a model-harness pair, run durably on Temporal.", no_args_is_help=True)
@@ -227,7 +227,7 @@ def start(
         _print_store_status(name)
 
 
-def _print_store_status(name: str) -> None:
+def _print_store_status(name: str, as_json: bool = False) -> None:
     from mindforge.settings import get_settings
     from mindforge.store import engine as se
     from mindforge.store import lineages
@@ -238,14 +238,65 @@ def _print_store_status(name: str) -> None:
         lin = lineages.get_lineage(session=s, lineage_id=name)
         if lin is None:
             raise InputError("lineage", "name", f"no lineage {name!r} in {settings.db_url}")
+        gens = lineages.list_generations(session=s, lineage_id=name)
+        if as_json:
+            return print_json(status_document(lin, gens, ui_link(settings, workflow_id_for(name))))
         table = Table(title=f"lineage {name}: {lin.status}  generation {lin.current_generation}")
         for col in ("gen", "status", "stages run", "admitted", "base eval solved (search split)", "search coverage",
                     "successor (selection)", "update", "sealed lift"):
             table.add_column(col)
-        for g in lineages.list_generations(session=s, lineage_id=name):
+        for g in gens:
             table.add_row(str(g.index), str(g.status), ", ".join(g.stages_run), *_generation_cells(g.record))
         console.print(table)
     console.print(f"Web UI: {ui_link(settings, workflow_id_for(name))}")
+
+
+def lineage_row(lin) -> dict:
+    """One lineage as JSON: the keys of ``mindforge lineage list --json``.
+
+    Returns:
+        ``{"id", "name", "status", "current_generation", "workflow_id", "created_at",
+        "updated_at"}``; timestamps ISO 8601 UTC, ``workflow_id`` may be null.
+    """
+    return {
+        "id": lin.id,
+        "name": lin.name,
+        "status": str(lin.status),
+        "current_generation": lin.current_generation,
+        "workflow_id": lin.workflow_id,
+        "created_at": lin.created_at.isoformat(),
+        "updated_at": lin.updated_at.isoformat(),
+    }
+
+
+def status_document(lin, generations, web_ui: str) -> dict:
+    """``mindforge lineage status --json``: the lineage, its generations and its Web UI link.
+
+    Returns:
+        :func:`lineage_row` plus ``"spec"``, ``"web_ui"`` and ``"generations"``: one
+        object per generation, index order, with ``{"index", "status", "stages_run",
+        "contract_hash", "adapter_revision_id", "started_at", "finished_at", "record"}``
+        (``record``: the stored generation record as it is, e.g. ``expansion``,
+        ``search``, ``update``, ``held_out_lift``).
+    """
+    return {
+        **lineage_row(lin),
+        "spec": lin.spec,
+        "web_ui": web_ui,
+        "generations": [
+            {
+                "index": g.index,
+                "status": str(g.status),
+                "stages_run": list(g.stages_run),
+                "contract_hash": g.contract_hash,
+                "adapter_revision_id": g.adapter_revision_id,
+                "started_at": g.started_at.isoformat() if g.started_at else None,
+                "finished_at": g.finished_at.isoformat() if g.finished_at else None,
+                "record": g.record,
+            }
+            for g in generations
+        ],
+    }
 
 
 def _generation_cells(record: dict) -> list[str]:
@@ -283,25 +334,34 @@ def _generation_cells(record: dict) -> list[str]:
     ]
 
 
+_JSON_HELP = "Print one JSON document instead of a table."
+
+
 @app.command()
-def status(name: str = typer.Argument(..., help="Lineage name.")) -> None:
+def status(
+    name: str = typer.Argument(..., help="Lineage name."),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
+) -> None:
     """Show a lineage's generations and which stages ran."""
-    _print_store_status(name)
+    _print_store_status(name, as_json)
 
 
 @app.command("list")
-def list_cmd() -> None:
+def list_cmd(as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """List lineages in the store."""
     from mindforge.settings import get_settings
     from mindforge.store import engine as se
     from mindforge.store import lineages
 
     eng = se.init_db(get_settings().db_url)
-    table = Table(title="lineages")
-    for col in ("name", "status", "generation", "workflow", "created"):
-        table.add_column(col)
     with se.session_scope(eng) as s:
-        for lin in lineages.list_lineages(session=s):
+        found = lineages.list_lineages(session=s)
+        if as_json:
+            return print_json([lineage_row(lin) for lin in found])
+        table = Table(title="lineages")
+        for col in ("name", "status", "generation", "workflow", "created"):
+            table.add_column(col)
+        for lin in found:
             table.add_row(lin.name, str(lin.status), str(lin.current_generation), lin.workflow_id or "", str(lin.created_at)[:19])
     console.print(table)
 

@@ -1,4 +1,4 @@
-"""Consoles of the CLI: tables fit a terminal, and links and paths never break across lines."""
+"""Output of the CLI: tables fit a terminal, links and paths never break across lines, ``--json`` is one document."""
 
 from __future__ import annotations
 
@@ -19,3 +19,16 @@ def make_console(*, stderr: bool = False) -> Console:
     """
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, width=None if stream.isatty() else PIPE_WIDTH, soft_wrap=True)
+
+
+def print_json(document: object) -> None:
+    """Print one JSON document on stdout (the ``--json`` form of a listing or status command).
+
+    Nothing else goes to stdout, no Rich markup or wrapping is applied: a script reads
+    the whole output with one ``json.loads``. Values JSON has no type for (datetimes,
+    paths, enums) are written as their text.
+    """
+    import json
+
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()

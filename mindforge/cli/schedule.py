@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mindforge.cli.output import print_json
+
 app = typer.Typer(help="Temporal Schedules that start a lineage on a cron.", no_args_is_help=True)
 console = Console()
 
@@ -98,7 +100,9 @@ def create(
 
 
 @app.command("list")
-def list_cmd() -> None:
+def list_cmd(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of a table."),
+) -> None:
     """List schedules."""
     from mindforge.settings import get_settings
     from workers.main import connect
@@ -111,14 +115,41 @@ def list_cmd() -> None:
             out.append((entry.id, desc))
         return out
 
+    rows = [schedule_row(sid, desc) for sid, desc in asyncio.run(go())]
+    if as_json:
+        print_json(rows)
+        return
     table = Table(title="schedules")
     for col in ("id", "cron", "overlap", "next run"):
         table.add_column(col)
-    for sid, desc in asyncio.run(go()):
-        spec = desc.schedule.spec
-        nxt = desc.info.next_action_times[0] if desc.info.next_action_times else ""
-        table.add_row(sid, _spec_text(spec), str(desc.schedule.policy.overlap.name), str(nxt))
+    for row in rows:
+        table.add_row(row["id"], row["cron"], row["overlap"], row["next_run"] or "")
     console.print(table)
+
+
+def schedule_row(schedule_id: str, desc) -> dict:
+    """One schedule as JSON: the keys of ``mindforge schedule list --json``.
+
+    Args:
+        schedule_id: the schedule's id.
+        desc: its ``temporalio.client.ScheduleDescription``.
+
+    Returns:
+        ``{"id", "cron", "overlap", "paused", "workflow", "workflow_id", "next_run"}``:
+        ``cron`` as :func:`_spec_text` writes it, ``overlap`` the policy's name
+        (``SKIP``), ``next_run`` ISO 8601 UTC or null.
+    """
+    action = desc.schedule.action
+    nxt = desc.info.next_action_times[0] if desc.info.next_action_times else None
+    return {
+        "id": schedule_id,
+        "cron": _spec_text(desc.schedule.spec),
+        "overlap": str(desc.schedule.policy.overlap.name),
+        "paused": bool(desc.schedule.state.paused),
+        "workflow": action.workflow,
+        "workflow_id": action.id,
+        "next_run": nxt.isoformat() if nxt else None,
+    }
 
 
 def _spec_text(spec) -> str:

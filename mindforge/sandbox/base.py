@@ -47,6 +47,31 @@ class ExecResult(BaseModel):
         return self.exit_code == 0 and not self.timed_out
 
 
+class PidsUsage(BaseModel):
+    """A sandbox's processes against its pids limit (the Linux pids cgroup).
+
+    Attributes:
+        current: processes (threads count too) in the sandbox now.
+        limit: the most it may hold at once; None when unlimited.
+        refused_forks: forks the limit refused since the sandbox started (the ``max``
+            count of the cgroup's ``pids.events``); None when it could not be read.
+    """
+
+    current: int
+    limit: int | None = None
+    refused_forks: int | None = None
+
+    @property
+    def fired(self) -> bool:
+        """True when the limit refused a fork, or the sandbox holds as many processes as it may."""
+        return bool(self.refused_forks) or (self.limit is not None and self.current >= self.limit)
+
+    def describe(self) -> str:
+        """One line of evidence, e.g. ``58 of 64 processes, 3 forks refused``."""
+        refused = "refused forks unknown" if self.refused_forks is None else f"{self.refused_forks} forks refused"
+        return f"{self.current} of {self.limit if self.limit is not None else 'unlimited'} processes, {refused}"
+
+
 class Sandbox(ABC):
     """A started environment for one trial. Use as a context manager; ``close`` always removes it."""
 
@@ -101,6 +126,16 @@ class Sandbox(ABC):
 
         Raises:
             InfraError: the engine failed, or the file is larger than ``max_bytes``.
+        """
+
+    @abstractmethod
+    def pids_usage(self) -> PidsUsage | None:
+        """The sandbox's process count against its pids limit, or None when the engine does not report it.
+
+        Must work when no process can be started in the sandbox any more.
+
+        Raises:
+            InfraError: the engine failed.
         """
 
     @abstractmethod

@@ -21,9 +21,10 @@ from docker.utils import kwargs_from_env
 
 from mindforge.errors import InfraError
 from mindforge.sandbox import archive, owner
-from mindforge.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, Sandbox
+from mindforge.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, PidsUsage, Sandbox
 from mindforge.sandbox.build import BuildFailed, BuildResult, BuildTimeout, build_task_image
 from mindforge.sandbox.output import EXEC_SCRIPT, cap_bytes, parse_exec_output, split_budget
+from mindforge.sandbox.pids import docker_pids_usage
 from mindforge.settings import Settings
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.model import NetworkMode, Task
@@ -368,6 +369,16 @@ class DockerSandbox(Sandbox):
         if data is None:
             raise InfraError(f"{sandbox_path}: not a regular file in the sandbox")
         return data
+
+    # ------------------------------------------------------------------ processes
+
+    def pids_usage(self) -> PidsUsage | None:
+        """See :meth:`Sandbox.pids_usage` and :func:`mindforge.sandbox.pids.docker_pids_usage`.
+
+        Raises:
+            InfraError: the engine failed.
+        """
+        return docker_pids_usage(self.api, self.container_id)
 
     # ------------------------------------------------------------------ teardown
 

@@ -85,7 +85,7 @@ async def _run_in_process(env, settings, spec: LineageSpec):
     from workflows.options import search_attributes
 
     acts = LineageActivities(settings.db_url)
-    w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5)
+    w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
     async with w_orch, w_sand:
         handle = await env.client.start_workflow(
             "LineageWorkflow",

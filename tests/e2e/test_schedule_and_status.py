@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import BUNDLED_TASKS, REPO
 
-pytestmark = [pytest.mark.temporal, pytest.mark.ray]
+pytestmark = [pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]  # a Temporal server, a Ray cluster, CLI processes
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -58,7 +58,25 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
     assert spec["splits"]["selection_fraction"] == 0.0 and spec["splits"]["min_tasks"] == 1
     listed = _cli("schedule", "list", env=cli_env)
     assert "schedule-nightly" in listed.stdout
+    as_json = _cli("schedule", "list", "--json", env=cli_env)
+    assert as_json.returncode == 0, as_json.stderr
+    [row] = [r for r in json.loads(as_json.stdout) if r["id"] == "schedule-nightly"]
+    assert set(row) == {"id", "cron", "overlap", "paused", "workflow", "workflow_id", "next_run"}
+    assert row["cron"].startswith("0 2 ") and row["overlap"] == "SKIP" and row["paused"] is False
+    assert row["workflow"] == "LineageWorkflow" and row["workflow_id"] == "lineage-nightly"
+    assert row["next_run"].endswith("02:00:00+00:00")
     assert _cli("schedule", "delete", "schedule-nightly", env=cli_env).returncode == 0
+
+
+def test_commands_that_talk_to_temporal_exit_zero(temporal_env, settings):
+    """The Temporal client's threads used to abort interpreter teardown (status 134) in about
+    one run in four after the output was printed (temporalio/sdk-python issue 300)."""
+    _env, address, _loop = temporal_env
+    cli_env = {**os.environ, "MINDFORGE_TEMPORAL_ADDRESS": address, "MINDFORGE_DATA_DIR": str(settings.data_dir)}
+    for _ in range(8):
+        out = _cli("schedule", "list", "--json", env=cli_env)
+        assert out.returncode == 0, out.stderr
+        assert isinstance(json.loads(out.stdout), list)
 
 
 def _status(env: dict[str, str]) -> dict[str, dict]:

@@ -103,7 +103,7 @@ async def _run(env, settings, specs: list[LineageSpec]) -> list[SimpleNamespace]
     from workflows.options import search_attributes
 
     acts = LineageActivities(settings.db_url)
-    orch, sandbox = build_workers(env.client, acts, ["orchestration", "sandbox"], 5)
+    orch, sandbox = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
     results = []
     async with orch, sandbox:
         for spec in specs:

@@ -112,6 +112,7 @@ def test_max_turns_fires(task, docker_engine, settings):
     assert (rec.failure_class, rec.limit_fired, rec.num_turns) == (FailureClass.MAX_TURNS, LimitFired.MAX_TURNS, 3)
 
 
+@pytest.mark.slow
 def test_agent_timeout_fires(tmp_path, docker_engine, settings):
     quick = load_task(make_task(tmp_path, agent_timeout_sec=4))
     rec = _trial(quick, BASELINE, {"default": _act("bash", command="sleep 30")}, docker_engine, settings, "timeout")

@@ -2,7 +2,9 @@
 
 Each test points ``MINDFORGE_DATA_DIR`` at a temporary directory, so the settings file,
 pid file and logs are the test's own. The engine that runs here was not started by these
-tests: ``dev down`` must leave it running.
+tests: ``dev down`` must leave it running. A missing engine (or, for the private-engine
+test, root, ``dockerd`` or ``ip``) fails the tests: the test command brings the dev stack
+and the test tools up first.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def data_dir(tmp_path, monkeypatch):
 @pytest.fixture()
 def engine_up(data_dir):
     if DockerComponent(get_settings()).answers() is None:
-        pytest.skip("no Docker engine answers on this host")
+        pytest.fail("no Docker engine answers on this host: start the dev stack with `mindforge dev up`", pytrace=False)
 
 
 def _rows(output: str) -> dict[str, dict]:
@@ -48,6 +50,17 @@ def test_status_reports_docker_up(engine_up):
     row = _rows(result.stdout)["docker"]
     assert row["up"] is True and row["address"].startswith(("unix://", "tcp://", "ssh://", "npipe://"))
     assert "Docker " in row["detail"]
+
+
+def test_status_json_is_one_document_with_stable_keys(engine_up):
+    from mindforge.devstack import component_names
+
+    result = runner.invoke(app, ["dev", "status", "--json"])
+    assert result.exit_code in (0, 1), result.output  # 1: a required component (e.g. Temporal) is down
+    rows = json.loads(result.stdout)  # nothing else on stdout
+    assert [row["name"] for row in rows] == component_names()
+    assert all(set(row) == {"name", "address", "up", "required", "detail"} for row in rows)
+    assert all(isinstance(row["up"], bool) and isinstance(row["required"], bool) for row in rows)
 
 
 def test_status_table_lists_every_component(engine_up):
@@ -121,8 +134,16 @@ def test_up_starts_and_down_stops_a_private_engine(monkeypatch, tmp_path):
     import tempfile
     import uuid
 
-    if os.geteuid() != 0 or shutil.which("dockerd") is None or shutil.which("ip") is None:
-        pytest.skip("needs root, dockerd and ip (iproute2)")
+    missing = [
+        what for what, ok in (("root", os.geteuid() == 0), ("dockerd", shutil.which("dockerd")), ("ip", shutil.which("ip")))
+        if not ok
+    ]
+    if missing:
+        pytest.fail(
+            f"a private dockerd needs root, dockerd and ip; missing: {', '.join(missing)} "
+            "(`mindforge dev up` installs dockerd, deploy/install_test_tools.sh installs iproute2)",
+            pytrace=False,
+        )
     root = tempfile.mkdtemp(prefix="mfd", dir="/tmp")  # short: unix socket paths are capped
     bridge = f"mfbr{uuid.uuid4().hex[:8]}"
     sock = f"unix://{root}/docker.sock"

@@ -44,7 +44,7 @@ from tests.unit.discovery.sample_proposals import (
     reply,
 )
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.slow]  # each proposal is built, validated and tried
 
 CONTRACT = REPO / "hcp_contracts" / "baseline.toml"
 FINISH = json.dumps({"tool": "finish", "arguments": {}})

@@ -12,11 +12,11 @@ import httpx
 import openai
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-peft = pytest.importorskip("peft")
+from tests.conftest import REPO, require_module
 
-from tests.conftest import REPO  # noqa: E402
+torch = require_module("torch")
+transformers = require_module("transformers")
+peft = require_module("peft")
 
 SYSTEM = "You are operating a Linux terminal."
 MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "List the files in /app."}]

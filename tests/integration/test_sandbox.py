@@ -1,8 +1,9 @@
-"""The Docker sandbox on the real engine: exec semantics, limits, files, builds, orphan reaping.
+"""The Docker sandbox on the real engine: exec semantics, limits (the pids limit firing), files, builds, orphan reaping.
 
 Task directories are written into tmp_path (task.toml, instruction.md,
 environment/Dockerfile FROM the local base image, tests/test.sh) and loaded with the real
-loader. Tests skip only when no Docker engine answers.
+loader. No Docker engine answering, or no base image, fails the tests: the test command
+brings the dev stack up first, so a missing part is a real failure.
 """
 
 from __future__ import annotations
@@ -49,11 +50,11 @@ def engine() -> DockerEngine:
     try:
         eng = DockerEngine()
     except InfraError as exc:
-        pytest.skip(f"no Docker engine answers: {exc}")
+        pytest.fail(f"no Docker engine answers: {exc}", pytrace=False)
     try:
         eng.client.api.inspect_image(BASE_IMAGE)
     except docker.errors.ImageNotFound:
-        pytest.fail(f"base image {BASE_IMAGE} missing: run `mindforge dev up`")
+        pytest.fail(f"base image {BASE_IMAGE} missing: run `mindforge dev up`", pytrace=False)
     yield eng
     eng.close()
 
@@ -269,6 +270,7 @@ def test_build_is_cached_by_content_hash(engine, tmp_path):
         engine.client.api.remove_image(task.image_tag, force=True)
 
 
+@pytest.mark.slow
 def test_build_timeout_stops_the_build(engine, tmp_path):
     path = make_task(
         tmp_path, "slow-build", f"FROM {BASE_IMAGE}\nRUN echo building; sleep 61\n", "[environment]\nbuild_timeout_sec = 2\n"
@@ -323,3 +325,98 @@ def test_prebuilt_docker_image_is_tagged(engine, tmp_path):
     finally:
         engine.client.api.remove_image(task.image_tag)
 
+
+
+# ------------------------------------------------------------------ the pids limit
+
+#: the agent leaves sleeping processes behind, as many as the pids limit allows (the
+#: fork that fails ends the loop; the sleeps stay when solve.sh exits)
+FILL_PIDS = """\
+#!/bin/bash
+echo hello > /app/out.txt
+python3 - <<'PY'
+import os
+n = 0
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.execvp("sleep", ["sleep", "1000"])
+    n += 1
+print(f"left {n} sleep processes")
+PY
+"""
+#: the check runs helpers side by side, as test suites do (a server and its client, pytest
+#: workers); it passes whenever /app/out.txt says hello and the helpers can start
+SIDE_BY_SIDE_TEST = """\
+#!/bin/bash
+if timeout 30 sh -c 'sleep 0.2 & sleep 0.2 & grep -q hello /app/out.txt && wait'; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+PIDS_LIMIT = 64
+
+
+def _pids_task(root: Path, name: str, solve: str) -> Path:
+    path = make_task(root, name, f"FROM {BASE_IMAGE}\nWORKDIR /app\n")
+    (path / "tests" / "test.sh").write_text(SIDE_BY_SIDE_TEST, encoding="utf-8")
+    (path / "solution").mkdir()
+    (path / "solution" / "solve.sh").write_text(solve, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_pids_engine(engine):
+    eng = DockerEngine(pids_limit=PIDS_LIMIT, reap=False)
+    yield eng
+    eng.close()
+
+
+def test_pids_usage_counts_and_limit(small_pids_engine, task):
+    with small_pids_engine.start(task, run_id="test-run", trial_id="pids-usage") as sb:
+        quiet = sb.pids_usage()
+        assert quiet.limit == PIDS_LIMIT and 1 <= quiet.current < 10
+        assert quiet.refused_forks == 0 and not quiet.fired
+        sb.put_file("/solution/solve.sh", FILL_PIDS.encode())
+        res = sb.exec("bash /solution/solve.sh", timeout_sec=60)
+        assert res.ok and "left" in res.stdout, res
+        full = sb.pids_usage()
+        assert full.fired and full.refused_forks >= 1 and full.current > PIDS_LIMIT - 10
+
+
+def test_pids_limit_fired_is_recorded_and_audited(small_pids_engine, tmp_path):
+    """The agent's leftover processes use up the pids limit; the verifier's helpers cannot fork.
+
+    The same task passes when the agent leaves nothing behind; with the sandbox full, the
+    record keeps the verifier's reward (0) as ``task_failed`` and says that the pids limit
+    fired, with the evidence; the audit puts it on the model, with ``pids_limit`` among the
+    limits in its evidence.
+    """
+    from mindforge.agent.simple import OracleAgent
+    from mindforge.audit import audit_trial
+    from mindforge.runner import run_trial
+    from mindforge.store.models import AuditOwner
+    from mindforge.trial import FailureClass, LimitFired
+
+    clean = load_task(_pids_task(tmp_path, "pids-clean", "#!/bin/bash\necho hello > /app/out.txt\n"))
+    full = load_task(_pids_task(tmp_path, "pids-full", FILL_PIDS))
+    try:
+        kw = {"run_id": "pids", "artifact_root": tmp_path / "artifacts"}
+        ok = run_trial(clean, OracleAgent(), small_pids_engine, trial_id="clean", **kw)
+        assert ok.passed and ok.limit_fired is None, ok
+        rec = run_trial(full, OracleAgent(), small_pids_engine, trial_id="full", **kw)
+    finally:
+        for t in (clean, full):
+            small_pids_engine.client.api.remove_image(t.image_tag, force=True)
+    assert "left" in Path(rec.artifacts["agent_log"]).read_text()
+    assert rec.reward == 0.0 and rec.failure_class == FailureClass.TASK_FAILED
+    assert rec.limit_fired == LimitFired.PIDS_LIMIT, rec.failure_detail
+    assert "pids limit fired" in rec.failure_detail and f"of {PIDS_LIMIT} processes" in rec.failure_detail
+    assert "Cannot fork" in rec.failure_detail  # the verifier output's evidence
+    audit = audit_trial(rec, None)
+    assert (audit.owner, audit.rule) == (AuditOwner.MODEL, "model.pids_exhausted")
+    assert audit.evidence["limits_fired"] == ["pids_limit"] and "pids limit fired" in audit.evidence["detail"]

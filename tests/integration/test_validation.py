@@ -27,6 +27,7 @@ def _validate(path: Path, engine, image_map, settings, **kw):
     return validate_task(load_task(path), engine, artifact_root=settings.artifacts, image_map=image_map, **kw)
 
 
+@pytest.mark.slow
 def test_all_bundled_tasks_are_valid(docker_engine, image_map, settings):
     dirs = find_task_dirs(BUNDLED_TASKS)
     assert len(dirs) >= 12
@@ -42,6 +43,7 @@ def test_defective_fixtures_are_classified(name, verdict, docker_engine, image_m
     assert result.verdict == verdict, result.reasons
 
 
+@pytest.mark.slow
 def test_flaky_fixture_is_classified(docker_engine, image_map, settings):
     """The flaky fixture's verdict is a fair coin per run, so two oracle runs disagree with
     probability 1/2; with 12 oracle runs all agreeing has probability 2 * 2**-12 (0.05%)."""

@@ -107,6 +107,10 @@ CASES = [
     ("finished-on-errors", dict(cls=FailureClass.TASK_FAILED), act(1, "make", code=2) + act(2, "make test", code=2) + finish(3), None, BASELINE, "model", "model.finished_on_errors"),
     ("no-transcript", dict(cls=FailureClass.TASK_FAILED), None, None, None, "model", "model.no_transcript"),
     ("partial-reward", dict(cls=None, reward=0.5), act(1, "ls") + finish(2), None, None, "model", "model.wrong_answer"),
+    ("pids-test-failed", dict(cls=FailureClass.TASK_FAILED, limit=LimitFired.PIDS_LIMIT), act(1, "./serve &") + finish(2), None, BASELINE, "model", "model.pids_exhausted"),
+    # the verifier could not start its commands: the agent's processes, not the task's verifier
+    ("pids-verifier-error", dict(cls=FailureClass.VERIFIER_ERROR, reward=None, limit=LimitFired.PIDS_LIMIT), None, None, None, "model", "model.pids_exhausted"),
+    ("pids-infra", dict(cls=FailureClass.INFRA_ERROR, reward=None, limit=LimitFired.PIDS_LIMIT), None, None, None, "infra", "infra.infra_error"),
 ]  # fmt: skip
 
 
@@ -143,6 +147,13 @@ def test_evidence_names_the_lines_the_tool_and_the_limit() -> None:
     assert result.evidence["lines"] == [[4, 4]]
     assert result.evidence["omitted_bytes"] == 50000
     assert result.evidence["max_observation_bytes"] == BASELINE.tools.max_observation_bytes
+
+
+def test_pids_limit_is_in_the_evidence() -> None:
+    detail = "verifier reward 0; the sandbox's pids limit fired, 58 of 64 processes, 2 forks refused"
+    result = audit_trial(record(FailureClass.TASK_FAILED, limit=LimitFired.PIDS_LIMIT, detail=detail), None)
+    assert result.evidence["limits_fired"] == ["pids_limit"] and "58 of 64 processes" in result.evidence["detail"]
+    assert not result.needs_judge
 
 
 def test_only_ambiguous_verdicts_ask_for_a_judge() -> None:

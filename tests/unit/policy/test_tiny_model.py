@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-transformers = pytest.importorskip("transformers")
+from mindforge.policy.tiny import build_tiny_model, ensure_tiny_model
+from tests.conftest import require_module
 
-from mindforge.policy.tiny import build_tiny_model, ensure_tiny_model  # noqa: E402
+transformers = require_module("transformers")
 
 
 def _digests(path: Path) -> dict[str, str]:
