@@ -32,7 +32,7 @@ RULE_AFFINITY: dict[str, dict[str, int]] = {
     },
     "config.context_overflow": {"observation_lower": 2, "tools_fewer": 1, "observation_terse": 1},
     "config.error_output_hidden": {"error_output": 2},
-    "model.wrong_answer": {"plan": 1, "verify": 1, "skills": 1, "prompt": 1, "examples": 1},
+    "model.wrong_answer": {"plan": 1, "verify": 1, "skills": 1, "prompt": 1},
     "model.finished_on_errors": {"verify": 1, "error_output": 1, "skills": 1, "prompt": 1, "exit_code": 1},
     "model.stuck": {"plan": 1, "sampling": 1, "prompt": 1, "error_output": 1, "single_command": 1},
     "model.no_transcript": {"plan": 1, "verify": 1, "skills": 1, "prompt": 1},
