@@ -148,6 +148,17 @@ def _exit_code(content: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _observed_exit(ev: dict[str, Any]) -> int | None:
+    """An observation's exit code: the recorded ``exit_code`` fact, else read from the text.
+
+    The agent loop records the fact for every bash observation, whatever the contract's
+    observation style shows (``tools.show_exit_code``, the shell formats' terminal style).
+    """
+    if "exit_code" in ev:
+        return ev["exit_code"]
+    return _exit_code(str(ev.get("content", "")))
+
+
 def _action_key(ev: dict[str, Any]) -> str:
     return f"{ev.get('tool')}:{json.dumps(ev.get('arguments'), sort_keys=True, default=str)}"
 
@@ -164,7 +175,8 @@ def _progressing(events: list[dict[str, Any]]) -> tuple[bool, list[int], str]:
     texts = [re.sub(r"\[turn \d+/\d+;.*?\]", "", str(ev.get("content", ""))) for _, ev in observations]
     if distinct_actions < 2 or len(set(texts)) < 2:
         return False, lines, f"the last {len(actions)} actions repeat ({distinct_actions} distinct)"
-    ok = sum(1 for t in texts if _exit_code(t) == 0) + sum(1 for _, ev in actions if ev.get("tool") == "write_file")
+    ok = sum(1 for _, ev in observations if _observed_exit(ev) == 0)
+    ok += sum(1 for _, ev in actions if ev.get("tool") == "write_file")
     if ok == 0:
         return False, lines, f"none of the last {len(actions)} actions succeeded"
     return True, lines, f"{distinct_actions} distinct actions among the last {len(actions)}, {ok} succeeded"
@@ -240,15 +252,20 @@ def _limit_rule(record: TrialRecord, events: list[dict[str, Any]], end_lines: li
     return _result(record, AuditOwner.MODEL, "model.stuck", why, lines + end_lines)
 
 
+def _output_hidden(ev: dict[str, Any]) -> bool:
+    if "output_hidden" in ev:
+        return bool(ev["output_hidden"])
+    content = str(ev.get("content", ""))
+    return "stdout:" not in content and "stderr:" not in content
+
+
 def _hidden_errors(record: TrialRecord, events: list[dict[str, Any]], contract: Any) -> AuditResult | None:
     if contract is None or contract.hooks.on_command_error != "none":
         return None
     hidden = [
         n
         for n, ev in _indexed(events, "observation")[-RECENT_OBSERVATIONS:]
-        if _exit_code(str(ev.get("content", ""))) not in (None, 0)
-        and "stdout:" not in str(ev.get("content", ""))
-        and "stderr:" not in str(ev.get("content", ""))
+        if _observed_exit(ev) not in (None, 0) and _output_hidden(ev)
     ]
     if not hidden:
         return None
@@ -318,7 +335,7 @@ def _model_default(record: TrialRecord, events: list[dict[str, Any]], end_lines:
         return _result(record, AuditOwner.MODEL, "model.no_transcript", detail, needs_judge=True)
     observations = _indexed(events, "observation")
     finishes = [n for n, ev in _indexed(events, "action") if ev.get("tool") == "finish"]
-    tail = [(n, _exit_code(str(ev.get("content", "")))) for n, ev in observations[-2:]]
+    tail = [(n, _observed_exit(ev)) for n, ev in observations[-2:]]
     failing_tail = len(tail) == 2 and all(code not in (None, 0) for _, code in tail)
     if failing_tail:
         lines = [n for n, _ in tail] + finishes + end_lines

@@ -1,10 +1,20 @@
 """Actions the model can take, and how replies are turned into them.
 
-Two action formats, chosen by the HCP contract's ``tools.action_format``:
+Four action formats, chosen by the HCP contract's ``tools.action_format``:
 
 * ``json``: the reply carries one JSON object ``{"tool": NAME, "arguments": {...}}``
-  (bare or in a fenced block); small models follow this more reliably than native calls.
+  (bare or in a fenced block).
 * ``tool_calls``: native OpenAI function calling; the first tool call is taken.
+* ``fenced_bash``: the reply's first fenced block tagged ``bash``, ``sh``, ``shell`` or
+  untagged is one bash command (it may span lines); a block the reply ends inside (a
+  stop sequence cut the closing fence) runs to the end of the reply.
+* ``command``: completion style; the reply's first non-empty line is the command
+  (fence lines skipped, a leading ``$ `` and surrounding backticks stripped, the rest
+  of the reply ignored). Small models that cannot keep to a JSON schema can do this.
+
+In the two shell formats the reply ``done`` or ``exit`` (case-insensitive, a final
+``.`` allowed; for ``fenced_bash`` as the whole reply or as the block) is the ``finish``
+action when the contract allows ``finish``.
 
 Parsing is strict: a reply that names an unknown or disallowed tool, or lacks a required
 argument, is an :class:`ActionParseError`, never patched silently.
@@ -131,6 +141,123 @@ def parse_json_action(text: str, allowed: list[str], call_id: str = "") -> Actio
             args = obj.get("arguments", obj.get("args"))
             return _check(obj.get("tool", obj.get("name")), args, allowed, call_id)
     raise ActionParseError('no JSON action found; reply with one object {"tool": ..., "arguments": {...}}')
+
+
+#: replies that are the ``finish`` action in the shell formats (lower-cased, final "." dropped)
+FINISH_REPLIES = frozenset({"done", "exit"})
+#: fence info strings whose block ``fenced_bash`` takes as a command ("" = untagged)
+SHELL_FENCE_TAGS = frozenset({"bash", "sh", "shell", ""})
+_INLINE_FENCE = re.compile(r"```(?:(bash|sh|shell)[ \t]+)?(.+?)```")
+
+
+def _shell_action(command: str, allowed: list[str], call_id: str) -> Action:
+    if command.lower().rstrip(".").strip() in FINISH_REPLIES and "finish" in allowed:
+        return Action(tool="finish", arguments={}, call_id=call_id)
+    return _check("bash", {"command": command}, allowed, call_id)
+
+
+def first_shell_block(text: str) -> str | None:
+    """The content of the first ``bash``/``sh``/``shell``/untagged fenced block of ``text``.
+
+    Blocks with another tag (```` ```python ````) are skipped whole. A block still open
+    at the end of the text runs to its end. A one-line block (```` ```bash ls``` ````)
+    counts too.
+
+    Returns:
+        the block's content (not stripped), or None when there is no such block.
+    """
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        i += 1
+        if not line.startswith("```"):
+            continue
+        inline = _INLINE_FENCE.fullmatch(line)
+        if inline and len(line) > 6:
+            return inline.group(2)
+        tag = line[3:].strip().lower()
+        body: list[str] = []
+        while i < len(lines) and not lines[i].strip().startswith("```"):
+            body.append(lines[i])
+            i += 1
+        i += 1  # the closing fence (or past the end)
+        if tag in SHELL_FENCE_TAGS:
+            return "\n".join(body)
+    return None
+
+
+def parse_fenced_bash(text: str, allowed: list[str], call_id: str = "") -> Action:
+    """Parse a ``fenced_bash``-format reply (see the module docstring).
+
+    Args:
+        text: the reply's content.
+        allowed: tool names the contract allows (``bash``, maybe ``finish``).
+        call_id: id to give the action.
+
+    Raises:
+        ActionParseError: no shell block (and the reply is not ``done``), or an empty block.
+    """
+    block = first_shell_block(text)
+    if block is None:
+        if text.strip().lower().rstrip(".") in FINISH_REPLIES and "finish" in allowed:
+            return Action(tool="finish", arguments={}, call_id=call_id)
+        raise ActionParseError("no ```bash block found; reply with one command in a ```bash fenced block")
+    command = block.strip()
+    if not command:
+        raise ActionParseError("the ```bash block is empty; put one command in it")
+    return _shell_action(command, allowed, call_id)
+
+
+def parse_command(text: str, allowed: list[str], call_id: str = "") -> Action:
+    """Parse a ``command``-format reply: its first non-empty line is the command.
+
+    Args:
+        text: the reply's content.
+        allowed: tool names the contract allows (``bash``, maybe ``finish``).
+        call_id: id to give the action.
+
+    Raises:
+        ActionParseError: no line holds a command.
+    """
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line and not line.startswith("```"):
+            break
+    else:
+        raise ActionParseError("no command found; reply with one shell command line")
+    if line.startswith("$ ") or line == "$":
+        line = line[1:].strip()
+    if len(line) >= 2 and line[0] == "`" and line[-1] == "`":
+        line = line.strip("`").strip()
+    if not line:
+        raise ActionParseError("no command found; reply with one shell command line")
+    return _shell_action(line, allowed, call_id)
+
+
+def parse_reply(action_format: str, content: str, tool_calls: list[Any], allowed: list[str], call_id: str) -> Action:
+    """Turn a reply into an action under ``action_format`` (one of the four formats).
+
+    Args:
+        action_format: the contract's ``tools.action_format``.
+        content: the reply's text.
+        tool_calls: the reply's native tool calls (``tool_calls`` format only).
+        allowed: tool names the contract allows.
+        call_id: the id of a text-format action (native calls carry their own).
+
+    Raises:
+        ActionParseError: the reply is not a valid action in that format.
+        ValueError: an unknown action format (the contract model prevents it).
+    """
+    if action_format == "tool_calls":
+        return parse_tool_call(tool_calls, allowed)
+    if action_format == "json":
+        return parse_json_action(content, allowed, call_id=call_id)
+    if action_format == "fenced_bash":
+        return parse_fenced_bash(content, allowed, call_id=call_id)
+    if action_format == "command":
+        return parse_command(content, allowed, call_id=call_id)
+    raise ValueError(f"unknown action format {action_format!r}")
 
 
 def parse_tool_call(tool_calls: list[Any], allowed: list[str]) -> Action:

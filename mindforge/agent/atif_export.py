@@ -1,14 +1,23 @@
 """Turn a trial transcript (JSONL events) into an ATIF trajectory (Harbor RFC 0001).
 
-Steps: the system prompt (``system``), the instruction (``user``), then one ``agent``
-step per model reply - its tool call and the observation it got, and its metrics with the
-sampled token ids and log-probabilities when the server returned them - and a ``user``
-step for each message the harness injected (hooks, parse-error notes). Failure class,
-limit and MindForge's ids go under ``extra["mindforge"]``.
+Steps: the system prompt (``system``), the contract's worked examples, the instruction
+(``user``), then one ``agent`` step per model reply - its tool call and the observation
+it got, and its metrics with the sampled token ids and log-probabilities when the server
+returned them - and a ``user`` step for each message the harness injected (hooks,
+parse-error notes). Failure class, limit and MindForge's ids go under
+``extra["mindforge"]``.
+
+A worked example's assistant turns were written by the harness, not sampled: they are
+``agent`` steps with ``is_copied_context = true`` (the RFC's mark for context copied in;
+the GRPO sample builder puts no loss on them) and ``extra["mindforge"]["example"]``; its
+observations are ``user`` steps, or, in the ``tool_calls`` format, the observation of the
+example step (``source_call_id`` naming its call), so the chat messages the model saw can
+be rebuilt from the trajectory exactly.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mindforge.atif import (
@@ -23,6 +32,36 @@ from mindforge.atif import (
     Trajectory,
 )
 from mindforge.agent.actions import tool_schemas
+
+
+def _context_steps(messages: list[dict[str, Any]], ts: str, add: Any) -> None:
+    """Steps for the first request's messages: system prompt, worked examples, instruction."""
+    example: Step | None = None
+    for msg in messages:
+        role, content = msg["role"], msg.get("content") or ""
+        if role == "assistant":
+            calls = [
+                ToolCall(
+                    tool_call_id=call["id"],
+                    function_name=call["function"]["name"],
+                    arguments=json.loads(call["function"]["arguments"] or "{}"),
+                )
+                for call in msg.get("tool_calls") or []
+            ]
+            example = add(
+                timestamp=ts,
+                source="agent",
+                message=content,
+                tool_calls=calls or None,
+                is_copied_context=True,
+                extra={MINDFORGE_EXTRA_KEY: {"example": True}},
+            )
+        elif role == "tool" and example is not None:
+            result = ObservationResult(source_call_id=msg["tool_call_id"], content=content)
+            earlier = example.observation.results if example.observation else []
+            example.observation = Observation(results=[*earlier, result])
+        else:
+            add(timestamp=ts, source="system" if role == "system" else "user", message=content)
 
 
 def transcript_to_atif(events: list[dict[str, Any]], *, contract: Any, task_id: str, session_id: str = "") -> Trajectory:
@@ -47,9 +86,7 @@ def transcript_to_atif(events: list[dict[str, Any]], *, contract: Any, task_id: 
 
     first = next((e for e in events if e["event"] == "request"), None)
     if first:
-        for msg in first["messages"]:
-            source = "system" if msg["role"] == "system" else "user"
-            add(timestamp=first["ts"], source=source, message=msg.get("content") or "")
+        _context_steps(first["messages"], first["ts"], add)
     last_agent: Step | None = None
     for ev in events:
         kind = ev["event"]
@@ -84,7 +121,7 @@ def transcript_to_atif(events: list[dict[str, Any]], *, contract: Any, task_id: 
         elif kind == "harness":
             add(timestamp=ev["ts"], source="user", message=ev["content"], extra={MINDFORGE_EXTRA_KEY: {"harness": True}})
     end = next((e for e in reversed(events) if e["event"] == "end"), {})
-    agent_steps = [s for s in steps if s.source == "agent"]
+    agent_steps = [s for s in steps if s.source == "agent" and not s.is_copied_context]
     return Trajectory(
         session_id=session_id or f"{task_id}-{contract.content_hash[:12]}",
         agent=Agent(

@@ -1,27 +1,37 @@
 """The model-driven agent: an HCP contract driving a conversation over an OpenAI-compatible API.
 
-The loop renders the system prompt and the instruction from the contract, calls the
-endpoint with the ``openai`` SDK, turns each reply into one action, runs it in the
-sandbox and feeds the observation back, until the model calls ``finish`` or a limit fires
-(``workspace.max_turns``, the task's agent timeout, ``workspace.max_total_tokens``, the
-context window). Replies that cannot be used (unparsable, empty, cut by the length limit)
-and endpoint errors are their own failure classes, never task failures.
+The loop renders the system prompt, the worked examples and the instruction from the
+contract, calls the endpoint with the ``openai`` SDK, turns each reply into one action
+(in the contract's action format), runs it in the sandbox and feeds the observation back,
+until the model calls ``finish`` or a limit fires (``workspace.max_turns``, the task's
+agent timeout, ``workspace.max_total_tokens``, the context window). In ``single_command``
+mode the phase ends after the first action has run. Replies that cannot be used
+(unparsable, empty, cut by the length limit) and endpoint errors are their own failure
+classes, never task failures.
+
+At the end the transcript becomes an ATIF trajectory, written atomically; a trajectory
+that cannot be built or written is a recorded error (a ``trajectory_error`` transcript
+event and artifact, and ``agent_error`` when the phase had no failure of its own), never
+a silent loss of training data.
 """
 
 from __future__ import annotations
 
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
 import openai
 
 from mindforge.agent import prompts
-from mindforge.agent.actions import Action, ActionParseError, parse_json_action, parse_tool_call, tool_schemas
+from mindforge.agent.actions import Action, ActionParseError, parse_reply, tool_schemas
+from mindforge.agent.atif_export import transcript_to_atif
 from mindforge.agent.base import Agent, AgentOutcome
 from mindforge.agent.endpoint import resolve_endpoint
 from mindforge.agent.shell import PersistentShell
 from mindforge.agent.transcript import TranscriptWriter
+from mindforge.atif import write_trajectory
 from mindforge.sandbox.base import Sandbox
 from mindforge.tasks.model import Task
 from mindforge.trial import FailureClass, LimitFired
@@ -82,6 +92,7 @@ class ModelAgent(Agent):
             skills = self._install_skills(sandbox)
             messages: list[dict[str, Any]] = [
                 {"role": "system", "content": prompts.render_system_prompt(c, skills)},
+                *prompts.render_examples(c),
                 {"role": "user", "content": prompts.render_instruction(c, task.instruction)},
             ]
             if c.hooks.plan_first:
@@ -100,8 +111,8 @@ class ModelAgent(Agent):
                 prompt_tokens=out.prompt_tokens,
                 completion_tokens=out.completion_tokens,
             )
-            tr.close()
             self._write_trajectory(tr, artifact_dir, out, task)
+            tr.close()
         return out
 
     # --------------------------------------------------------------- helpers
@@ -135,6 +146,8 @@ class ModelAgent(Agent):
         }
         if getattr(opts, "seed", None) is not None:
             kwargs["seed"] = opts.seed
+        if opts.stop:
+            kwargs["stop"] = list(opts.stop)
         if c.tools.action_format == "tool_calls":
             kwargs["tools"] = tool_schemas(list(c.tools.allow))
         try:
@@ -163,6 +176,7 @@ class ModelAgent(Agent):
     ) -> None:
         c = self.contract
         max_turns = c.workspace.max_turns
+        single = c.workspace.mode == "single_command"
         sent = 0
         for turn in range(1, max_turns + 1):
             tr.write("request", turn=turn, messages=messages[sent:], model=c.model.adapter or c.model.id)
@@ -187,13 +201,15 @@ class ModelAgent(Agent):
                 continue
             tr.write("action", turn=turn, tool=action.tool, arguments=action.arguments, call_id=action.call_id)
             if action.tool == "finish":
-                if c.hooks.verify_before_finish and not state.verified:
+                if c.hooks.verify_before_finish and not state.verified and not single:
                     state.verified = True
                     self._observe(messages, tr, action, tool_calls, prompts.VERIFY_BEFORE_FINISH, turn, deadline)
                     continue
                 return
-            text = self._execute(action, shell, deadline)
-            self._observe(messages, tr, action, tool_calls, text, turn, deadline)
+            text, facts = self._execute(action, shell, deadline)
+            self._observe(messages, tr, action, tool_calls, text, turn, deadline, facts)
+            if single:
+                return  # single_command mode: one action, then the verifier
         raise _Stop(FailureClass.MAX_TURNS, f"max_turns ({max_turns}) reached", LimitFired.MAX_TURNS)
 
     def _account(self, resp: Any, out: AgentOutcome, tr: TranscriptWriter, turn: int, choice: Any) -> None:
@@ -241,10 +257,7 @@ class ModelAgent(Agent):
             kind, reason = FailureClass.EMPTY_REPLY, "your reply was empty"
         else:
             try:
-                if c.tools.action_format == "tool_calls":
-                    action = parse_tool_call(tool_calls, allowed)
-                else:
-                    action = parse_json_action(content, allowed, call_id=f"call_{len(messages)}")
+                action = parse_reply(c.tools.action_format, content, tool_calls, allowed, f"call_{len(messages)}")
             except ActionParseError as exc:
                 kind, reason = FailureClass.PARSE_ERROR, str(exc)
         if kind is None:
@@ -252,14 +265,22 @@ class ModelAgent(Agent):
             return action
         state.bad[kind] = state.bad.get(kind, 0) + 1
         tr.write("unusable_reply", failure_class=kind, reason=reason, count=state.bad[kind])
+        if c.workspace.mode == "single_command":
+            raise _Stop(kind, f"unusable reply in single_command mode: {reason}")
         if state.bad[kind] >= MAX_CONSECUTIVE_BAD_REPLIES:
             raise _Stop(kind, f"{state.bad[kind]} consecutive unusable replies: {reason}")
         self._harness(messages, tr, prompts.parse_error_message(reason, c.tools.action_format), tool_calls)
         return None
 
-    def _execute(self, action: Action, shell: PersistentShell, deadline: float) -> str:
+    def _execute(self, action: Action, shell: PersistentShell, deadline: float) -> tuple[str, dict[str, Any]]:
+        """Run the action; returns the observation text and facts for the transcript.
+
+        The facts of a ``bash`` action are its ``exit_code`` (None on a timeout) and
+        whether the error hook hid its output (``output_hidden``): audits read them
+        there, whatever the observation style shows.
+        """
         c = self.contract
-        cap = c.tools.max_observation_bytes
+        cap, truncation = c.tools.max_observation_bytes, c.tools.observation_truncation
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _Stop(FailureClass.AGENT_TIMEOUT, "agent timeout reached", LimitFired.AGENT_TIMEOUT)
@@ -268,29 +289,39 @@ class ModelAgent(Agent):
                 action.arguments["command"],
                 timeout_sec=max(1.0, min(c.tools.bash_timeout_sec, remaining)),
                 max_output_bytes=cap,
+                truncation=truncation,
             )
-            return prompts.format_exec(res, c.hooks.on_command_error)
+            facts = {"exit_code": res.exit_code, "output_hidden": prompts.output_hidden(res, c.hooks.on_command_error)}
+            return prompts.format_bash_observation(c, res), facts
         if action.tool == "read_file":
             path = shell.resolve(action.arguments["path"])
-            res = shell.run(f"cat -- '{path}'", timeout_sec=min(30.0, max(1.0, remaining)), max_output_bytes=cap)
-            return res.stdout if res.ok else prompts.format_exec(res, "full")
+            res = shell.run(
+                f"cat -- '{path}'",
+                timeout_sec=min(30.0, max(1.0, remaining)),
+                max_output_bytes=cap,
+                truncation=truncation,
+            )
+            return (res.stdout if res.ok else prompts.format_exec(res, "full")), {}
         if action.tool == "write_file":
             path = shell.resolve(action.arguments["path"])
             data = action.arguments["content"].encode()
             shell.sandbox.put_file(path, data)
-            return f"wrote {len(data)} bytes to {path}"
+            return f"wrote {len(data)} bytes to {path}", {}
         raise ActionParseError(f"unknown tool {action.tool}")  # unreachable: parse checks names
 
-    def _observe(self, messages, tr, action: Action, tool_calls, text: str, turn: int, deadline: float) -> None:
+    def _observe(
+        self, messages, tr, action: Action, tool_calls, text: str, turn: int, deadline: float, facts=None
+    ) -> None:
         c = self.contract
-        text = text + "\n" + prompts.budget_line(turn, c.workspace.max_turns, deadline - time.monotonic())
-        tr.write("observation", turn=turn, tool=action.tool, call_id=action.call_id, content=text)
+        if c.tools.show_turn_budget:
+            text = text + "\n" + prompts.budget_line(turn, c.workspace.max_turns, deadline - time.monotonic())
+        tr.write("observation", turn=turn, tool=action.tool, call_id=action.call_id, content=text, **(facts or {}))
         if c.tools.action_format == "tool_calls":
             for tc in tool_calls:
                 body = text if tc.id == action.call_id else "ignored: one tool call per turn"
                 messages.append({"role": "tool", "tool_call_id": tc.id, "content": body})
         else:
-            messages.append({"role": "user", "content": prompts.format_json_observation(action.tool, text)})
+            messages.append(prompts.observation_message(c, action.tool, text))
 
     def _harness(self, messages, tr, text: str, tool_calls) -> None:
         tr.write("harness", content=text)
@@ -299,13 +330,30 @@ class ModelAgent(Agent):
         messages.append({"role": "user", "content": text})
 
     def _write_trajectory(self, tr: TranscriptWriter, artifact_dir: Path, out: AgentOutcome, task: Task) -> None:
-        try:
-            from mindforge.agent.atif_export import transcript_to_atif
-        except ImportError:  # pragma: no cover - the exporter ships with the package
-            return
-        traj = transcript_to_atif(tr.events, contract=self.contract, task_id=task.id)
+        """Write the ATIF trajectory atomically; a failure is recorded, never swallowed.
+
+        On failure: a ``trajectory_error`` transcript event, ``trajectory_error.txt``
+        (the traceback) as the ``trajectory_error`` artifact, and, when the phase had no
+        failure of its own, failure class ``agent_error`` (the harness code failed).
+        """
         path = artifact_dir / "trajectory.json"
-        path.write_text(traj.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
+        try:
+            traj = transcript_to_atif(tr.events, contract=self.contract, task_id=task.id)
+            write_trajectory(traj, path)
+        except Exception as exc:  # noqa: BLE001 - any failure here loses training data: record it
+            detail = f"trajectory not written: {type(exc).__name__}: {str(exc)[:300]}"
+            tr.write("trajectory_error", detail=detail)
+            error_path = artifact_dir / "trajectory_error.txt"
+            try:
+                error_path.write_text(traceback.format_exc(), encoding="utf-8")
+                out.artifacts["trajectory_error"] = str(error_path)
+            except OSError:
+                pass  # the transcript event and the failure detail still say it
+            if out.failure_class is None:
+                out.failure_class, out.failure_detail = FailureClass.AGENT_ERROR, detail
+            else:
+                out.failure_detail = f"{out.failure_detail}; {detail}"
+            return
         out.artifacts["trajectory"] = str(path)
 
 

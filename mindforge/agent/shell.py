@@ -42,13 +42,16 @@ class PersistentShell:
         )
         self._started = True
 
-    def run(self, command: str, *, timeout_sec: float, max_output_bytes: int) -> ExecResult:
+    def run(
+        self, command: str, *, timeout_sec: float, max_output_bytes: int, truncation: str = "head_tail"
+    ) -> ExecResult:
         """Run ``command`` in the session.
 
         Args:
             command: bash command line (may span lines).
             timeout_sec: per-command limit, in seconds.
             max_output_bytes: cap per stream, in bytes.
+            truncation: which bytes of a longer stream are kept (``head_tail``, ``head``, ``tail``).
 
         Returns:
             the sandbox's exec result (exit code of ``command`` itself).
@@ -62,7 +65,9 @@ class PersistentShell:
             f'eval "$(echo {b64} | base64 -d)"; '
             f"__mf_rc=$?; pwd > {STATE_DIR}/cwd; export -p > {STATE_DIR}/env; exit $__mf_rc"
         )
-        return self.sandbox.exec(wrapper, timeout_sec=timeout_sec, user=self.user, max_output_bytes=max_output_bytes)
+        return self.sandbox.exec(
+            wrapper, timeout_sec=timeout_sec, user=self.user, max_output_bytes=max_output_bytes, truncation=truncation
+        )
 
     def resolve(self, path: str) -> str:
         """Absolute path for ``path`` (relative paths are taken from the workspace root)."""

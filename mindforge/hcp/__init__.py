@@ -16,6 +16,7 @@ Typical use::
 
 from mindforge.hcp.derive import apply_changes, derive, make_embedded
 from mindforge.hcp.diff import ContractChange, diff_contracts, flatten, format_diff
+from mindforge.hcp.examples import ExampleStep, WorkedExample
 from mindforge.hcp.io import (
     ContractError,
     contract_from_document,
@@ -26,9 +27,16 @@ from mindforge.hcp.io import (
     save_contract,
 )
 from mindforge.hcp.model import HCP_VERSION, HCPContract, canonical_json
-from mindforge.hcp.registry import ContractImmutableError, ContractRegistry, check_registration, parse_ref
+from mindforge.hcp.registry import (
+    ContractImmutableError,
+    ContractRegistry,
+    check_registration,
+    parse_ref,
+)
 from mindforge.hcp.sections import (
+    ACTION_FORMATS,
     KNOWN_TOOLS,
+    SHELL_FORMATS,
     EmbeddedResource,
     HooksSection,
     MindForgeSection,
@@ -42,13 +50,16 @@ from mindforge.hcp.sections import (
 )
 
 __all__ = [
+    "ACTION_FORMATS",
     "HCP_VERSION",
     "KNOWN_TOOLS",
+    "SHELL_FORMATS",
     "ContractChange",
     "ContractError",
     "ContractImmutableError",
     "ContractRegistry",
     "EmbeddedResource",
+    "ExampleStep",
     "HCPContract",
     "HooksSection",
     "MindForgeSection",
@@ -58,6 +69,7 @@ __all__ = [
     "ResourcesSection",
     "SkillsSection",
     "ToolsSection",
+    "WorkedExample",
     "WorkspaceSection",
     "apply_changes",
     "canonical_json",

@@ -16,11 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import date, datetime, time
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mindforge.hcp.sections import (
+    SHELL_FORMAT_TOOLS,
+    SHELL_FORMATS,
     HooksSection,
     MindForgeSection,
     ModelSection,
@@ -90,7 +93,29 @@ class HCPContract(BaseModel):
             )
         if self.mindforge.parent == self.ref:
             raise FieldProblem("mindforge.parent", f"a contract cannot be its own parent ({self.ref})")
+        self._check_action_format()
         return self
+
+    def _check_action_format(self) -> None:
+        fmt, allow = self.tools.action_format, list(self.tools.allow)
+        if fmt not in SHELL_FORMATS:
+            return
+        extra = [tool for tool in allow if tool not in SHELL_FORMAT_TOOLS]
+        if extra or "bash" not in allow:
+            raise FieldProblem(
+                "tools.allow",
+                f"the {fmt} action format acts through bash alone (and finish by replying 'done'); "
+                f"allow bash and optionally finish, not {allow}",
+            )
+        if fmt == "command":
+            for i, example in enumerate(self.resources.examples):
+                for j, step in enumerate(example.steps):
+                    if "\n" in step.command.strip():
+                        raise FieldProblem(
+                            f"resources.examples[{i}].steps[{j}].command",
+                            "the command action format takes one command line per reply; join the lines "
+                            "with ';' or '&&'",
+                        )
 
     @property
     def ref(self) -> str:
@@ -101,13 +126,23 @@ class HCPContract(BaseModel):
         """The full TOML document as plain data, defaults filled in, unknown keys kept.
 
         Returns:
-            a dict ready for ``tomli_w``; None values and empty opaque RFC sections
-            (``run``, ``env``, ``mcp``, ``session``) are left out.
+            a dict ready for ``tomli_w``; None values, empty opaque RFC sections
+            (``run``, ``env``, ``mcp``, ``session``) and keys added after the shipped
+            1.0.0 contracts that hold their default (fields marked ``OMIT_AT_DEFAULT``:
+            ``provider_options.stop``, ``tools.observation_truncation``,
+            ``tools.show_exit_code``, ``tools.show_turn_budget``, ``resources.examples``,
+            ``workspace.mode``) are left out. Such a default is the behaviour from before
+            the key existed, so contracts written before it keep their content hash;
+            never change one of these defaults (add a value instead).
         """
         doc = self.model_dump(mode="python", exclude_none=True)
         for name in OPAQUE_SECTIONS:
             if not doc.get(name):
                 doc.pop(name, None)
+        for name in type(self).model_fields:
+            section = getattr(self, name)
+            if isinstance(section, BaseModel) and name in doc:
+                _drop_late_defaults(section, doc[name])
         return doc
 
     @property
@@ -130,7 +165,31 @@ class HCPContract(BaseModel):
                 found += [f"{name}.{key}" for key in (section.__pydantic_extra__ or {})]
         for index, item in enumerate(self.resources.embedded):
             found += [f"resources.embedded[{index}].{key}" for key in (item.__pydantic_extra__ or {})]
+        for index, example in enumerate(self.resources.examples):
+            found += [f"resources.examples[{index}].{key}" for key in (example.__pydantic_extra__ or {})]
+            for step_index, step in enumerate(example.steps):
+                extra = step.__pydantic_extra__ or {}
+                found += [f"resources.examples[{index}].steps[{step_index}].{key}" for key in extra]
         return found
+
+
+@cache
+def _late_defaults(section_type: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+    """``(key, default)`` of a section's late-added keys (marked ``OMIT_AT_DEFAULT``), computed once."""
+    out = []
+    for key, field in section_type.model_fields.items():
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and extra.get("hcp_omit_at_default"):
+            factory = field.default_factory
+            out.append((key, factory() if factory is not None else field.default))  # type: ignore[call-arg]
+    return tuple(out)
+
+
+def _drop_late_defaults(section: BaseModel, table: dict[str, Any]) -> None:
+    """Remove the section's late-added keys (``OMIT_AT_DEFAULT``) that hold their default."""
+    for key, default in _late_defaults(type(section)):
+        if key in table and table[key] == default:
+            del table[key]
 
 
 def _json_default(value: object) -> object:

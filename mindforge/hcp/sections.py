@@ -6,9 +6,6 @@ loses nothing, and validates known keys strictly (no string-to-number coercion).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import re
 import string
 from pathlib import PurePosixPath
@@ -17,36 +14,32 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from mindforge.hcp.defaults import DEFAULT_DISCOVERY_PROMPT, DEFAULT_SYSTEM_PROMPT
+from mindforge.hcp.embedded import EmbeddedResource, check_relative_path
+from mindforge.hcp.examples import MAX_EXAMPLES, WorkedExample
 
 ToolName = Literal["bash", "read_file", "write_file", "finish"]
+ActionFormat = Literal["json", "tool_calls", "fenced_bash", "command"]
+Truncation = Literal["head_tail", "head", "tail"]
+AgentMode = Literal["multi_turn", "single_command"]
 
 #: the tools a MindForge harness can offer (``tools.allow`` is a subset)
 KNOWN_TOOLS: tuple[str, ...] = get_args(ToolName)
+#: every ``tools.action_format``
+ACTION_FORMATS: tuple[str, ...] = get_args(ActionFormat)
+#: action formats whose reply is a shell command (no tool names): they offer bash and finish only
+SHELL_FORMATS: frozenset[str] = frozenset({"fenced_bash", "command"})
+#: the tools a shell format can offer (``finish`` by the reply ``done``)
+SHELL_FORMAT_TOOLS: frozenset[str] = frozenset({"bash", "finish"})
+#: ``provider_options.stop`` holds at most this many strings (the OpenAI API's limit)
+MAX_STOP_SEQUENCES = 4
+
+#: marks a field added after the shipped 1.0.0 contracts: it is left out of the resolved
+#: document while it holds its default (see :meth:`mindforge.hcp.model.HCPContract.to_document`)
+OMIT_AT_DEFAULT = {"hcp_omit_at_default": True}
 
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _REVISION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]*")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SHA256_RE = re.compile(r"[0-9a-f]{64}")
-
-
-def check_relative_path(value: str) -> str:
-    """Check that ``value`` is a normalised relative POSIX path that stays in the workspace.
-
-    Raises:
-        ValueError: empty, absolute, containing ``..`` or backslashes, or not normalised.
-    """
-    if not value:
-        raise ValueError("empty path")
-    if "\\" in value:
-        raise ValueError(f"path {value!r} contains a backslash; use '/'")
-    pure = PurePosixPath(value)
-    if pure.is_absolute():
-        raise ValueError(f"path {value!r} is absolute; paths are relative to the workspace root")
-    if ".." in pure.parts:
-        raise ValueError(f"path {value!r} escapes the workspace ('..')")
-    if str(pure) != value or "." in pure.parts:
-        raise ValueError(f"path {value!r} is not normalised; write {str(pure)!r}")
-    return value
 
 
 def _check_env_name(value: str) -> str:
@@ -144,11 +137,29 @@ class ModelSection(_Section):
 
 
 class ProviderOptions(_Section):
-    """``[provider_options]``: sampling parameters sent with every model call."""
+    """``[provider_options]``: sampling parameters sent with every model call.
+
+    Attributes:
+        temperature: sampling temperature (0 to 2).
+        top_p: nucleus sampling mass (0 to 1).
+        seed: sampling seed sent with each call; None = none sent.
+        stop: stop strings sent with each call (at most 4, none empty); the endpoint
+            ends the reply before the first one. ``[]`` (the default) sends none.
+    """
 
     temperature: float = Field(default=0.7, ge=0.0, le=2.0, allow_inf_nan=False)
     top_p: float = Field(default=1.0, ge=0.0, le=1.0, allow_inf_nan=False)
     seed: int | None = None
+    stop: list[str] = Field(default_factory=list, max_length=MAX_STOP_SEQUENCES, json_schema_extra=OMIT_AT_DEFAULT)
+
+    @field_validator("stop")
+    @classmethod
+    def _stop(cls, value: list[str]) -> list[str]:
+        if any(not item for item in value):
+            raise ValueError("a stop string cannot be empty")
+        if len(set(value)) != len(value):
+            raise ValueError("stop strings listed twice")
+        return value
 
 
 class ToolsSection(_Section):
@@ -156,16 +167,34 @@ class ToolsSection(_Section):
 
     Attributes:
         allow: subset of ``bash``, ``read_file``, ``write_file``, ``finish``.
-        action_format: ``json`` (a JSON object in the reply text) or ``tool_calls``
-            (the API's native tool calls).
+        action_format: how a reply is turned into an action:
+
+            - ``json``: a JSON object ``{"tool": ..., "arguments": {...}}`` in the reply text;
+            - ``tool_calls``: the API's native tool calls;
+            - ``fenced_bash``: the reply's first fenced block (```` ```bash ````, ``sh``,
+              ``shell`` or no language) is a bash command;
+            - ``command``: completion style, the reply IS one shell command line (its
+              first non-empty line; a leading ``$ `` and surrounding backticks are
+              stripped).
+
+            In the two shell formats only ``bash`` and ``finish`` can be allowed, and the
+            reply ``done`` (or ``exit``) is the ``finish`` action.
         bash_timeout_sec: wall-clock limit of one bash command, in seconds.
-        max_observation_bytes: the most bytes of a tool result shown to the model.
+        max_observation_bytes: the most bytes of each output stream shown to the model.
+        observation_truncation: which bytes of a longer stream are kept: ``head_tail``
+            (the first and last halves, the default), ``head`` or ``tail``; a marker line
+            says how many bytes were left out.
+        show_exit_code: show the command's exit code in each observation.
+        show_turn_budget: end each observation with the ``[turn N/M; S s left]`` line.
     """
 
     allow: list[ToolName] = Field(default_factory=lambda: list(KNOWN_TOOLS))
-    action_format: Literal["json", "tool_calls"] = "json"
+    action_format: ActionFormat = "json"
     bash_timeout_sec: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     max_observation_bytes: int = Field(default=16384, gt=0)
+    observation_truncation: Truncation = Field(default="head_tail", json_schema_extra=OMIT_AT_DEFAULT)
+    show_exit_code: bool = Field(default=True, json_schema_extra=OMIT_AT_DEFAULT)
+    show_turn_budget: bool = Field(default=True, json_schema_extra=OMIT_AT_DEFAULT)
 
     @field_validator("allow")
     @classmethod
@@ -174,59 +203,6 @@ class ToolsSection(_Section):
         if dupes:
             raise ValueError(f"tools listed twice: {', '.join(dupes)}")
         return value
-
-
-class EmbeddedResource(_Section):
-    """``[[resources.embedded]]``: a file carried inside the contract, checked by sha256.
-
-    Attributes:
-        kind: what it is (``skill``, ``file``, ...).
-        path: where it lands, relative to the workspace root; never escapes it.
-        encoding: how ``content`` is written: ``utf-8`` text or ``base64``.
-        content: the file's content in that encoding.
-        sha256: hex sha256 of the decoded bytes, checked on load.
-    """
-
-    kind: str = Field(min_length=1)
-    path: str
-    encoding: Literal["utf-8", "base64"] = "utf-8"
-    content: str
-    sha256: str
-
-    @field_validator("path")
-    @classmethod
-    def _path(cls, value: str) -> str:
-        return check_relative_path(value)
-
-    @field_validator("content")
-    @classmethod
-    def _content(cls, value: str, info: ValidationInfo) -> str:
-        if info.data.get("encoding") == "base64":
-            try:
-                base64.b64decode(value, validate=True)
-            except (binascii.Error, ValueError) as exc:
-                raise ValueError(f"not valid base64: {exc}") from None
-        return value
-
-    @field_validator("sha256")
-    @classmethod
-    def _sha256(cls, value: str, info: ValidationInfo) -> str:
-        if not _SHA256_RE.fullmatch(value):
-            raise ValueError(f"{value!r} is not a lowercase hex sha256 (64 characters)")
-        if "content" in info.data and "encoding" in info.data:
-            actual = hashlib.sha256(_decode(info.data["content"], info.data["encoding"])).hexdigest()
-            if actual != value:
-                raise ValueError(f"sha256 mismatch: declared {value}, content hashes to {actual}")
-        return value
-
-    @property
-    def data(self) -> bytes:
-        """The decoded bytes of the file."""
-        return _decode(self.content, self.encoding)
-
-
-def _decode(content: str, encoding: str) -> bytes:
-    return base64.b64decode(content) if encoding == "base64" else content.encode("utf-8")
 
 
 def _check_template(value: str) -> str:
@@ -252,12 +228,18 @@ class ResourcesSection(_Section):
         instruction_template: the first user message; ``{instruction}`` is replaced by
             the task's instruction (write literal braces as ``{{`` and ``}}``).
         embedded: files carried in the contract (paths unique).
+        examples: worked examples shown as few-shot turns before the task, in the
+            contract's action format (:mod:`mindforge.hcp.examples`); at most 8, names
+            unique.
     """
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     append_system_prompt: str = ""
     instruction_template: str = "{instruction}"
     embedded: list[EmbeddedResource] = Field(default_factory=list)
+    examples: list[WorkedExample] = Field(
+        default_factory=list, max_length=MAX_EXAMPLES, json_schema_extra=OMIT_AT_DEFAULT
+    )
 
     @field_validator("instruction_template")
     @classmethod
@@ -272,6 +254,19 @@ class ResourcesSection(_Section):
         if dupes:
             raise ValueError(f"embedded paths listed twice: {', '.join(dupes)}")
         return value
+
+    @field_validator("examples")
+    @classmethod
+    def _unique_names(cls, value: list[WorkedExample]) -> list[WorkedExample]:
+        names = [item.name for item in value if item.name]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"example names listed twice: {', '.join(dupes)}")
+        return value
+
+    def example(self, name: str) -> WorkedExample | None:
+        """The worked example named ``name``, or None."""
+        return next((item for item in self.examples if item.name == name), None)
 
     def resource(self, path: str) -> EmbeddedResource | None:
         """The embedded resource at ``path``, or None."""
@@ -322,11 +317,16 @@ class WorkspaceSection(_Section):
         max_turns: the most model calls per trial.
         max_total_tokens: token budget per trial (prompt + completion over all calls);
             None = unlimited.
+        mode: ``multi_turn`` (act, observe, repeat until ``finish`` or a limit; the
+            default) or ``single_command``: the model gets one action; once it has run,
+            the agent phase ends and the verifier runs (one model call per trial, plus
+            the plan turn with ``hooks.plan_first``); an unusable reply ends it at once.
     """
 
     root: str = "/app"
     max_turns: int = Field(default=40, gt=0)
     max_total_tokens: int | None = Field(default=None, gt=0)
+    mode: AgentMode = Field(default="multi_turn", json_schema_extra=OMIT_AT_DEFAULT)
 
     @field_validator("root")
     @classmethod

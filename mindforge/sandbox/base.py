@@ -85,6 +85,7 @@ class Sandbox(ABC):
         env: dict[str, str] | None = None,
         user: str | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        truncation: str = "head_tail",
     ) -> ExecResult:
         """Run ``command`` with ``bash -c`` in the sandbox.
 
@@ -98,7 +99,10 @@ class Sandbox(ABC):
             workdir: working directory inside the sandbox (default: the image's).
             env: extra environment variables.
             user: user to run as (default: the image's).
-            max_output_bytes: cap per stream, in bytes (head and tail halves kept).
+            max_output_bytes: cap per stream, in bytes.
+            truncation: which bytes of a longer stream are kept: ``head_tail`` (the
+                first and last halves), ``head`` or ``tail``
+                (:func:`mindforge.sandbox.output.split_budget`).
 
         Raises:
             InfraError: the engine failed (not the command).

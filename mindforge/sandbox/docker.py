@@ -239,17 +239,18 @@ class DockerSandbox(Sandbox):
         env: dict[str, str] | None = None,
         user: str | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        truncation: str = "head_tail",
     ) -> ExecResult:
         """See :meth:`Sandbox.exec`. Two API calls (three when the wrapper could not run).
 
         Raises:
             InfraError: the engine failed, or gave no answer ``EXEC_GRACE_SEC`` past the
                 timeout.
-            ValueError: ``timeout_sec`` is not positive.
+            ValueError: ``timeout_sec`` is not positive, or an unknown ``truncation``.
         """
         if not timeout_sec > 0:
             raise ValueError(f"timeout_sec must be > 0, got {timeout_sec}")
-        head_n, tail_n = split_budget(max_output_bytes)
+        head_n, tail_n = split_budget(max_output_bytes, truncation)
         argv = ["bash", "-c", EXEC_SCRIPT, "mindforge-exec", command, f"{timeout_sec:.3f}", str(head_n), str(tail_n)]
         start = time.monotonic()
         try:
@@ -291,7 +292,7 @@ class DockerSandbox(Sandbox):
         raw = b"".join(out)
         parsed = parse_exec_output(raw, head_n, tail_n)
         if parsed is None:
-            return self._unwrapped_result(exec_id, raw, b"".join(err), max_output_bytes, duration)
+            return self._unwrapped_result(exec_id, raw, b"".join(err), max_output_bytes, duration, truncation)
         return ExecResult(
             exit_code=parsed.exit_code,
             stdout=parsed.stdout.text,
@@ -304,7 +305,9 @@ class DockerSandbox(Sandbox):
             duration_sec=duration,
         )
 
-    def _unwrapped_result(self, exec_id: str, out: bytes, err: bytes, cap: int, duration: float) -> ExecResult:
+    def _unwrapped_result(
+        self, exec_id: str, out: bytes, err: bytes, cap: int, duration: float, truncation: str
+    ) -> ExecResult:
         """The wrapper did not run (no bash, bad user or workdir): report what the engine said."""
         try:
             info = self.api.exec_inspect(exec_id)
@@ -312,7 +315,7 @@ class DockerSandbox(Sandbox):
             raise InfraError(f"exec inspect in sandbox {self.container_id[:12]} failed: {exc}") from exc
         if info.get("Running"):
             raise InfraError("exec stream ended while the command still runs")
-        so, se = cap_bytes(out, cap), cap_bytes(err, cap)
+        so, se = cap_bytes(out, cap, truncation), cap_bytes(err, cap, truncation)
         return ExecResult(
             exit_code=info.get("ExitCode"),
             stdout=so.text,

@@ -87,20 +87,32 @@ class ParsedExec:
     stderr: CapturedStream
 
 
-def split_budget(max_output_bytes: int) -> tuple[int, int]:
+#: which bytes of a stream over the cap are kept: the first and last halves, the first, or the last
+TRUNCATIONS = ("head_tail", "head", "tail")
+
+
+def split_budget(max_output_bytes: int, truncation: str = "head_tail") -> tuple[int, int]:
     """Bytes kept from the head and from the tail of a stream.
 
     Args:
         max_output_bytes: the cap per stream, in bytes (>= 0).
+        truncation: ``head_tail`` (half each), ``head`` (all from the head) or ``tail``
+            (all from the tail).
 
     Returns:
         ``(head_bytes, tail_bytes)``, summing to ``max_output_bytes``.
 
     Raises:
-        ValueError: the cap is negative.
+        ValueError: the cap is negative, or an unknown truncation.
     """
     if max_output_bytes < 0:
         raise ValueError(f"max_output_bytes must be >= 0, got {max_output_bytes}")
+    if truncation == "head":
+        return max_output_bytes, 0
+    if truncation == "tail":
+        return 0, max_output_bytes
+    if truncation != "head_tail":
+        raise ValueError(f"truncation must be one of {', '.join(TRUNCATIONS)}, got {truncation!r}")
     head = max_output_bytes // 2
     return head, max_output_bytes - head
 
@@ -132,19 +144,20 @@ def join_capped(head: bytes, tail: bytes, total_bytes: int) -> CapturedStream:
     return CapturedStream(text=text, total_bytes=total_bytes, omitted_bytes=omitted)
 
 
-def cap_bytes(data: bytes, max_output_bytes: int) -> CapturedStream:
-    """Cap a stream held in memory (head and tail halves kept).
+def cap_bytes(data: bytes, max_output_bytes: int, truncation: str = "head_tail") -> CapturedStream:
+    """Cap a stream held in memory.
 
     Args:
         data: the whole stream.
         max_output_bytes: the cap, in bytes.
+        truncation: which bytes are kept (see :func:`split_budget`).
 
     Returns:
         The captured stream.
     """
     if len(data) <= max_output_bytes:
         return join_capped(data, b"", len(data))
-    head_n, tail_n = split_budget(max_output_bytes)
+    head_n, tail_n = split_budget(max_output_bytes, truncation)
     return join_capped(data[:head_n], data[len(data) - tail_n :] if tail_n else b"", len(data))
 
 

@@ -1,7 +1,8 @@
 """Configuration search: candidate HCP contracts and the adaptive allocation of attempts.
 
-- :mod:`~mindforge.search.edits`: recorded operator edits (the search space) and the
-  skill library shipped as data (``skills/*.sh``);
+- :mod:`~mindforge.search.edits`: recorded operator edits (the search space);
+- :mod:`~mindforge.search.library`: the skills (``skills/*.sh``) and worked examples
+  (``examples/*.toml``) shipped as data for the edits to add;
 - :mod:`~mindforge.search.candidates`: candidates as edit chains from the search root,
   materialised with :func:`mindforge.hcp.derive`, deduplicated by harness;
 - :mod:`~mindforge.search.proposals`: model-proposed prompt edits;
@@ -33,7 +34,8 @@ from mindforge.search.candidates import (
     materialize,
     materialize_chain,
 )
-from mindforge.search.edits import Edit, edit_changes, operator_edits, skill_library
+from mindforge.search.edits import Edit, edit_changes, operator_edits
+from mindforge.search.library import example_library, skill_library
 from mindforge.search.proposals import PromptProposal, PromptRequest, propose_prompt_edit
 from mindforge.search.state import (
     CellResult,
@@ -73,6 +75,7 @@ __all__ = [
     "cell_result_from_record",
     "compose_edits",
     "edit_changes",
+    "example_library",
     "harness_hash",
     "init_search",
     "make_candidate",

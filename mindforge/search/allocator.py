@@ -49,6 +49,7 @@ from mindforge.search.state import (
     StepPlan,
     StepResults,
     StopReason,
+    is_progress,
     search_trial_id,
 )
 
@@ -315,6 +316,7 @@ def observe(state: SearchState, results: StepResults) -> SearchState:
         stats.attempts += 1
         stats.usable += int(result.usable)
         stats.successes += int(result.passed)
+        stats.progress += int(is_progress(new.tasks[task], result))
         new.spent.attempts += 1
         new.spent.tokens += result.tokens
         if result.passed and str(task) not in new.solved:

@@ -24,7 +24,7 @@ from mindforge.hcp import HCPContract, apply_changes, canonical_json, derive, di
 from mindforge.hcp.io import ContractError
 from mindforge.search.edits import Edit, edit_changes
 
-Origin = Literal["operator", "model", "compose", "refine"]
+Origin = Literal["operator", "model", "compose", "refine", "progress"]
 
 
 class CandidateError(ValueError):
@@ -40,8 +40,9 @@ class Candidate(BaseModel):
         harness_hash: sha256 of the document without ``[mindforge]`` (dedupe key).
         edits: the chain from the search root; the last one is this candidate's own.
         origin: ``operator`` (one operator edit), ``model`` (a model-proposed prompt
-            edit), ``compose`` (two winners combined) or ``refine`` (a winner plus one
-            more edit).
+            edit), ``compose`` (two winners combined), ``refine`` (a winner plus one
+            more edit) or ``progress`` (a stepping stone - a candidate that got past its
+            tasks' harness failure without passing - plus one more edit).
         step: the search step that added it.
     """
 

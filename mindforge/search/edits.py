@@ -5,6 +5,13 @@ described by its search root plus a short list of edits, and the search state st
 small. :func:`operator_edits` lists the single edits that apply to a contract; each turns
 into dotted-path changes for :func:`mindforge.hcp.derive` (:func:`edit_changes`).
 
+Every harness feature is reachable from the plain baseline by one edit or a chain of
+them: tools, hooks, skills and worked examples from the shipped library
+(:mod:`mindforge.search.library`), the action format (all four), stop sequences
+(named presets), the reply length (``model.max_tokens`` up and down), sampling, the
+observation cap, truncation and what an observation shows (exit code, turn budget),
+the turn limit and the mode (``multi_turn`` / ``single_command``).
+
 Task time limits and resources (agent/verifier/build timeouts, CPUs, memory, storage)
 are never edited: they belong to the task (shared HCP.md), ``derive`` refuses them, and
 no operation here produces them.
@@ -13,13 +20,22 @@ no operation here produces them.
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
-from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from mindforge.hcp import KNOWN_TOOLS, HCPContract, make_embedded
+from mindforge.hcp import (
+    ACTION_FORMATS,
+    KNOWN_TOOLS,
+    SHELL_FORMATS,
+    HCPContract,
+    make_embedded,
+)
+from mindforge.hcp.examples import MAX_EXAMPLES
+from mindforge.hcp.sections import SHELL_FORMAT_TOOLS
+from mindforge.search.library import example_library, skill_library
+
+__all__ = ["Edit", "EditOp", "edit_changes", "example_library", "operator_edits", "skill_library"]
 
 EditOp = Literal[
     "add_tool",
@@ -28,10 +44,16 @@ EditOp = Literal[
     "hook_off",
     "on_command_error",
     "add_skill",
+    "add_example",
     "max_observation_bytes",
+    "observation_truncation",
+    "show_exit_code",
+    "show_turn_budget",
     "bash_timeout_sec",
     "max_turns",
+    "mode",
     "max_tokens",
+    "stop",
     "temperature",
     "top_p",
     "action_format",
@@ -48,10 +70,54 @@ SKILL_DIR = "skills"
 OBSERVATION_BYTES_RANGE = (1024, 1 << 20)
 BASH_TIMEOUT_SEC_RANGE = (5.0, 600.0)
 MAX_TURNS_RANGE = (5, 200)
+#: the fewest completion tokens per call an edit may set (a shell command line fits)
+MIN_MAX_TOKENS = 32
+#: ``model.max_tokens`` is offered x2 (below the context window) and x these factors
+#: (at least :data:`MIN_MAX_TOKENS`): small models ramble, shorter replies help them
+MAX_TOKENS_DOWN = (0.5, 0.25)
 TEMPERATURES = (0.0, 0.3, 1.0)
 TOP_PS = (0.8, 1.0)
+#: named stop-sequence presets (op ``stop``): ``newline`` ends a ``command``-format reply
+#: after its one line; ``blank_line`` after a paragraph; ``none`` sends none
+STOP_PRESETS: dict[str, list[str]] = {"newline": ["\n"], "blank_line": ["\n\n"], "none": []}
+#: the other values of the observation display ops
+TRUNCATIONS = ("head_tail", "head", "tail")
+MODES = ("multi_turn", "single_command")
 #: longest model-proposed prompt text accepted, in characters
 MAX_PROMPT_CHARS = 2000
+
+_PATHS = {
+    "on_command_error": "hooks.on_command_error",
+    "max_observation_bytes": "tools.max_observation_bytes",
+    "observation_truncation": "tools.observation_truncation",
+    "show_exit_code": "tools.show_exit_code",
+    "show_turn_budget": "tools.show_turn_budget",
+    "bash_timeout_sec": "tools.bash_timeout_sec",
+    "max_turns": "workspace.max_turns",
+    "mode": "workspace.mode",
+    "max_tokens": "model.max_tokens",
+    "stop": "provider_options.stop",
+    "temperature": "provider_options.temperature",
+    "top_p": "provider_options.top_p",
+    "action_format": "tools.action_format",
+}
+#: numeric op -> tag stem (the tag is ``<stem>_raise`` or ``<stem>_lower``)
+_DIRECTIONAL = {
+    "max_observation_bytes": "observation",
+    "bash_timeout_sec": "time",
+    "max_turns": "turns",
+    "max_tokens": "reply_tokens",
+}
+#: ops whose tags do not depend on the value
+_FIXED_TAGS = {
+    "remove_tool": {"tools_fewer"},
+    "hook_off": {"hooks_off"},
+    "append_prompt": {"prompt"},
+    "temperature": {"sampling"},
+    "top_p": {"sampling"},
+    "action_format": {"format"},
+    "observation_truncation": {"truncation"},
+}
 
 
 class Edit(BaseModel):
@@ -59,8 +125,10 @@ class Edit(BaseModel):
 
     Attributes:
         op: the operation.
-        value: its argument: a tool, hook, skill or format name, a number, or (for
-            ``append_prompt``) the text to append to ``resources.append_system_prompt``.
+        value: its argument: a tool, hook, skill, example, format, mode, truncation or
+            stop-preset name, a number, a boolean (``show_exit_code``,
+            ``show_turn_budget``), or (for ``append_prompt``) the text to append to
+            ``resources.append_system_prompt``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -84,38 +152,36 @@ class Edit(BaseModel):
             return f"hook:{self.value}"
         if self.op == "add_skill":
             return f"skill:{self.value}"
+        if self.op == "add_example":
+            return f"example:{self.value}"
         return self.op
 
     def tags(self, parent: HCPContract | None = None) -> frozenset[str]:
         """Words the audit affinity table matches (``tool:read_file``, ``observation_raise``, ...)."""
         op, value = self.op, self.value
+        if op in _FIXED_TAGS:
+            return frozenset(_FIXED_TAGS[op])
         if op == "add_tool":
             return frozenset({"tools", f"tool:{value}"})
-        if op == "remove_tool":
-            return frozenset({"tools_fewer"})
         if op == "hook_on":
             return frozenset({"hooks", "plan" if value == "plan_first" else "verify"})
-        if op == "hook_off":
-            return frozenset({"hooks_off"})
         if op == "on_command_error":
             return frozenset({"error_output"} if value == "full" else {"error_output_less"})
         if op == "add_skill":
             return frozenset({"skills", f"skill:{value}"})
-        if op == "append_prompt":
-            return frozenset({"prompt"})
-        if op in ("temperature", "top_p"):
-            return frozenset({"sampling"})
-        if op == "action_format":
-            return frozenset({"format"})
-        names = {
-            "max_observation_bytes": "observation",
-            "bash_timeout_sec": "time",
-            "max_turns": "turns",
-            "max_tokens": "reply_tokens",
-        }
+        if op == "add_example":
+            return frozenset({"examples", f"example:{value}"})
+        if op == "stop":
+            return frozenset({"stop_off"} if value == "none" else {"stop", f"stop:{value}"})
+        if op == "show_exit_code":
+            return frozenset({"exit_code"} if value else {"observation_terse"})
+        if op == "show_turn_budget":
+            return frozenset({"budget"} if value else {"observation_terse"})
+        if op == "mode":
+            return frozenset({str(value)})
         current = _current(parent, op) if parent is not None else None
         direction = "raise" if current is None or float(value) > float(current) else "lower"
-        return frozenset({f"{names[op]}_{direction}"})
+        return frozenset({f"{_DIRECTIONAL[op]}_{direction}"})
 
     def describe(self, parent: HCPContract) -> str:
         """The edit in words, as recorded in the child's ``mindforge.edit``."""
@@ -128,21 +194,18 @@ class Edit(BaseModel):
             return f"hooks: {value} {'on' if op == 'hook_on' else 'off'}"
         if op == "add_skill":
             return f"skills: add {SKILL_DIR}/{value}"
+        if op == "add_example":
+            return f"resources.examples: add worked example {value!r} from the library"
         if op == "append_prompt":
             return f"prompt: append model-proposed text ({self.key.split('=')[1]}): {str(value)[:80]}"
-        return f"{_PATHS[op]}: {_current(parent, op)!r} -> {value!r}"
-
-
-_PATHS = {
-    "on_command_error": "hooks.on_command_error",
-    "max_observation_bytes": "tools.max_observation_bytes",
-    "bash_timeout_sec": "tools.bash_timeout_sec",
-    "max_turns": "workspace.max_turns",
-    "max_tokens": "model.max_tokens",
-    "temperature": "provider_options.temperature",
-    "top_p": "provider_options.top_p",
-    "action_format": "tools.action_format",
-}
+        if op == "stop":
+            return f"{_PATHS[op]}: {_current(parent, op)!r} -> {STOP_PRESETS.get(str(value))!r} ({value})"
+        text = f"{_PATHS[op]}: {_current(parent, op)!r} -> {value!r}"
+        if op == "action_format" and value in SHELL_FORMATS:
+            dropped = [t for t in parent.tools.allow if t not in SHELL_FORMAT_TOOLS]
+            if dropped:
+                text += f" (a shell format offers bash and finish only: tools.allow drops {', '.join(dropped)})"
+        return text
 
 
 def _current(contract: HCPContract, op: str) -> Any:
@@ -150,29 +213,20 @@ def _current(contract: HCPContract, op: str) -> Any:
     return getattr(getattr(contract, section), name)
 
 
-@lru_cache(maxsize=1)
-def skill_library() -> dict[str, str]:
-    """The skills shipped with MindForge (``mindforge/search/skills/*.sh``): file name -> script text."""
-    folder = resources.files("mindforge.search") / "skills"
-    return {
-        entry.name: entry.read_text(encoding="utf-8")
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
-        if entry.name.endswith(".sh")
-    }
-
-
 def edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
     """Dotted-path changes for :func:`mindforge.hcp.derive` that apply ``edit`` to ``parent``.
 
     Raises:
-        ValueError: the edit does not apply (unknown skill, tool not in the HCP tool set)
-            or changes nothing.
+        ValueError: the edit does not apply (unknown skill, example, preset or format, a
+            tool the format cannot offer) or changes nothing.
     """
     op, value = edit.op, edit.value
     allow = list(parent.tools.allow)
     if op == "add_tool":
         if value not in KNOWN_TOOLS or value in allow:
             raise ValueError(f"cannot add tool {value!r} (allowed: {allow})")
+        if parent.tools.action_format in SHELL_FORMATS and value not in SHELL_FORMAT_TOOLS:
+            raise ValueError(f"the {parent.tools.action_format} action format cannot offer {value!r}")
         return {"tools.allow": [*allow, value]}
     if op == "remove_tool":
         if value not in allow or value in KEEP_TOOLS:
@@ -184,15 +238,39 @@ def edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
         return {f"hooks.{value}": op == "hook_on"}
     if op == "add_skill":
         return _skill_changes(parent, str(value))
+    if op == "add_example":
+        return _example_changes(parent, str(value))
     if op == "append_prompt":
         text = str(value).strip()
         if not text or len(text) > MAX_PROMPT_CHARS or text in parent.resources.append_system_prompt:
             raise ValueError("the prompt text is empty, too long, or already in append_system_prompt")
         joined = "\n\n".join(part for part in (parent.resources.append_system_prompt.strip(), text) if part)
         return {"resources.append_system_prompt": joined}
+    if op == "stop":
+        if value not in STOP_PRESETS:
+            raise ValueError(f"no stop preset {value!r} ({', '.join(STOP_PRESETS)})")
+        if list(parent.provider_options.stop) == STOP_PRESETS[str(value)]:
+            raise ValueError(f"provider_options.stop is already the {value!r} preset")
+        return {"provider_options.stop": list(STOP_PRESETS[str(value)])}
+    if op == "action_format":
+        return _format_changes(parent, value)
     if _current(parent, op) == value and type(_current(parent, op)) is type(value):
         raise ValueError(f"{_PATHS[op]} is already {value!r}")
     return {_PATHS[op]: value}
+
+
+def _format_changes(parent: HCPContract, value: Any) -> dict[str, Any]:
+    if value not in ACTION_FORMATS or value == parent.tools.action_format:
+        raise ValueError(f"cannot switch the action format to {value!r} (now {parent.tools.action_format!r})")
+    changes: dict[str, Any] = {"tools.action_format": value}
+    if value in SHELL_FORMATS:
+        allow = list(parent.tools.allow)
+        if "bash" not in allow:
+            raise ValueError(f"the {value} action format needs bash, which the contract does not allow")
+        kept = [tool for tool in allow if tool in SHELL_FORMAT_TOOLS]
+        if kept != allow:
+            changes["tools.allow"] = kept
+    return changes
 
 
 def _skill_changes(parent: HCPContract, name: str) -> dict[str, Any]:
@@ -206,6 +284,17 @@ def _skill_changes(parent: HCPContract, name: str) -> dict[str, Any]:
     return {"resources.embedded": embedded, "skills.paths": [*parent.skills.paths, path]}
 
 
+def _example_changes(parent: HCPContract, name: str) -> dict[str, Any]:
+    library = example_library()
+    if name not in library:
+        raise ValueError(f"no worked example {name!r} in the library ({', '.join(library)})")
+    if parent.resources.example(name) is not None:
+        raise ValueError(f"worked example {name!r} is already in the contract")
+    if len(parent.resources.examples) >= MAX_EXAMPLES:
+        raise ValueError(f"the contract already carries {MAX_EXAMPLES} worked examples")
+    return {"resources.examples": [*parent.resources.examples, library[name]]}
+
+
 def _scaled(current: float, factor: float, bounds: tuple[float, float], integer: bool) -> float | int | None:
     value = min(max(current * factor, bounds[0]), bounds[1])
     value = int(round(value)) if integer else float(value)
@@ -215,14 +304,18 @@ def _scaled(current: float, factor: float, bounds: tuple[float, float], integer:
 def operator_edits(contract: HCPContract) -> list[Edit]:
     """Every single operator edit that applies to ``contract``, in a fixed order.
 
-    Tools added or removed, boolean hooks toggled, the other ``on_command_error``
-    variants, library skills added, the observation cap x4 and /4, the bash timeout x2
-    and /2, max turns x2 and /2, max tokens per call x2 (below the context window),
-    other temperatures and top_p values, and the other action format. Prompt edits are
-    model-proposed (:mod:`mindforge.search.proposals`), not listed here.
+    Tools added (those the action format can offer) or removed, boolean hooks toggled,
+    the other ``on_command_error`` variants, library skills and worked examples added,
+    the observation cap x4 and /4, the other truncations, the exit-code and turn-budget
+    lines toggled, the bash timeout x2 and /2, max turns x2 and /2, the other mode, max
+    tokens per call x2 (below the context window), /2 and /4 (at least 32), the stop
+    presets other than the current one, other temperatures and top_p values, and every
+    other action format. Prompt edits are model-proposed (:mod:`mindforge.search.proposals`),
+    not listed here.
     """
     tools, hooks = contract.tools, contract.hooks
-    out: list[Edit] = [Edit(op="add_tool", value=t) for t in KNOWN_TOOLS if t not in tools.allow]
+    offerable = SHELL_FORMAT_TOOLS if tools.action_format in SHELL_FORMATS else frozenset(KNOWN_TOOLS)
+    out: list[Edit] = [Edit(op="add_tool", value=t) for t in KNOWN_TOOLS if t not in tools.allow and t in offerable]
     out += [Edit(op="remove_tool", value=t) for t in tools.allow if t not in KEEP_TOOLS]
     out += [Edit(op="hook_off" if getattr(hooks, h) else "hook_on", value=h) for h in BOOL_HOOKS]
     out += [Edit(op="on_command_error", value=v) for v in ("full", "tail", "none") if v != hooks.on_command_error]
@@ -231,6 +324,8 @@ def operator_edits(contract: HCPContract) -> list[Edit]:
         for name in skill_library()
         if f"{SKILL_DIR}/{name}" not in contract.skills.paths
     ]
+    if len(contract.resources.examples) < MAX_EXAMPLES:
+        out += [Edit(op="add_example", value=n) for n in example_library() if contract.resources.example(n) is None]
     numeric = [
         ("max_observation_bytes", tools.max_observation_bytes, (4.0, 0.25), OBSERVATION_BYTES_RANGE, True),
         ("bash_timeout_sec", tools.bash_timeout_sec, (2.0, 0.5), BASH_TIMEOUT_SEC_RANGE, False),
@@ -240,10 +335,23 @@ def operator_edits(contract: HCPContract) -> list[Edit]:
         for factor in factors:
             if (value := _scaled(current, factor, bounds, integer)) is not None:
                 out.append(Edit(op=op, value=value))
-    if contract.model.max_tokens * 2 < contract.model.context_window:
-        out.append(Edit(op="max_tokens", value=contract.model.max_tokens * 2))
+    tokens = contract.model.max_tokens
+    if tokens * 2 < contract.model.context_window:
+        out.append(Edit(op="max_tokens", value=tokens * 2))
+    lower = sorted({max(int(tokens * f), MIN_MAX_TOKENS) for f in MAX_TOKENS_DOWN} - {tokens}, reverse=True)
+    out += [Edit(op="max_tokens", value=value) for value in lower if value < tokens]
+    out += [Edit(op="observation_truncation", value=v) for v in TRUNCATIONS if v != tools.observation_truncation]
+    out.append(Edit(op="show_exit_code", value=not tools.show_exit_code))
+    out.append(Edit(op="show_turn_budget", value=not tools.show_turn_budget))
+    out += [Edit(op="mode", value=m) for m in MODES if m != contract.workspace.mode]
     opts = contract.provider_options
+    out += [Edit(op="stop", value=name) for name, stops in STOP_PRESETS.items() if stops != list(opts.stop)]
     out += [Edit(op="temperature", value=t) for t in TEMPERATURES if t != opts.temperature]
     out += [Edit(op="top_p", value=p) for p in TOP_PS if p != opts.top_p]
-    out.append(Edit(op="action_format", value="tool_calls" if tools.action_format == "json" else "json"))
+    can_shell = "bash" in tools.allow
+    out += [
+        Edit(op="action_format", value=f)
+        for f in ACTION_FORMATS
+        if f != tools.action_format and (f not in SHELL_FORMATS or can_shell)
+    ]
     return out

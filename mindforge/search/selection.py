@@ -2,8 +2,17 @@
 
 An *arm* is a candidate contract that a cell may use: every candidate already in the
 state, plus potential ones offered this step - the single operator edits, the best
-winners composed pairwise, and a cluster's best winner refined by one more edit that
-fits the cluster's audit. A potential arm becomes a candidate only when a cell picks it.
+winners composed pairwise, a cluster's best winner refined by one more edit that fits
+the cluster's audit, and, in a cluster nothing has solved yet, its stepping stones
+(candidates whose attempts got past the harness failure the audit named, see
+:func:`mindforge.search.state.is_progress`) refined the same way. A potential arm becomes
+a candidate only when a cell picks it. Refinements try the edits that fit the audit best
+first.
+
+Some features only pay off together - a small model needs the bare ``command`` action
+format AND a worked example to solve anything - so no single edit wins; the first edit
+still shows as progress (its replies parse, the task now fails as a wrong answer), and
+refining the stepping stone reaches the pair within a few steps.
 
 Adaptive scoring: each (task, arm) cell has a Beta posterior on its success rate - a
 prior from the task's audit (:mod:`.affinity`), the cell's own attempts, and the arm's
@@ -12,7 +21,8 @@ composed arm inherits part of its parts' wins. ``selection = "ucb"`` scores the
 posterior mean plus ``exploration`` standard deviations (untried fitting edits first,
 then re-attempts of promising cells), ``"thompson"`` draws from it. Composed and refined
 arms are offered to a task only after every single edit that fits its audit was tried
-on it. The ``random`` strategy draws tasks and single edits uniformly.
+on it (refined stepping stones right away: the evidence already points at them). The
+``random`` strategy draws tasks and single edits uniformly.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ from mindforge.search.state import SearchConfig, SearchState
 
 #: refined candidates (winner + one edit) offered per cluster and step
 REFINE_PER_CLUSTER = 8
+#: stepping stones (progress without a pass) refined per cluster and step
+STEPPING_STONES_PER_CLUSTER = 2
 
 
 class Arms:
@@ -72,14 +84,29 @@ class Arms:
 
 
 def _evidence(state: SearchState) -> dict[int, dict[str, list[int]]]:
-    """candidate index -> cluster -> [usable attempts, successes] over all tasks."""
-    out: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    """candidate index -> cluster -> [usable attempts, successes, progress] over all tasks."""
+    out: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     for key, stats in state.cells.items():
         task, cand = (int(part) for part in key.split(":"))
         entry = out[cand][state.tasks[task].cluster]
         entry[0] += stats.usable
         entry[1] += stats.successes
+        entry[2] += stats.progress
     return out
+
+
+def _fitting(singles: list[Edit], table: dict[str, int], root: HCPContract, taken: set[str]) -> list[Edit]:
+    """Single edits in free slots that fit the audit (level >= 1), best fitting first (stable)."""
+    levels = [(affinity(table, e.tags(root)), i, e) for i, e in enumerate(singles) if e.slot not in taken]
+    return [e for level, _i, e in sorted(levels, key=lambda x: (-x[0], x[1])) if level >= 1]
+
+
+def _refine(arms: Arms, base: list[Edit], fitting: list[Edit], origin: str) -> None:
+    for edit in fitting[:REFINE_PER_CLUSTER]:
+        try:
+            arms.offer(compose_edits(base, [edit]), origin)
+        except CandidateError:
+            continue
 
 
 def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved: list[int]) -> None:
@@ -100,18 +127,22 @@ def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved
     evidence = _evidence(state)
     clusters = sorted({state.tasks[t].cluster for t in unsolved})
     for cluster in clusters:
+        table = task_affinity_table(next(state.tasks[t] for t in unsolved if state.tasks[t].cluster == cluster))
         # the candidate with the most wins in this cluster (any candidate, not only the top winners)
         best = max(sorted(wins), key=lambda i: (evidence[i][cluster][1], -i), default=None)
-        if best is None or evidence[best][cluster][1] == 0:
+        if best is not None and evidence[best][cluster][1] > 0:
+            edits = state.candidates[best].edits
+            _refine(arms, edits, _fitting(singles, table, arms.root, {e.slot for e in edits}), "refine")
             continue
-        table = task_affinity_table(next(state.tasks[t] for t in unsolved if state.tasks[t].cluster == cluster))
-        slots = {e.slot for e in state.candidates[best].edits}
-        fitting = [e for e in singles if e.slot not in slots and affinity(table, e.tags(arms.root)) >= 1]
-        for edit in fitting[:REFINE_PER_CLUSTER]:
-            try:
-                arms.offer(compose_edits(state.candidates[best].edits, [edit]), "refine")
-            except CandidateError:
-                continue
+        # nothing solved here yet: refine the stepping stones, shortest chains first
+        # (a single edit that got past the failure before its own refinements), then most progress
+        stones = sorted(
+            (i for i in evidence if evidence[i][cluster][2] > 0),
+            key=lambda i: (len(state.candidates[i].edits), -evidence[i][cluster][2], i),
+        )
+        for stone in stones[:STEPPING_STONES_PER_CLUSTER]:
+            edits = state.candidates[stone].edits
+            _refine(arms, edits, _fitting(singles, table, arms.root, {e.slot for e in edits}), "progress")
 
 
 class _Context:
@@ -152,7 +183,7 @@ def _posterior(ctx: _Context, task: int, cand: Candidate, index: int | None) -> 
         own = state.cell(task, index)
         alpha += own.successes
         beta += own.usable - own.successes
-        for where, (usable, wins) in ctx.evidence.get(index, {}).items():
+        for where, (usable, wins, _progress) in ctx.evidence.get(index, {}).items():
             if where == cluster:
                 usable, wins = usable - own.usable, wins - own.successes
             weight = config.cluster_weight if where == cluster else config.global_weight
@@ -161,7 +192,7 @@ def _posterior(ctx: _Context, task: int, cand: Candidate, index: int | None) -> 
     for sub in subs:
         if sub == index:
             continue
-        for where, (_usable, wins) in ctx.evidence.get(sub, {}).items():
+        for where, (_usable, wins, _progress) in ctx.evidence.get(sub, {}).items():
             weight = config.cluster_weight if where == cluster else config.global_weight
             alpha += 0.5 * weight * wins
     return alpha, max(beta, 1e-6)
@@ -177,11 +208,12 @@ def pick_adaptive(
     all_arms = arms.all()
     for t in unsolved:
         composing = _singles_tried(ctx, t, all_arms, existing)
+        stepping = composing or _singles_tried(ctx, t, all_arms, existing, top_only=True)
         for position, cand in enumerate(all_arms):
             index = position if position < existing else None
             if index is not None and state.cell(t, index).attempts >= cap:
                 continue
-            if len(cand.edits) > 1 and not composing:
+            if len(cand.edits) > 1 and not (stepping if cand.origin == "progress" else composing):
                 continue
             alpha, beta = _posterior(ctx, t, cand, index)
             draws.append((_score(state.config, alpha, beta, rng), t, position, cand))
@@ -206,18 +238,22 @@ def _score(config: SearchConfig, alpha: float, beta: float, rng: random.Random) 
     return mean + config.exploration * std + 1e-9 * rng.random()
 
 
-def _singles_tried(ctx: _Context, task: int, all_arms: list[Candidate], existing: int) -> bool:
+def _singles_tried(
+    ctx: _Context, task: int, all_arms: list[Candidate], existing: int, *, top_only: bool = False
+) -> bool:
     """Whether every single edit that fits the task has been attempted on it.
 
     The fitting edits are the single-edit arms the task's audit relates to (affinity 1
     or more), or all single edits when it relates to none. Composed and refined
     candidates are only tried on a task after that: they are for tasks that one fitting
-    edit did not solve.
+    edit did not solve. With ``top_only`` only the best-fitting singles (the highest
+    affinity level) count: refined stepping stones wait for those alone.
     """
     table = ctx.tables[task]
     singles = [(p, c) for p, c in enumerate(all_arms) if len(c.edits) == 1]
     levels = {p: affinity(table, ctx.arm(c)[0]) for p, c in singles}
-    floor = 1 if max(levels.values(), default=0) >= 1 else 0
+    top = max(levels.values(), default=0)
+    floor = top if top_only else (1 if top >= 1 else 0)
     for position, _cand in singles:
         if levels[position] < floor:
             continue

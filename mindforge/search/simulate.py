@@ -3,7 +3,12 @@
 Not used by the product. Each task is unlocked by one particular harness property (a
 tool, a hook, a skill, an observation-cap raise, ...): under a contract that has it, a
 noisy policy succeeds with probability ``p_unlocked`` (< 1); otherwise with
-``p_locked`` (about 0). The outcome oracle stands in for the sandbox and the scripted
+``p_locked`` (about 0). Combination kinds need two properties together; the
+small-model kind ``combo:command+example`` (its replies fail to parse under the JSON
+baseline; it needs the ``command`` action format and a worked example) fails as a wrong
+answer, not a parse failure, once its format is a shell one: the oracle reports that
+audit rule, as the real audit would, so the search sees the stepping stone. The outcome
+oracle stands in for the sandbox and the scripted
 policy so that hundreds of attempts run in seconds, and everything else - the base
 evaluation's transcripts, their audits (:func:`mindforge.audit.audit_trial`), the
 candidates, the allocator and its state - is the real code.
@@ -19,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from mindforge.audit import audit_trial
-from mindforge.hcp import HCPContract
+from mindforge.hcp import SHELL_FORMATS, HCPContract
 from mindforge.search.candidates import materialize
 from mindforge.search.state import CellResult, SearchState, SearchTask, StepPlan, StepResults
 from mindforge.search.tasks import search_tasks_from_audits
@@ -51,7 +56,15 @@ UNLOCKS: dict[str, Predicate] = {
 #: kinds that need two edits together (not in the default mix: the benchmark's tasks need one)
 COMBO_UNLOCKS: dict[str, Predicate] = {
     "combo:read_file+plan": lambda root, c: "read_file" in c.tools.allow and c.hooks.plan_first,
+    "combo:command+example": lambda root, c: c.tools.action_format == "command" and bool(c.resources.examples),
 }
+#: combination kind -> predicate of the first step: under such a contract the task
+#: still fails, but as a wrong answer (``model.wrong_answer``) instead of its base failure
+STEPPING: dict[str, Predicate] = {
+    "combo:command+example": lambda root, c: c.tools.action_format in SHELL_FORMATS,
+}
+#: the audit rule of a failed attempt past a stepping stone
+STEPPED_RULE = "model.wrong_answer"
 
 
 class UnlockTask(BaseModel):
@@ -102,6 +115,12 @@ def base_transcript(kind: str) -> tuple[list[dict[str, Any]], FailureClass, Limi
     loops; or it simply finishes with a wrong answer.
     """
     finish = [_ev("reply", turn=9, finish_reason="stop"), _ev("action", turn=9, tool="finish", arguments={})]
+    if kind in ("format", "combo:command+example"):
+        bad = [
+            _ev("unusable_reply", failure_class="parse_error", reason="no JSON action found", count=i)
+            for i in (1, 2, 3)
+        ]
+        return bad, FailureClass.PARSE_ERROR, None
     if kind.startswith(("tool:", "combo:")):
         tool = kind.split(":", 1)[1].split("+")[0]
         reason = f"tool '{tool}' is not available; available tools: bash, finish"
@@ -113,12 +132,6 @@ def base_transcript(kind: str) -> tuple[list[dict[str, Any]], FailureClass, Limi
         return events + finish, FailureClass.TASK_FAILED, None
     if kind == "turns":
         return _actions([f"step {i}" for i in range(12)]), FailureClass.MAX_TURNS, LimitFired.MAX_TURNS
-    if kind == "format":
-        bad = [
-            _ev("unusable_reply", failure_class="parse_error", reason="no JSON action found", count=i)
-            for i in (1, 2, 3)
-        ]
-        return bad, FailureClass.PARSE_ERROR, None
     if kind == "temperature":
         return _actions(["make"] * 8, exit_code=2), FailureClass.MAX_TURNS, LimitFired.MAX_TURNS
     if kind == "error_output":
@@ -160,6 +173,8 @@ class UnlockOracle:
         p_locked: success probability otherwise.
         seed: with the trial id, seeds each outcome (reproducible).
         tokens_per_attempt / wall_sec_per_attempt: the cost reported per trial.
+        report_rules: report :data:`STEPPED_RULE` as the audit rule of a failure past a
+            stepping stone (False: no rule is ever reported, an ablation).
     """
 
     def __init__(
@@ -172,8 +187,9 @@ class UnlockOracle:
         seed: int = 0,
         tokens_per_attempt: int = 3000,
         wall_sec_per_attempt: float = 30.0,
+        report_rules: bool = True,
     ) -> None:
-        self.root, self.seed = root, seed
+        self.root, self.seed, self.report_rules = root, seed, report_rules
         self.kinds = {t.task_hash: t.kind for t in tasks}
         self.p_unlocked, self.p_locked = p_unlocked, p_locked
         self.tokens, self.wall_sec = tokens_per_attempt, wall_sec_per_attempt
@@ -184,6 +200,11 @@ class UnlockOracle:
         """Whether ``contract`` has the property that unlocks the task."""
         kind = self.kinds[task_hash]
         return (UNLOCKS.get(kind) or COMBO_UNLOCKS[kind])(self.root, contract)
+
+    def failure_rule(self, task_hash: str, contract: HCPContract) -> str:
+        """The audit rule reported for a failed attempt: :data:`STEPPED_RULE` past a stepping stone, else ``""``."""
+        stepping = STEPPING.get(self.kinds[task_hash])
+        return STEPPED_RULE if self.report_rules and stepping is not None and stepping(self.root, contract) else ""
 
     def contract(self, state: SearchState, plan: StepPlan, contract_hash: str) -> HCPContract:
         """The contract with this hash among the state's and the plan's candidates."""
@@ -202,7 +223,8 @@ class UnlockOracle:
         """Run every planned cell (recording its trial id in :attr:`executed`)."""
         results = []
         for cell in plan.cells:
-            unlocked = self.unlocks(cell.task_hash, self.contract(state, plan, cell.contract_hash))
+            contract = self.contract(state, plan, cell.contract_hash)
+            reward = self.outcome(cell.trial_id, self.unlocks(cell.task_hash, contract))
             self.executed.append(cell.trial_id)
             results.append(
                 CellResult(
@@ -210,9 +232,10 @@ class UnlockOracle:
                     task_hash=cell.task_hash,
                     contract_hash=cell.contract_hash,
                     attempt=cell.attempt,
-                    reward=self.outcome(cell.trial_id, unlocked),
+                    reward=reward,
                     tokens=self.tokens,
                     wall_sec=self.wall_sec,
+                    rule="" if reward >= 1.0 else self.failure_rule(cell.task_hash, contract),
                 )
             )
         return StepResults(step=plan.step, results=results)

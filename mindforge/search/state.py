@@ -124,11 +124,15 @@ class CellStats(BaseModel):
         attempts: trials observed (all, including ones without a real reward).
         usable: trials with a real reward.
         successes: trials with the full reward.
+        progress: failed usable trials whose audit no longer names the task's
+            config-owned base failure (nor an unusable reply): the harness stopped
+            standing in the way, the task failed further on (see :func:`is_progress`).
     """
 
     attempts: int = 0
     usable: int = 0
     successes: int = 0
+    progress: int = 0
 
 
 class Spent(BaseModel):
@@ -238,6 +242,8 @@ class CellResult(BaseModel):
         usable: the reward is real (``mindforge.audit.usable_for_search``).
         tokens: prompt + completion tokens.
         wall_sec: the trial's wall time, seconds.
+        rule: the audit rule of a failed trial (``model.wrong_answer``, ...); ``""``
+            when it passed or was not audited.
     """
 
     trial_id: str
@@ -248,6 +254,7 @@ class CellResult(BaseModel):
     usable: bool = True
     tokens: int = 0
     wall_sec: float = 0.0
+    rule: str = ""
 
     @property
     def passed(self) -> bool:
@@ -271,6 +278,29 @@ class StepResults(BaseModel):
     prompt_edits: list[Edit] = Field(default_factory=list)
     prompt_rejections: list[str] = Field(default_factory=list)
     wall_sec: float | None = None
+
+
+#: the audit rule of replies the harness could not use: a failure moving there is no progress
+UNUSABLE_REPLY_RULE = "config.parse_failure"
+
+
+def is_progress(task: SearchTask, result: CellResult) -> bool:
+    """Whether a failed attempt got past the harness problem its task's audit named.
+
+    True when the task's base failure is owned by the config (the harness stood in the
+    way) and the attempt failed, with a real reward, under another audit rule that is
+    not an unusable reply: e.g. replies that did not parse under the baseline
+    (``config.parse_failure``) parse under the candidate and the task now fails as
+    ``model.wrong_answer``. Such a candidate is a stepping stone: the allocator refines
+    it with one more fitting edit even before anything passed
+    (:func:`mindforge.search.selection.offer_new_arms`).
+    """
+    return (
+        task.owner == "config"
+        and result.usable
+        and not result.passed
+        and result.rule not in ("", task.rule, UNUSABLE_REPLY_RULE)
+    )
 
 
 def search_trial_id(job_id: str, task_hash: str, contract_hash: str, attempt: int) -> str:

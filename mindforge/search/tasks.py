@@ -88,4 +88,5 @@ def cell_result_from_record(record: TrialRecord, cell: PlannedCell, audit: Audit
         usable=usable_for_search(record, audit),
         tokens=record.prompt_tokens + record.completion_tokens,
         wall_sec=record.timings.total_sec,
+        rule=audit.rule if audit is not None and not record.passed else "",
     )

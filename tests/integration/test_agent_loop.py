@@ -137,3 +137,102 @@ def test_shell_session_persists_and_background_server_returns(task, docker_engin
     assert "/tmp" in obs[2] and "fib-42" in obs[2]
     assert obs[4].startswith("hello")
     assert rec.timings.agent_sec < 30
+
+
+def _small_model_contract(fmt: str, mode: str, **changes):
+    """The plain baseline with the harness features a small model needs (a test contract, not a shipped one)."""
+    from mindforge.search import example_library
+
+    examples = [example_library()["count_lines"], example_library()["sort_unique"]]
+    return derive(
+        BASELINE,
+        name=f"small-{fmt.replace('_', '-')}",
+        revision="1.0.0",
+        edit=f"{fmt} format, worked examples, {mode}",
+        changes={
+            "tools.action_format": fmt,
+            "tools.allow": ["bash", "finish"],
+            "resources.examples": examples,
+            "workspace.mode": mode,
+            **changes,
+        },
+    )
+
+
+def _requests(server) -> list[dict]:
+    return server.app.state.policy.requests
+
+
+def test_command_format_with_examples_in_single_command_mode_passes(task, docker_engine, settings):
+    """One model call: the reply's first line is the command, it runs, the verifier passes (scripted policy)."""
+    contract = _small_model_contract(
+        "command", "single_command", **{"provider_options.stop": ["\n"], "model.max_tokens": 64}
+    )
+    script = {
+        "rules": [
+            {
+                "match": {"last_message_contains": "Fibonacci", "conversation_contains": ["planets.txt", "birds.txt"]},
+                "reply": {"content": "$ echo 144 > /app/answer.txt\nthat should do it"},
+            }
+        ],
+        "default": {"content": "I am not sure."},
+        "base_models": [contract.model.id],
+    }
+    with start_scripted_policy(script) as server:
+        agent = ModelAgent(contract, base_url=server.base_url)
+        rec = run_trial(task, agent, docker_engine, run_id="loop", trial_id="cmd", artifact_root=settings.artifacts)
+        requests = _requests(server)
+    assert rec.reward == 1.0 and rec.failure_class is None, (rec.failure_class, rec.failure_detail)
+    assert rec.num_turns == 1 and len(requests) == 1
+    sent = requests[0]
+    assert sent["stop"] == ["\n"] and sent["max_tokens"] == 64 and not sent.get("tools")
+    roles = [m["role"] for m in sent["messages"]]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]  # two examples, then the task
+    assert sent["messages"][2]["content"] == "wc -l < planets.txt > planet_count.txt && cat planet_count.txt"
+    events = read_transcript(Path(rec.artifacts["transcript"]))
+    action = next(e for e in events if e["event"] == "action")
+    assert action["arguments"] == {"command": "echo 144 > /app/answer.txt"}  # first line, "$ " stripped
+    observation = next(e for e in events if e["event"] == "observation")
+    assert observation["exit_code"] == 0 and observation["content"].startswith("[exit code 0]")
+    from mindforge.atif import read_trajectory
+
+    trajectory = read_trajectory(Path(rec.artifacts["trajectory"]))
+    assert sum(1 for s in trajectory.steps if s.is_copied_context) == 2
+    assert trajectory.extra["mindforge"]["agent_steps"] == 1
+
+
+def test_fenced_bash_in_multi_turn_mode_passes_and_finishes_with_done(task, docker_engine, settings):
+    """A fenced ```bash block acts, the terminal-style output comes back, ``done`` finishes (scripted policy)."""
+    contract = _small_model_contract("fenced_bash", "multi_turn", **{"tools.show_turn_budget": False})
+    script = {
+        "rules": [
+            {"match": {"last_message_contains": "Output:"}, "reply": {"content": "done"}},
+            {
+                "match": {"last_message_contains": "Fibonacci"},
+                "reply": {"content": "I will write it.\n```bash\ncd /app\necho 144 > answer.txt\n```"},
+            },
+        ],
+        "default": {"content": "no idea"},
+        "base_models": [contract.model.id],
+    }
+    with start_scripted_policy(script) as server:
+        agent = ModelAgent(contract, base_url=server.base_url)
+        rec = run_trial(task, agent, docker_engine, run_id="loop", trial_id="fenced", artifact_root=settings.artifacts)
+        requests = _requests(server)
+    assert rec.reward == 1.0 and rec.failure_class is None, (rec.failure_class, rec.failure_detail)
+    assert rec.num_turns == 2
+    assert "stop" not in requests[0] or not requests[0]["stop"]
+    assert requests[1]["messages"][-1]["content"] == "Output:\n[exit code 0]"  # no turn-budget line
+    example_reply = requests[0]["messages"][2]["content"]
+    assert example_reply == "```bash\nwc -l < planets.txt > planet_count.txt\n```"
+    events = read_transcript(Path(rec.artifacts["transcript"]))
+    assert [e["tool"] for e in events if e["event"] == "action"] == ["bash", "finish"]
+
+
+def test_single_command_mode_ends_at_the_first_unusable_reply(task, docker_engine, settings):
+    """No retry in single_command mode: one call, the parse error is the trial's class, the verifier still ran."""
+    contract = _small_model_contract("fenced_bash", "single_command")
+    script = {"default": {"content": "echo 144 > answer.txt"}}  # no fenced block
+    rec = _trial(task, contract, script, docker_engine, settings, "single-bad")
+    assert (rec.failure_class, rec.num_turns, rec.reward) == (FailureClass.PARSE_ERROR, 1, 0.0)
+    assert "single_command" in rec.failure_detail

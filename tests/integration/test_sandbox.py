@@ -122,6 +122,17 @@ def test_fifty_megabytes_capped_quickly(sandbox):
     assert res.stderr == "done\n" and res.stderr_omitted_bytes == 0
 
 
+@pytest.mark.parametrize("truncation", ["head", "tail"])
+def test_head_or_tail_truncation_in_the_exec_script(sandbox, truncation):
+    res = sandbox.exec("seq 1 5000", timeout_sec=30, max_output_bytes=60, truncation=truncation)
+    lines = res.stdout.splitlines()
+    assert res.stdout_bytes > 60 and res.stdout_omitted_bytes == res.stdout_bytes - 60
+    if truncation == "head":
+        assert lines[0] == "1" and lines[-1] == f"[... {res.stdout_omitted_bytes} bytes omitted ...]"
+    else:
+        assert lines[0] == f"[... {res.stdout_omitted_bytes} bytes omitted ...]" and lines[-1] == "5000"
+
+
 def test_binary_output_decodes_with_replacement(sandbox):
     res = sandbox.exec(r"printf '\xff\xfe ok \xc3\xa9'; head -c 3000 /dev/urandom >&2", timeout_sec=30)
     assert res.ok

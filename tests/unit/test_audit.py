@@ -130,6 +130,36 @@ def test_audit_rules_classify_recorded_transcripts(kwargs, events, verdict, cont
         assert 1 <= start <= stop <= len(events or [])
 
 
+def plain(turn: int, command: str, code: int = 0, out: str = "ok", *, shown=True, hidden=False) -> list[dict]:
+    """A bash turn as the shell formats show it: terminal text, exit code as a recorded fact."""
+    text = (out if not hidden else "") + (f"\n[exit code {code}]" if shown else "")
+    return [
+        {"event": "reply", "turn": turn, "finish_reason": "stop"},
+        {"event": "action", "turn": turn, "tool": "bash", "arguments": {"command": command}},
+        {
+            "event": "observation",
+            "turn": turn,
+            "content": text.strip() or "(no output)",
+            "exit_code": code,
+            "output_hidden": hidden,
+        },
+    ]
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_rules_read_the_recorded_exit_code_whatever_the_observation_shows(shown: bool) -> None:
+    failing = plain(1, "make", code=2, out="error", shown=shown) + plain(2, "make test", code=2, shown=shown)
+    verdict = audit_trial(record(FailureClass.TASK_FAILED), failing + finish(3), contract=BASELINE)
+    assert verdict.rule == "model.finished_on_errors"
+    looping = [e for i in range(1, 9) for e in plain(i, f"step {i}", out=f"out {i}", shown=shown)]
+    limit = record(FailureClass.MAX_TURNS, limit=LimitFired.MAX_TURNS)
+    assert audit_trial(limit, looping + end("max_turns", "max_turns")).rule == "config.limit_while_progressing"
+    hidden = plain(1, "ls") + plain(2, "make", code=2, out="error", shown=shown, hidden=True) + finish(3)
+    assert audit_trial(record(FailureClass.TASK_FAILED), hidden, contract=HIDDEN).rule == "config.error_output_hidden"
+    nothing_hidden = plain(1, "ls") + plain(2, "false", code=1, out="", shown=shown) + finish(3)
+    assert audit_trial(record(FailureClass.TASK_FAILED), nothing_hidden, contract=HIDDEN).rule == "model.wrong_answer"
+
+
 def test_evidence_names_the_lines_the_tool_and_the_limit() -> None:
     events = act(1, "ls") + [NOT_AVAILABLE] + finish(2)  # the unusable reply is line 4
     result = audit_trial(record(FailureClass.TASK_FAILED), events)

@@ -123,7 +123,30 @@ MALFORMED = [
     ("relative workspace root", _set("workspace.root", "app"), "workspace.root", "not an absolute POSIX path"),
     ("unknown tool", _set("tools.allow", ["bash", "python"]), "tools.allow[1]", "got str 'python'"),
     ("duplicate tool", _set("tools.allow", ["bash", "bash"]), "tools.allow", "listed twice: bash"),
-    ("unknown action format", _set("tools.action_format", "xml"), "tools.action_format", "'json' or 'tool_calls'"),
+    ("unknown action format", _set("tools.action_format", "xml"), "tools.action_format", "'fenced_bash' or 'command'"),
+    ("shell format with file tools", _set("tools.action_format", "command"), "tools.allow", "acts through bash alone"),
+    ("shell format without bash", _both(_set("tools.action_format", "fenced_bash"), _set("tools.allow", ["finish"])),
+     "tools.allow", "acts through bash alone"),
+    ("multi-line command example", _both(_set("tools.action_format", "command"), _set("tools.allow", ["bash"]),
+     _set("resources.examples", [{"instruction": "x", "steps": [{"command": "cd a\nls"}]}])),
+     "resources.examples[0].steps[0].command", "one command line per reply"),
+    ("example without steps", _set("resources.examples", [{"instruction": "x", "steps": []}]),
+     "resources.examples[0].steps", "at least 1 item"),
+    ("example blank command", _set("resources.examples", [{"instruction": "x", "steps": [{"command": " "}]}]),
+     "resources.examples[0].steps[0].command", "the command is blank"),
+    ("example bad exit code",
+     _set("resources.examples", [{"instruction": "x", "steps": [{"command": "ls", "exit_code": 300}]}]),
+     "resources.examples[0].steps[0].exit_code", "less than or equal to 255"),
+    ("example names twice",
+     _set("resources.examples", [{"name": "a", "instruction": "x", "steps": [{"command": "ls"}]}] * 2),
+     "resources.examples", "example names listed twice: a"),
+    ("empty stop string", _set("provider_options.stop", ["\n", ""]), "provider_options.stop", "cannot be empty"),
+    ("too many stop strings", _set("provider_options.stop", ["a", "b", "c", "d", "e"]), "provider_options.stop",
+     "at most 4 items"),
+    ("stop as a string", _set("provider_options.stop", "\n"), "provider_options.stop", "valid list"),
+    ("unknown truncation", _set("tools.observation_truncation", "middle"), "tools.observation_truncation",
+     "'head' or 'tail'"),
+    ("unknown mode", _set("workspace.mode", "chat"), "workspace.mode", "'multi_turn' or 'single_command'"),
     ("unknown error hook", _set("hooks.on_command_error", "all"), "hooks.on_command_error", "'tail', 'full' or 'none'"),
     ("template without placeholder", _set(TEMPLATE, "Do it."), TEMPLATE, "must contain the {instruction}"),
     ("template unknown placeholder", _set(TEMPLATE, "{instruction} in {workdir}"), TEMPLATE, "placeholder {workdir}"),
@@ -419,3 +442,47 @@ def test_cli_show_diff_register(tmp_path):
     changed.write_text(BASELINE.read_text().replace("max_turns = 30", "max_turns = 31"))
     result = runner.invoke(app, ["register", str(changed), "--registry", str(registry)])
     assert result.exit_code == 1 and "already registered" in result.output
+
+
+def test_late_keys_at_their_default_leave_hashes_and_files_unchanged():
+    """Keys added after the 1.0.0 contracts are written only when set, so older contracts keep their hash."""
+    base = load_contract(BASELINE)
+    late = {"provider_options": {"stop": []},
+            "tools": {"observation_truncation": "head_tail", "show_exit_code": True, "show_turn_budget": True},
+            "resources": {"examples": []}, "workspace": {"mode": "multi_turn"}}
+    doc = base.to_document()
+    for section, keys in late.items():
+        assert not set(keys) & set(doc[section]), section
+    explicit = baseline_doc()
+    for section, keys in late.items():
+        explicit[section].update(keys)
+    assert contract_from_document(explicit).content_hash == base.content_hash
+    assert dump_contract(base) == BASELINE.read_text()  # the shipped file is exactly what we write
+
+
+def test_harness_features_round_trip_and_count_in_the_hash(tmp_path):
+    doc = baseline_doc()
+    doc["tools"].update(allow=["bash", "finish"], action_format="command", observation_truncation="tail",
+                        show_exit_code=False, show_turn_budget=False)
+    doc["provider_options"]["stop"] = ["\n"]
+    doc["workspace"]["mode"] = "single_command"
+    doc["resources"]["examples"] = [
+        {"name": "count", "instruction": "Count the lines of a.txt.", "x_source": "hand-written",
+         "steps": [{"command": "wc -l < a.txt", "output": "3\n", "x_note": "kept"}]}
+    ]
+    contract = contract_from_document(doc)
+    assert contract.unknown_keys() == ["resources.examples[0].x_source", "resources.examples[0].steps[0].x_note"]
+    text = dump_contract(contract)
+    assert "[[resources.examples]]" in text and "[[resources.examples.steps]]" in text
+    again = load_contract(save_contract(contract, tmp_path / "c.toml"))
+    assert again == contract and again.content_hash == contract.content_hash
+    assert again.resources.example("count").steps[0].output == "3\n"
+    assert (again.provider_options.stop, again.workspace.mode) == (["\n"], "single_command")
+    hashes = {contract.content_hash}
+    for key, value in [("provider_options.stop", ["\n\n"]), ("tools.show_exit_code", True),
+                       ("resources.examples", []), ("workspace.mode", "multi_turn")]:
+        changed = derive(contract, revision=f"x-{len(hashes)}", edit="test", changes={key: value})
+        assert changed.content_hash not in hashes, key
+        hashes.add(changed.content_hash)
+    diff = format_diff(diff_contracts(load_contract(BASELINE), contract, include_identity=False))
+    assert '+ workspace.mode = "single_command"' in diff and "+ resources.examples[0].instruction" in diff

@@ -27,6 +27,20 @@ def test_large_stream_keeps_head_and_tail_with_marker():
     assert cap.text == "a" * 50 + "\n" + omitted_marker(900) + "\n" + "c" * 50
 
 
+def test_head_or_tail_truncation_keeps_one_end():
+    assert split_budget(10, "head") == (10, 0) and split_budget(10, "tail") == (0, 10)
+    with pytest.raises(ValueError, match="truncation must be one of"):
+        split_budget(10, "middle")
+    data = b"a" * 50 + b"b" * 900 + b"c" * 50
+    head = cap_bytes(data, 100, "head")
+    assert (head.text, head.omitted_bytes) == ("a" * 50 + "b" * 50 + "\n" + omitted_marker(900) + "\n", 900)
+    tail = cap_bytes(data, 100, "tail")
+    assert tail.text == omitted_marker(900) + "\n" + "b" * 50 + "c" * 50
+    raw = b"MFEXEC1 0 1000 0\n" + data[-100:]  # what the exec script prints with head 0, tail 100
+    parsed = parse_exec_output(raw, 0, 100)
+    assert parsed is not None and parsed.stdout.text == tail.text
+
+
 def test_invalid_utf8_replaced():
     cap = join_capped(b"\xff ok \xc3\xa9", b"", 7)
     assert cap.text == "\ufffd ok \u00e9"

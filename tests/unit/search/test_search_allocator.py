@@ -224,3 +224,38 @@ def test_a_task_needing_two_edits_is_solved_by_a_composed_candidate() -> None:
     solvers = [state.candidates[state.solved[str(i)]] for i in combo]
     assert solvers and all({"add_tool=read_file", "hook_on=plan_first"} <= set(c.edit_keys) for c in solvers)
     assert all(c.origin in ("compose", "refine") for c in solvers)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_command_format_with_examples_is_found_from_the_plain_json_baseline(seed: int) -> None:
+    """The small-model case: nothing parses under JSON; only the command format AND a worked example solve it.
+
+    No single edit solves anything, but the command format shows progress (its attempts
+    fail as wrong answers, not parse failures): the allocator refines that stepping stone
+    and reaches the two-edit composition within a small budget, from the shipped baseline.
+    """
+    baseline = load_contract(REPO / "hcp_contracts" / "baseline.toml")
+    tasks = make_unlock_tasks(4, ["combo:command+example"])
+    failing = base_search_tasks(tasks, baseline)
+    assert {t.rule for t in failing} == {"config.parse_failure"}
+    oracle = UnlockOracle(baseline, tasks, seed=seed)
+    config = SearchConfig(seed=seed)
+    start = init_search(job_id="small", root=baseline, tasks=failing, budget=SearchBudget(max_attempts=120), config=config)
+    state = run(start, oracle)
+    assert state.stop_reason == "full_coverage" and state.spent.attempts <= 120
+    for t in range(len(failing)):
+        solver = state.candidates[state.solved[str(t)]]
+        assert solver.edits[0].key == "action_format=command" and any(e.op == "add_example" for e in solver.edits)
+        assert len(solver.edits) <= 3 and solver.origin in ("progress", "refine", "compose")
+    assert any(cell.progress for cell in state.cells.values())
+
+
+def test_without_the_progress_signal_the_pair_is_never_reached() -> None:
+    """Ablation: when no audit rule comes back from the attempts, no stepping stone exists and nothing is solved."""
+    baseline = load_contract(REPO / "hcp_contracts" / "baseline.toml")
+    tasks = make_unlock_tasks(4, ["combo:command+example"])
+    failing = base_search_tasks(tasks, baseline)
+    oracle = UnlockOracle(baseline, tasks, seed=0, report_rules=False)
+    state = run(init_search(job_id="abl", root=baseline, tasks=failing, budget=SearchBudget(max_attempts=120)), oracle)
+    assert state.stop_reason == "budget_attempts" and state.covered == 0
+    assert not any(c.origin == "progress" for c in state.candidates)
