@@ -38,16 +38,14 @@ def eval_command(
     if not model:
         _run(hcp, loaded, attempts, concurrency, base_url, out)
         return
+    from mindforge.policy.models import resolve_model
     from mindforge.policy.server import start_policy_server
 
-    server = start_policy_server(model, port=0)
-    try:
-        served = server.app.state.engine.base_name
-        if served != hcp.model.id:
-            raise InputError(contract, "model.id", f"is {hcp.model.id!r} but --model {model} is served as {served!r}")
+    served = resolve_model(model).name  # checked before the model is loaded
+    if served != hcp.model.id:
+        raise InputError(contract, "model.id", f"is {hcp.model.id!r} but --model {model} is served as {served!r}")
+    with start_policy_server(model, port=0) as server:
         _run(hcp, loaded, attempts, concurrency, server.base_url, out)
-    finally:
-        server.stop()
 
 
 def _run(hcp, loaded, attempts: int, concurrency: int, base_url: str | None, out: Path | None) -> None:
