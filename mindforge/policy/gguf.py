@@ -3,7 +3,7 @@
 transformers reads GGUF files itself (``from_pretrained(dir, gguf_file=name)``, which
 needs the PyPI package ``gguf``): it dequantises every tensor to float32 and rebuilds
 the tokenizer, chat template and special tokens from the file's metadata. Loading that
-way takes seconds per start (about 11 s for SmolLM2-135M on a CPU) and leaves a GGUF
+way takes seconds per start (11-25 s for SmolLM2-135M on a shared 2-core CPU) and leaves a GGUF
 quantizer marker on the model although its weights are plain floats, so it cannot be
 saved and some PEFT/trainer code paths treat it as quantized. This module converts a
 GGUF file once — clears the marker, saves model, tokenizer and generation config — into

@@ -145,8 +145,8 @@ def resolve_model(spec: str, *, cache_dir: Path | None = None) -> ResolvedModel:
 
     Never contacts the network: a hub id resolves to itself, and whether it is cached
     or reachable is the loader's business. A GGUF file not converted yet is converted
-    now (SmolLM2-135M: about 11 s and 1.1 GB peak on a CPU; later calls reuse the
-    cached copy after hashing the file, about 0.1 s for its 98 MB).
+    now (SmolLM2-135M: 20-50 s on a shared 2-core CPU, 1.1 GB peak resident; later
+    calls reuse the cached copy after hashing the file, about 0.1 s for its 98 MB).
 
     Args:
         spec: ``tiny``, ``smollm2``, a bundled model's served name, a local ``.gguf``
