@@ -98,7 +98,9 @@ def _raw_generate_rate(engine, max_tokens: int) -> float:
     """Greedy ``model.generate`` on the same prompt, without the server (tokens/s)."""
     import torch
 
-    ids = engine.tokenizer.apply_chat_template(PROMPT, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    ids = engine.tokenizer.apply_chat_template(
+        PROMPT, add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )
     t0 = time.perf_counter()
     with torch.inference_mode():
         out = engine.model.generate(**ids, max_new_tokens=max_tokens, do_sample=False)
@@ -137,9 +139,11 @@ def main() -> None:
     serve = results["serve"]
     print(
         f"serve    greedy {serve['tokens_per_sec']:.1f} tokens/s through the HTTP API ({serve['completion_tokens']} "
-        f"tokens), {serve['raw_tokens_per_sec']:.1f} tokens/s plain generate; peak RSS after {serve['rss_after_mb']:.0f} MB"
+        f"tokens), {serve['raw_tokens_per_sec']:.1f} tokens/s plain generate; "
+        f"peak RSS after {serve['rss_after_mb']:.0f} MB"
     )
-    print(f"ratio direct GGUF load / cached-copy server start: {results['direct']['load_sec'] / serve['load_sec']:.1f}x")
+    load_ratio = results["direct"]["load_sec"] / serve["load_sec"]
+    print(f"ratio direct GGUF load / cached-copy server start: {load_ratio:.1f}x")
     print(f"ratio HTTP API / plain generate tokens/s: {serve['tokens_per_sec'] / serve['raw_tokens_per_sec']:.2f}")
 
 

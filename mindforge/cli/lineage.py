@@ -156,7 +156,9 @@ def start(
     stages: str = typer.Option("discovery,expansion,update", "--stages", help="Stages to run, comma-separated."),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Trials per run_trials activity."),
     base_model: str = typer.Option(
-        None, "--base-model", help="Base model the Update stage trains on, as --model takes it (default: the contract's model.id)."
+        None,
+        "--base-model",
+        help="Base model the Update stage trains on, as --model takes it (default: the contract's model.id).",
     ),
     search_attempts: int = typer.Option(None, "--search-attempts", min=0, help="Search budget per generation in trials (0: no search)."),
     audit_judge: bool = typer.Option(

@@ -35,7 +35,9 @@ def quickstart_command(
         "(bundled SmolLM2-135M-Instruct), a local .gguf file, a model directory or a hub id.",
     ),
     contract: Path = typer.Option(
-        None, "--contract", help="Root HCP contract; default tiny.toml / smollm2.toml for those models, else baseline.toml."
+        None,
+        "--contract",
+        help="Root HCP contract; default tiny.toml / smollm2.toml for those models, else baseline.toml.",
     ),
     policy_url: str = typer.Option(None, "--policy-url", help="Use this running endpoint (e.g. vLLM) instead of the embedded server."),
     tasks: list[Path] = typer.Option(None, "--tasks", help="Tasks to run (default: three bundled tasks)."),

@@ -70,7 +70,9 @@ def create(
     policy_url: str = typer.Option(None, "--policy-url"),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
     base_model: str = typer.Option(
-        None, "--base-model", help="Base model the Update stage trains on, as --model takes it (default: the contract's model.id)."
+        None,
+        "--base-model",
+        help="Base model the Update stage trains on, as --model takes it (default: the contract's model.id).",
     ),
     search_attempts: int = typer.Option(
         None, "--search-attempts", min=0, help="Search budget per generation in trials (0: no search)."

@@ -109,7 +109,8 @@ def _load_failure(gguf_path: Path, exc: Exception) -> ModelSpecError:
         why = f"architecture {arch!r} is not one transformers can dequantise; supported: {', '.join(supported)}"
     else:
         why = f"architecture {arch!r}"
-    return ModelSpecError(gguf_path, f"transformers {transformers.__version__} cannot load this GGUF file ({why}): {exc}")
+    reason = f"transformers {transformers.__version__} cannot load this GGUF file ({why}): {exc}"
+    return ModelSpecError(gguf_path, reason)
 
 
 def _clear_quantizer_marker(model) -> None:

