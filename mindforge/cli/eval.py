@@ -18,19 +18,43 @@ def eval_command(
     attempts: int = typer.Option(1, "--attempts", "-n", min=1, help="Trials per task."),
     concurrency: int = typer.Option(1, "--concurrency", "-j", min=1, help="Trials at once."),
     base_url: str = typer.Option(None, "--base-url", help="Policy endpoint (.../v1); default from the contract's base_url_env or settings."),
+    model: str = typer.Option(
+        None, "--model", "-m",
+        help="Serve this model in-process for the run instead of using an endpoint: smollm2, tiny, a .gguf file, "
+        "a model directory or a hub id (its served name must be the contract's model.id).",
+    ),
     out: Path = typer.Option(None, "--out", "-o", help="JSON results file (default: under the run's artifacts)."),
 ) -> None:
     """Run trials of every task under one HCP contract (no Temporal, for quick work)."""
-    from mindforge.agent.loop import ModelAgent
-    from mindforge.evaluate import evaluate
+    from mindforge.errors import InputError
     from mindforge.hcp import load_contract
-    from mindforge.runner import open_engine
-    from mindforge.settings import get_settings
 
     hcp = load_contract(contract)
+    if model and base_url:
+        raise InputError("--model", "", "give --model (serve it here) or --base-url (an endpoint), not both")
     loaded, errors = _load(tasks)
     if errors:
         raise errors[0][1]
+    if not model:
+        _run(hcp, loaded, attempts, concurrency, base_url, out)
+        return
+    from mindforge.policy.models import resolve_model
+    from mindforge.policy.server import start_policy_server
+
+    served = resolve_model(model).name  # checked before the model is loaded
+    if served != hcp.model.id:
+        raise InputError(contract, "model.id", f"is {hcp.model.id!r} but --model {model} is served as {served!r}")
+    with start_policy_server(model, port=0) as server:
+        _run(hcp, loaded, attempts, concurrency, server.base_url, out)
+
+
+def _run(hcp, loaded, attempts: int, concurrency: int, base_url: str | None, out: Path | None) -> None:
+    """Run the trials against ``base_url``, write the JSON results and print the summary table."""
+    from mindforge.agent.loop import ModelAgent
+    from mindforge.evaluate import evaluate
+    from mindforge.runner import open_engine
+    from mindforge.settings import get_settings
+
     settings = get_settings()
     engine, image_map = open_engine(settings)
     with _progress(True) as progress:

@@ -81,15 +81,19 @@ def build_spec(
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
-    ``base_model`` is what the Update stage trains a LoRA on: a local directory or a hub
-    id. ``splits`` is a :class:`mindforge.evaluation.SplitConfig` (:func:`split_config`).
-    Default base model: the locally built tiny model for a contract whose ``model.id`` is
-    ``tiny``, else the contract's ``model.id``. ``search_attempts`` caps configuration
+    ``base_model`` is what the Update stage trains a LoRA on: a model spec as ``--model``
+    takes (``tiny``, ``smollm2``, a ``.gguf`` file, a model directory or a hub id),
+    resolved by :func:`mindforge.policy.models.resolve_model` to the very weights the
+    policy server loads for it (a GGUF file's converted copy, the tiny model's
+    directory). Default: the contract's ``model.id`` (a bundled model's served name
+    resolves to that model). ``splits`` is a :class:`mindforge.evaluation.SplitConfig`
+    (:func:`split_config`). ``search_attempts`` caps configuration
     search per generation (None: the default budget; 0: no search). ``audit_judge`` sends
     the failures audit rules cannot decide to the policy endpoint as a judge.
 
     Raises:
-        InputError: a missing path, an invalid contract or an unknown stage.
+        InputError: a missing path, an invalid contract, an unknown stage, or a base
+            model spec that names no loadable model (``ModelSpecError``).
         SplitTooSmallError: a split below the minimum (see :func:`check_pool_splits`).
     """
     from mindforge.hcp import load_contract
@@ -99,13 +103,9 @@ def build_spec(
         if not p.exists():
             raise InputError(p, "--tasks", "no such file or directory")
     hcp = load_contract(contract)  # fails early with file + key path + reason
-    if base_model is None:
-        if hcp.model.id == "tiny":
-            from mindforge.policy.tiny import ensure_tiny_model
+    from mindforge.policy.models import resolve_model
 
-            base_model = str(ensure_tiny_model())
-        else:
-            base_model = hcp.model.id
+    base_model_path = resolve_model(base_model or hcp.model.id).hf_dir
     try:
         stage_list = [Stage(s.strip()) for s in stages.split(",") if s.strip()]
     except ValueError as exc:
@@ -122,7 +122,7 @@ def build_spec(
         policy_url=policy_url,
         stages=stage_list,
         trial_batch_size=batch_size,
-        base_model_path=base_model,
+        base_model_path=base_model_path,
         search=(
             None if search_attempts is None
             else SearchBudgetSpec(enabled=False) if search_attempts == 0
@@ -203,7 +203,11 @@ def start(
     policy_url: str = typer.Option(None, "--policy-url", help="OpenAI-compatible endpoint (.../v1)."),
     stages: str = typer.Option("discovery,expansion,update", "--stages", help="Stages to run, comma-separated."),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help="Trials per run_trials activity."),
-    base_model: str = typer.Option(None, "--base-model", help="Base model the Update stage trains on (dir or hub id)."),
+    base_model: str = typer.Option(
+        None,
+        "--base-model",
+        help="Base model the Update stage trains on, as --model takes it (default: the contract's model.id).",
+    ),
     search_attempts: int = typer.Option(None, "--search-attempts", min=0, help="Search budget per generation in trials (0: no search)."),
     audit_judge: bool = typer.Option(
         False, "--audit-judge", help="Ask the policy model to judge failures the audit rules cannot decide."
@@ -277,7 +281,7 @@ def status_document(lin, generations, web_ui: str) -> dict:
         object per generation, index order, with ``{"index", "status", "stages_run",
         "contract_hash", "adapter_revision_id", "started_at", "finished_at", "record"}``
         (``record``: the stored generation record as it is, e.g. ``expansion``,
-        ``search``, ``update``, ``held_out_lift``).
+        ``search``, ``successor``, ``update``, ``sealed_lift``).
     """
     return {
         **lineage_row(lin),

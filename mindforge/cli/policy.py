@@ -14,10 +14,11 @@ app = typer.Typer(help="The policy endpoint: an OpenAI-compatible server with ru
 @app.command()
 def serve(
     model: str = typer.Option(
-        "Qwen/Qwen2.5-0.5B-Instruct",
+        "smollm2",
         "--model",
         "-m",
-        help="Hub id, local model directory, or 'tiny' (the offline tiny model: exercises the loop, solves nothing).",
+        help="'smollm2' (bundled SmolLM2-135M-Instruct), 'tiny' (offline random weights: exercises the loop, "
+        "solves nothing), a local .gguf file, a local model directory, or a hub id.",
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, help="TCP port."),
@@ -25,25 +26,27 @@ def serve(
     served_model_name: str = typer.Option(
         None,
         "--served-model-name",
-        help="Name the base model answers to (as vLLM's flag), e.g. a contract's model.id; default --model.",
+        help="Name the base model answers to (as vLLM's flag), e.g. a contract's model.id; default the model's "
+        "stable name (tiny, SmolLM2-135M-Instruct.Q4_1, a GGUF file's stem, else --model).",
     ),
 ) -> None:
     """Serve one base model and its LoRA adapters on /v1 (chat completions, models, load/unload adapter)."""
-    from mindforge.policy.server import HubUnreachableError
+    from mindforge.errors import MindForgeError
+    from mindforge.policy.models import resolve_model
     from mindforge.policy.server import serve as run_server
 
     console = Console(stderr=True)
-    name = served_model_name or model
-    console.print(
-        f"loading {escape(model)} on {escape(device)}; serving it as {escape(name)} on http://{host}:{port}/v1",
-        highlight=False,
-    )
     try:
+        resolved = resolve_model(model)  # converts a GGUF file on first use; the server reuses the copy
+        name = served_model_name or resolved.name
+        console.print(
+            f"loading {escape(model)} ({resolved.source}, {escape(resolved.hf_dir)}) on {escape(device)}; "
+            f"serving it as {escape(name)} on http://{host}:{port}/v1",
+            highlight=False,
+            soft_wrap=True,
+        )
         run_server(model, host, port, device, served_model_name)
-    except HubUnreachableError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
-    except FileNotFoundError as exc:
+    except MindForgeError as exc:  # HubUnreachableError, ModelSpecError
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 

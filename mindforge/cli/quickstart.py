@@ -29,8 +29,16 @@ DEFAULT_TASKS = ["log-5xx-report", "fix-invoice-totals", "sqlite-revenue-report"
 
 
 def quickstart_command(
-    model: str = typer.Option("tiny", "--model", help="Model for the embedded policy server: 'tiny' (offline) or a hub id."),
-    contract: Path = typer.Option(None, "--contract", help="Root HCP contract; default tiny.toml for --model tiny, else baseline.toml."),
+    model: str = typer.Option(
+        "tiny", "--model",
+        help="Model for the embedded policy server and the Update stage: 'tiny' (offline, random weights), 'smollm2' "
+        "(bundled SmolLM2-135M-Instruct), a local .gguf file, a model directory or a hub id.",
+    ),
+    contract: Path = typer.Option(
+        None,
+        "--contract",
+        help="Root HCP contract; default tiny.toml / smollm2.toml for those models, else baseline.toml.",
+    ),
     policy_url: str = typer.Option(None, "--policy-url", help="Use this running endpoint (e.g. vLLM) instead of the embedded server."),
     tasks: list[Path] = typer.Option(None, "--tasks", help="Tasks to run (default: three bundled tasks)."),
     name: str = typer.Option(None, "--name", help="Lineage name (default quickstart-<time>)."),
@@ -56,6 +64,7 @@ def quickstart_command(
     )
     from mindforge.devstack import dev_up
     from mindforge.hcp import load_contract
+    from mindforge.policy.models import bundled_contract, resolve_model
     from mindforge.policy.runner import PolicyServerProcess
     from mindforge.settings import get_settings
 
@@ -65,10 +74,16 @@ def quickstart_command(
     dev_up(settings, say=lambda m: console.print(f"[dim]{m}[/]"))
     get_settings.cache_clear()
     settings = get_settings()
-    contract = contract or REPO_ROOT / "hcp_contracts" / ("tiny.toml" if model == "tiny" else "baseline.toml")
+    # the embedded server's model, resolved once here (a GGUF file is converted now): the
+    # server and the trainer reuse the copy; with --policy-url the contract's model.id rules
+    resolved = None if policy_url else resolve_model(model)
+    shipped = bundled_contract(resolved.name if resolved else model) or "baseline.toml"
+    contract = contract or REPO_ROOT / "hcp_contracts" / shipped
     hcp = load_contract(contract)
-    if not policy_url and hcp.model.id != model:
-        raise InputError(contract, "model.id", f"is {hcp.model.id!r} but the embedded server will serve {model!r}")
+    if resolved is not None and hcp.model.id != resolved.name:
+        raise InputError(
+            contract, "model.id", f"is {hcp.model.id!r} but the embedded server will serve {resolved.name!r}"
+        )
     task_paths = tasks or [REPO_ROOT / "tasks" / t for t in DEFAULT_TASKS]
     name = name or f"quickstart-{time.strftime('%Y%m%d-%H%M%S')}"
     logs = settings.data_dir / "logs"
@@ -77,7 +92,7 @@ def quickstart_command(
     worker = None
     try:
         if not policy_url:
-            console.print(f"serving {model} (log {logs / 'policy.log'}) ...")
+            console.print(f"serving {model} as {resolved.name} (log {logs / 'policy.log'}) ...")
             server = PolicyServerProcess(
                 "mindforge.policy.server", ["--model", model], log_path=logs / "policy.log", ready_timeout_sec=600
             ).start()
@@ -93,7 +108,7 @@ def quickstart_command(
         splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
         spec = build_spec(
             name, task_paths, contract, generations, attempts, splits, 0, policy_url, stages, 16,
-            search_attempts=search_attempts,
+            base_model=resolved.spec if resolved else None, search_attempts=search_attempts,
         )
         wid = asyncio.run(start_lineage(spec, settings))
         console.print(f"started lineage [bold]{name}[/]\nWeb UI: {ui_link(settings, wid)}")

@@ -74,7 +74,11 @@ def create(
     seed: int = typer.Option(0, "--seed"),
     policy_url: str = typer.Option(None, "--policy-url"),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
-    base_model: str = typer.Option(None, "--base-model", help="Base model the Update stage trains on (dir or hub id)."),
+    base_model: str = typer.Option(
+        None,
+        "--base-model",
+        help="Base model the Update stage trains on, as --model takes it (default: the contract's model.id).",
+    ),
     search_attempts: int = typer.Option(
         None, "--search-attempts", min=0, help="Search budget per generation in trials (0: no search)."
     ),

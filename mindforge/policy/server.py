@@ -18,12 +18,12 @@ vLLM without touching the callers.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from mindforge.errors import MindForgeError
 from mindforge.policy.protocol import (
     ChatCompletionRequest,
     LoadLoRAAdapterRequest,
@@ -34,18 +34,19 @@ from mindforge.policy.protocol import (
 )
 from mindforge.policy.runner import ServerHandle
 
-DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+DEFAULT_MODEL = "smollm2"
 TINY = "tiny"
 
 
-class HubUnreachableError(RuntimeError):
+class HubUnreachableError(MindForgeError, RuntimeError):
     """The model is neither local nor cached, and the Hugging Face hub cannot be reached."""
 
     def __init__(self, model: str) -> None:
         self.model = model
         super().__init__(
-            f"cannot reach the Hugging Face hub to load {model}; use --model tiny for the offline tiny "
-            "model that exercises the loop but will not solve tasks"
+            f"cannot reach the Hugging Face hub to load {model}; use --model smollm2 for the bundled "
+            "SmolLM2-135M-Instruct (offline), or --model tiny for the offline tiny model that exercises the loop "
+            "but will not solve tasks"
         )
 
 
@@ -66,33 +67,30 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
     """Load the base model behind the server.
 
     Args:
-        model: ``tiny`` (the locally built tiny model), a local model directory, or a
+        model: a model spec (see :func:`mindforge.policy.models.resolve_model`):
+            ``tiny``, ``smollm2``, a local ``.gguf`` file, a local model directory, or a
             hub id (used from the local cache, else downloaded).
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
-        served_name: name in ``/v1/models``; default ``model`` as given.
+        served_name: name in ``/v1/models``; default the resolved model's stable name
+            (``tiny``, ``SmolLM2-135M-Instruct.Q4_1``, the GGUF file's stem, or
+            ``model`` as given for a directory or hub id).
 
     Returns:
         a :class:`mindforge.policy.engine.PolicyEngine`.
 
     Raises:
         HubUnreachableError: a hub id that is not cached while the hub cannot be reached.
-        FileNotFoundError: ``model`` looks like a path and no such directory exists.
+        ModelSpecError: ``model`` names no loadable local model (the reason says why).
     """
-    served_name = served_name or model
-    local_only = True
-    if model == TINY:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the tiny model never needs the hub
-        from mindforge.policy.tiny import ensure_tiny_model
+    from mindforge.policy.models import ModelSource, resolve_model
 
-        path = str(ensure_tiny_model())
-    elif Path(model).expanduser().is_dir():
-        path = str(Path(model).expanduser())
-    elif model.startswith(("/", "./", "../", "~")):
-        raise FileNotFoundError(f"{model}: no such model directory")
-    else:
+    resolved = resolve_model(model)
+    local_only = True
+    if resolved.source == ModelSource.TINY:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the tiny model never needs the hub
+    elif resolved.source == ModelSource.HUB:
         from huggingface_hub import try_to_load_from_cache
 
-        path = model
         if not isinstance(try_to_load_from_cache(model, "config.json"), str):  # not cached
             if not _hub_reachable():
                 raise HubUnreachableError(model)
@@ -101,7 +99,9 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
     from mindforge.policy.engine import PolicyEngine
 
     try:
-        return PolicyEngine(path, served_name=served_name, device=device, local_files_only=local_only)
+        return PolicyEngine(
+            resolved.hf_dir, served_name=served_name or resolved.name, device=device, local_files_only=local_only
+        )
     except OSError as exc:
         if not local_only and "connect" in str(exc).lower():
             raise HubUnreachableError(model) from exc
@@ -160,14 +160,15 @@ def start_policy_server(
         host: address to listen on.
         port: TCP port; 0 picks a free one (read it from the handle).
         device: see :func:`load_engine`.
-        served_name: the base model's name in requests; default ``model``.
+        served_name: the base model's name in requests; default the resolved name (see
+            :func:`load_engine`).
 
     Returns:
         a handle with ``.base_url`` (``http://host:port/v1``), ``.app.state.engine`` and
         ``.stop()``.
 
     Raises:
-        HubUnreachableError: see :func:`load_engine`.
+        HubUnreachableError, ModelSpecError: see :func:`load_engine`.
     """
     return ServerHandle(create_app(load_engine(model, device, served_name)), host, port)
 
@@ -177,10 +178,10 @@ def serve(model: str, host: str, port: int, device: str = "auto", served_name: s
 
     Args:
         served_name: the base model's name in requests and ``/v1/models`` (vLLM's
-            ``--served-model-name``); default ``model`` as given.
+            ``--served-model-name``); default the resolved name (see :func:`load_engine`).
 
     Raises:
-        HubUnreachableError: see :func:`load_engine`.
+        HubUnreachableError, ModelSpecError: see :func:`load_engine`.
     """
     import uvicorn
 
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     try:
         serve(ns.model, ns.host, ns.port, ns.device, ns.served_model_name)
-    except HubUnreachableError as exc:
+    except MindForgeError as exc:  # HubUnreachableError, ModelSpecError
         print(exc, file=sys.stderr)
         return 2
     return 0

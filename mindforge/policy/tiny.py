@@ -17,10 +17,9 @@ module is cheap.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from mindforge.policy.build_once import build_once
 
 #: bump when the builder's output changes, so cached copies are rebuilt
 TINY_MODEL_VERSION = 1
@@ -301,20 +300,6 @@ def ensure_tiny_model(cache_dir: Path | None = None, seed: int = 0) -> Path:
 
         name = "tiny" if seed == 0 else f"tiny-seed{seed}"
         cache_dir = get_settings().data_dir / "models" / name
-    cache_dir = Path(cache_dir)
-    if _is_current(cache_dir, seed):
-        return cache_dir
-    cache_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}-", dir=cache_dir.parent))
-    try:
-        build_tiny_model(tmp, seed=seed)
-        if cache_dir.exists() and not _is_current(cache_dir, seed):
-            shutil.rmtree(cache_dir, ignore_errors=True)  # stale version
-        try:
-            os.rename(tmp, cache_dir)
-        except OSError:
-            if not _is_current(cache_dir, seed):  # lost a race to a broken copy
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return cache_dir
+    return build_once(
+        Path(cache_dir), lambda path: _is_current(path, seed), lambda tmp: build_tiny_model(tmp, seed=seed)
+    )

@@ -47,3 +47,22 @@ def test_eval_two_tasks_on_tiny_model(settings, tmp_path):
         replies = [e for e in events if e["event"] == "reply"]
         assert replies and all(e["completion_token_ids"] and e["prompt_token_ids"] for e in replies)
         assert all(len(e["logprobs"]) == len(e["completion_token_ids"]) for e in replies)
+
+
+def test_eval_serves_the_model_itself_with_model_flag(settings, tmp_path):
+    """``eval --model tiny`` serves the tiny model in-process for the run (no --base-url)."""
+    out = tmp_path / "results.json"
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--tasks", str(BUNDLED_TASKS / "log-5xx-report"),
+            "--contract", str(REPO / "hcp_contracts" / "tiny.toml"),
+            "--model", "tiny",
+            "--out", str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    [rec] = json.loads(out.read_text())["records"]
+    assert rec["failure_class"] != "endpoint_error", rec["failure_detail"]
+    assert rec["completion_tokens"] > 0

@@ -15,11 +15,17 @@ def test_unreachable_hub_says_so_and_exits_2(monkeypatch: pytest.MonkeyPatch) ->
     result = CliRunner().invoke(app, ["serve", "--model", "mindforge-tests/not-a-cached-model", "--port", "0"])
     assert result.exit_code == 2
     assert (
-        "cannot reach the Hugging Face hub to load mindforge-tests/not-a-cached-model; use --model tiny for the "
-        "offline tiny model that exercises the loop but will not solve tasks"
+        "cannot reach the Hugging Face hub to load mindforge-tests/not-a-cached-model; use --model smollm2 for the "
+        "bundled SmolLM2-135M-Instruct (offline), or --model tiny for the offline tiny model that exercises the loop "
+        "but will not solve tasks"
     ) in result.output
 
 
 def test_missing_model_directory_exits_2(tmp_path) -> None:
     result = CliRunner().invoke(app, ["serve", "--model", str(tmp_path / "nope")])
-    assert result.exit_code == 2 and "no such model directory" in result.output
+    assert result.exit_code == 2 and "no such model directory or GGUF file" in result.output
+
+
+def test_directory_without_config_exits_2(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["serve", "--model", str(tmp_path)])
+    assert result.exit_code == 2 and "not a Hugging Face model directory (no config.json)" in result.output

@@ -1,0 +1,41 @@
+"""``build_spec`` resolves the Update stage's base model the way the policy server resolves ``--model``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mindforge.cli.lineage import build_spec, split_config
+from mindforge.policy.models import ModelSpecError, resolve_model
+from tests.conftest import BUNDLED_TASKS, REPO
+
+TASKS = [BUNDLED_TASKS / "log-5xx-report"]
+
+
+def _spec(contract: str, base_model: str | None):
+    return build_spec(
+        "n", TASKS, REPO / "hcp_contracts" / contract, 1, 2, split_config(0.0, 0.0, 1), 0, None, "expansion,update", 16,
+        base_model,
+    )
+
+
+def test_tiny_contract_trains_on_the_tiny_model_the_server_serves(settings) -> None:
+    pytest.importorskip("transformers")
+    spec = _spec("tiny.toml", None)
+    assert spec.base_model_path == resolve_model("tiny").hf_dir == str(settings.data_dir / "models" / "tiny")
+    assert _spec("baseline.toml", "tiny").base_model_path == spec.base_model_path
+
+
+def test_hub_model_id_passes_through_and_a_directory_becomes_absolute(settings, tmp_path, monkeypatch) -> None:
+    assert _spec("baseline.toml", None).base_model_path == "Qwen/Qwen2.5-0.5B-Instruct"
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps({"model_type": "llama"}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert _spec("baseline.toml", "./m").base_model_path == str((tmp_path / "m").resolve())
+
+
+def test_unloadable_base_model_fails_at_start(settings, tmp_path: Path) -> None:
+    with pytest.raises(ModelSpecError, match="no such model directory or GGUF file"):
+        _spec("baseline.toml", str(tmp_path / "missing.gguf"))
