@@ -20,6 +20,7 @@ from mindforge.runner import run_trial
 from mindforge.tasks.loader import load_task
 from mindforge.trial import FailureClass, LimitFired
 from tests.conftest import REPO
+from tests.fixtures.examples import COUNT_LINES, SORT_UNIQUE
 
 pytestmark = pytest.mark.docker
 
@@ -141,9 +142,8 @@ def test_shell_session_persists_and_background_server_returns(task, docker_engin
 
 def _small_model_contract(fmt: str, mode: str, **changes):
     """The plain baseline with the harness features a small model needs (a test contract, not a shipped one)."""
-    from mindforge.search import example_library
 
-    examples = [example_library()["count_lines"], example_library()["sort_unique"]]
+    examples = [COUNT_LINES, SORT_UNIQUE]
     return derive(
         BASELINE,
         name=f"small-{fmt.replace('_', '-')}",

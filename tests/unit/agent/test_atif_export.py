@@ -18,10 +18,10 @@ from mindforge.agent.prompts import (
 from mindforge.agent.transcript import TranscriptWriter, read_transcript
 from mindforge.atif import read_trajectory
 from mindforge.hcp import derive, load_contract
-from mindforge.search import example_library
 from mindforge.tasks.loader import load_task
 from mindforge.trainer.samples import _is_llm_call, _messages_and_calls
 from mindforge.trial import FailureClass
+from tests.fixtures.examples import COUNT_LINES, SORT_UNIQUE
 
 REPO = Path(__file__).resolve().parents[3]
 BASELINE = load_contract(REPO / "hcp_contracts" / "baseline.toml")
@@ -30,7 +30,7 @@ TASK = load_task(REPO / "tasks" / "jsonl-to-csv")
 
 def with_examples(fmt: str):
     allow = ["bash", "finish"] if fmt in ("command", "fenced_bash") else list(BASELINE.tools.allow)
-    examples = [example_library()["count_lines"], example_library()["sort_unique"]]
+    examples = [COUNT_LINES, SORT_UNIQUE]
     changes = {"tools.action_format": fmt, "tools.allow": allow, "resources.examples": examples}
     return derive(BASELINE, name="ex", revision=f"1-{fmt}", edit="examples", changes=changes)
 

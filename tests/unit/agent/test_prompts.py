@@ -18,11 +18,11 @@ from mindforge.agent.prompts import (
 )
 from mindforge.hcp import derive, load_contract
 from mindforge.sandbox.base import ExecResult
-from mindforge.search import example_library
+from tests.fixtures.examples import COUNT_LINES, GREP_TO_FILE
 
 REPO = Path(__file__).resolve().parents[3]
 BASELINE = load_contract(REPO / "hcp_contracts" / "baseline.toml")
-EXAMPLES = [example_library()["count_lines"], example_library()["grep_to_file"]]
+EXAMPLES = [COUNT_LINES, GREP_TO_FILE]
 
 
 def contract(fmt: str, *, examples=EXAMPLES, mode: str = "multi_turn", **changes):
