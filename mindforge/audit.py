@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mindforge.store.models import AuditOwner
+from mindforge.domain import AuditOwner
 from mindforge.trial import NO_REWARD_CLASSES, FailureClass, LimitFired, TrialRecord
 
 #: failure classes owned by the infrastructure (the endpoint and the harness code count)

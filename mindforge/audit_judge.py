@@ -17,7 +17,7 @@ from typing import Any
 
 from mindforge.audit import AuditResult
 from mindforge.replies import ReplyFormatError, load_json_object
-from mindforge.store.models import AuditOwner
+from mindforge.domain import AuditOwner
 from mindforge.trial import TrialRecord
 
 JUDGE_SYSTEM_PROMPT = """\

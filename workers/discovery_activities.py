@@ -15,7 +15,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.evaluation import PoolSplit
-from mindforge.orchestration import AdmitInput, CheckProposalInput, DiscoveryInput, DiscoveryResult, Stage
+from mindforge.orchestration import (
+    AdmitInput,
+    CheckProposalInput,
+    DiscoveryInput,
+    DiscoveryResult,
+    Stage,
+)
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.models import TaskSource
@@ -147,9 +153,14 @@ class DiscoveryActivities:
         return await asyncio.to_thread(self._admit, inp)
 
     def _admit(self, inp: AdmitInput) -> DiscoveryResult:
-        from mindforge.discovery.admission import admit_to_store, discovered_dir
+        from mindforge.discovery.admission import discovered_dir
         from mindforge.discovery.records import ProposalVerdict
-        from mindforge.discovery.run import DiscoveryConfig, ProposalBatch, admission_record
+        from mindforge.discovery.run import (
+            DiscoveryConfig,
+            ProposalBatch,
+            admission_record,
+        )
+        from mindforge.store.discovered import admit_to_store
 
         batch = ProposalBatch.model_validate(inp.batch)
         # a retry after admission moved some tasks out of staging reads them where they are now

@@ -5,7 +5,7 @@ Search runs as a loop of small steps that the ExpansionWorkflow drives: ``search
 fetched from the policy) -> ``run_trials`` per candidate contract -> ``search_observe``
 (stored records read back, audited, folded into the state, committed). Every write is
 idempotent, so a crash anywhere resumes from the last committed step without re-running
-finished trials or re-adding candidates (``mindforge.search.persist``).
+finished trials or re-adding candidates (``mindforge.store.search_state``).
 """
 
 from __future__ import annotations
@@ -149,8 +149,8 @@ class SearchActivities:
         from mindforge.hcp import loads_contract
         from mindforge.search import init_search, search_tasks_from_audits
         from mindforge.search.allocator import SearchRefused
-        from mindforge.search.persist import commit_state, load_state
         from mindforge.search.state import CostEstimate, SearchBudget, SearchConfig
+        from mindforge.store.search_state import commit_state, load_state
 
         job_id = f"{inp.lineage_id}-g{inp.generation}-search"
         b = inp.spec.search or SearchBudgetSpec()
@@ -206,7 +206,7 @@ class SearchActivities:
     def _plan(self, inp: SearchStepInput) -> SearchPlanResult:
         from mindforge.search import plan_step, propose_prompt_edit
         from mindforge.search.allocator import root_contract
-        from mindforge.search.persist import load_state, register_candidates
+        from mindforge.store.search_state import load_state, register_candidates
 
         with store_engine.session_scope(self.engine) as s:
             state = load_state(session=s, job_id=inp.job_id)
@@ -250,8 +250,8 @@ class SearchActivities:
     def _observe(self, inp: SearchObserveInput) -> bool:
         from mindforge.search import cell_result_from_record, observe
         from mindforge.search.edits import Edit
-        from mindforge.search.persist import commit_state, load_state
         from mindforge.search.state import PlannedCell, StepResults
+        from mindforge.store.search_state import commit_state, load_state
 
         with store_engine.session_scope(self.engine) as s:
             state = load_state(session=s, job_id=inp.job_id)
@@ -280,7 +280,8 @@ class SearchActivities:
         """Write the search summary (budget, spending, stop reason, coverage, best single) to the generation."""
 
         def work() -> None:
-            from mindforge.search.persist import load_state, search_summary
+            from mindforge.search.summary import search_summary
+            from mindforge.store.search_state import load_state
 
             with store_engine.session_scope(self.engine) as s:
                 job = search_repo.get_search_job(session=s, job_id=inp.job_id)
@@ -300,7 +301,8 @@ class SearchActivities:
         return await asyncio.to_thread(self._plan_successor, inp)
 
     def _plan_successor(self, inp: SearchStepInput) -> SuccessorCheckPlan:
-        from mindforge.search.persist import load_state, search_summary
+        from mindforge.search.summary import search_summary
+        from mindforge.store.search_state import load_state
 
         with store_engine.session_scope(self.engine) as s:
             job = search_repo.get_search_job(session=s, job_id=inp.job_id) if inp.job_id else None

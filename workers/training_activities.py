@@ -22,7 +22,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.errors import InputError
-from mindforge.orchestration import TrainAdapterInput, TrainAdapterResult, ValidateAdapterInput
+from mindforge.orchestration import (
+    TrainAdapterInput,
+    TrainAdapterResult,
+    ValidateAdapterInput,
+)
 from mindforge.store import engine as store_engine
 from mindforge.store import trials
 from mindforge.trainer.validate_adapter import AdapterReport

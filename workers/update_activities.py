@@ -38,7 +38,12 @@ from mindforge.orchestration import (
     TrialStage,
     UpdateInput,
 )
-from mindforge.serving import EndpointUnavailableError, ServingError, hand_off, versioned_adapter_name
+from mindforge.serving import (
+    EndpointUnavailableError,
+    ServingError,
+    hand_off,
+    versioned_adapter_name,
+)
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, registry, trials
 from mindforge.store.models import AdapterRevisionCreate

@@ -11,16 +11,15 @@ Steps (DESIGN.md, "One generation = three stages"):
    instruction), task validation and the difficulty estimate.
 3. :func:`~mindforge.discovery.run.admission_record` gives admitted tasks a split
    (:func:`mindforge.evaluation.assign_splits`, as the starting pool got them) and
-   :func:`~mindforge.discovery.admission.admit_to_store` registers them with provenance.
+   :func:`mindforge.store.discovered.admit_to_store` registers them with provenance (the store layer).
 
 :func:`~mindforge.discovery.run.run_discovery` runs all three in-process; a workflow
 runs :func:`~mindforge.discovery.run.propose_batch`, ``check_proposal`` per staged
 proposal (in parallel) and :func:`~mindforge.discovery.run.admission_record` as
-separate activities, then ``admit_to_store``.
+separate activities, then the admission activity registers the admitted ones.
 """
 
 from mindforge.discovery.admission import (
-    admit_to_store,
     check_proposal,
     discovered_dir,
     estimate_difficulty,
@@ -28,7 +27,11 @@ from mindforge.discovery.admission import (
     unique_task_id,
 )
 from mindforge.discovery.checks import SIMILARITY_THRESHOLD, PoolIndex, static_checks
-from mindforge.discovery.materialise import DiscoveredTaskLimits, materialise, move_task_dir
+from mindforge.discovery.materialise import (
+    DiscoveredTaskLimits,
+    materialise,
+    move_task_dir,
+)
 from mindforge.discovery.proposal import (
     DiscoveryEndpointError,
     PoolSummary,
@@ -80,7 +83,6 @@ __all__ = [
     "TaskHead",
     "TaskProposal",
     "admission_record",
-    "admit_to_store",
     "check_proposal",
     "discovered_dir",
     "estimate_difficulty",

@@ -4,8 +4,8 @@
 pass the static checks (:mod:`mindforge.discovery.checks`), pass task validation
 (:func:`mindforge.tasks.validate.validate_task`: builds within its limit, the reference
 solution passes twice, nop fails), and must not be solved by the current pair on every
-attempt (its success rate is the difficulty estimate). :func:`admit_to_store` moves
-admitted tasks to ``<artifacts>/discovered/<lineage>/<task_id>`` and registers them.
+attempt (its success rate is the difficulty estimate). :func:`mindforge.store.discovered.admit_to_store`
+moves admitted tasks to :func:`discovered_dir` and registers them.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session
-
 from mindforge.agent.base import Agent
 from mindforge.discovery.checks import SIMILARITY_THRESHOLD, PoolIndex, static_checks
-from mindforge.discovery.materialise import move_task_dir
-from mindforge.discovery.records import AdmittedTask, DifficultyEstimate, PairInfo, ProposalVerdict, RejectReason
+from mindforge.discovery.records import (
+    DifficultyEstimate,
+    PairInfo,
+    ProposalVerdict,
+    RejectReason,
+)
 from mindforge.errors import InputError
 from mindforge.evaluate import evaluate
 from mindforge.sandbox.docker import DockerEngine
-from mindforge.store import pool
-from mindforge.store.models import TaskSource
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.loader import load_task
 from mindforge.tasks.model import Task
@@ -215,40 +215,3 @@ def discovered_dir(artifact_root: Path, lineage_id: str, task_id: str) -> Path:
     """Permanent home of an admitted task: ``<artifacts>/discovered/<lineage>/<task_id>``."""
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in lineage_id)
     return Path(artifact_root) / "discovered" / safe / task_id
-
-
-def admit_to_store(
-    session: Session, lineage_id: str, generation: int, admitted: list[AdmittedTask], *, artifact_root: Path
-) -> list[AdmittedTask]:
-    """Move admitted tasks to their permanent place and register them in the lineage's pool.
-
-    Idempotent: a retry after a partial run moves nothing twice and registers nothing
-    twice. The caller's session scope commits.
-
-    Args:
-        session: the unit of work.
-        lineage_id: the lineage whose pool grows.
-        generation: the generation admitting them (pool ``added_generation``).
-        admitted: the admitted tasks (their ``split`` is used as is).
-        artifact_root: the artifact root.
-
-    Returns:
-        The admitted tasks with their permanent paths and the lineage in the provenance.
-
-    Raises:
-        InputError: a task directory is missing or its content changed since it was checked.
-        AlreadyExistsError: a task is already in the pool on the other split.
-    """
-    out: list[AdmittedTask] = []
-    for item in admitted:
-        dest = move_task_dir(Path(item.path), discovered_dir(artifact_root, lineage_id, item.task_id))
-        task = load_task(dest)
-        if task.content_hash != item.content_hash:
-            raise InputError(dest, "", f"content hash {task.content_hash[:12]} differs from the checked {item.content_hash[:12]}")
-        provenance = {**item.provenance, "lineage_id": lineage_id}
-        pool.add_task(session=session, task=task, source=TaskSource.DISCOVERED, provenance=provenance)
-        pool.add_to_pool(
-            session=session, lineage_id=lineage_id, task_hash=task.content_hash, split=item.split, added_generation=generation
-        )
-        out.append(item.model_copy(update={"path": str(dest), "provenance": provenance}))
-    return out

@@ -26,13 +26,28 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field
 
 from mindforge.agent.base import Agent
-from mindforge.discovery.admission import check_proposal, make_provenance, unique_task_id
+from mindforge.discovery.admission import (
+    check_proposal,
+    make_provenance,
+    unique_task_id,
+)
 from mindforge.discovery.checks import SIMILARITY_THRESHOLD, PoolIndex
 from mindforge.discovery.materialise import DiscoveredTaskLimits, materialise
 from mindforge.discovery.proposal import PoolSummary, request_proposals
-from mindforge.discovery.records import AdmittedTask, DiscoveryRecord, PairInfo, ProposalVerdict, Rejection
+from mindforge.discovery.records import (
+    AdmittedTask,
+    DiscoveryRecord,
+    PairInfo,
+    ProposalVerdict,
+    Rejection,
+)
 from mindforge.discovery.schema import DEFAULT_RULES, ProposalRules
-from mindforge.evaluation.splits import PoolSplit, SplitCandidate, SplitConfig, assign_splits
+from mindforge.evaluation.splits import (
+    PoolSplit,
+    SplitCandidate,
+    SplitConfig,
+    assign_splits,
+)
 from mindforge.sandbox.docker import DockerEngine
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.loader import load_task

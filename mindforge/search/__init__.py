@@ -36,7 +36,11 @@ from mindforge.search.candidates import (
 )
 from mindforge.search.edits import Edit, edit_changes, operator_edits
 from mindforge.search.library import example_library, skill_library
-from mindforge.search.proposals import PromptProposal, PromptRequest, propose_prompt_edit
+from mindforge.search.proposals import (
+    PromptProposal,
+    PromptRequest,
+    propose_prompt_edit,
+)
 from mindforge.search.state import (
     CellResult,
     CostEstimate,

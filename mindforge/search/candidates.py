@@ -20,7 +20,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mindforge.hcp import HCPContract, apply_changes, canonical_json, derive, diff_contracts, format_diff
+from mindforge.hcp import (
+    HCPContract,
+    apply_changes,
+    canonical_json,
+    derive,
+    diff_contracts,
+    format_diff,
+)
 from mindforge.hcp.io import ContractError
 from mindforge.search.edits import Edit, edit_changes
 

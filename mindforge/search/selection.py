@@ -33,7 +33,13 @@ from collections import defaultdict
 
 from mindforge.hcp import HCPContract
 from mindforge.search.affinity import PRIOR_MEAN, affinity, task_affinity_table
-from mindforge.search.candidates import Candidate, CandidateError, CandidatePool, compose_edits, make_candidate
+from mindforge.search.candidates import (
+    Candidate,
+    CandidateError,
+    CandidatePool,
+    compose_edits,
+    make_candidate,
+)
 from mindforge.search.edits import Edit
 from mindforge.search.state import SearchConfig, SearchState
 

@@ -26,7 +26,13 @@ from pydantic import BaseModel
 from mindforge.audit import audit_trial
 from mindforge.hcp import SHELL_FORMATS, HCPContract
 from mindforge.search.candidates import materialize
-from mindforge.search.state import CellResult, SearchState, SearchTask, StepPlan, StepResults
+from mindforge.search.state import (
+    CellResult,
+    SearchState,
+    SearchTask,
+    StepPlan,
+    StepResults,
+)
 from mindforge.search.tasks import search_tasks_from_audits
 from mindforge.trial import FailureClass, LimitFired, TrialRecord
 

@@ -6,8 +6,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from mindforge.audit import AuditResult, usable_for_search
+from mindforge.domain import AuditOwner
 from mindforge.search.state import CellResult, PlannedCell, SearchTask
-from mindforge.store.models import AuditOwner
 from mindforge.trial import TrialRecord
 
 #: owners whose verdict is most useful to guide the search, best first

@@ -15,7 +15,13 @@ audits), :mod:`~mindforge.store.search` (search jobs, candidates).
 """
 
 from mindforge.hcp.registry import ContractImmutableError
-from mindforge.store.engine import alembic_config, init_db, make_engine, session_scope, upgrade_db
+from mindforge.store.engine import (
+    alembic_config,
+    init_db,
+    make_engine,
+    session_scope,
+    upgrade_db,
+)
 from mindforge.store.errors import (
     AdapterImmutableError,
     AlreadyExistsError,

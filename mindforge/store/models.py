@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import JSON, Field, SQLModel
 
+from mindforge.domain import AuditOwner, RunStatus, TaskSource
 from mindforge.evaluation.splits import PoolSplit
 from mindforge.store.columns import UTCDateTime, str_enum
 from mindforge.trial import FailureClass, LimitFired, PhaseTimings, TrialRecord, utcnow
@@ -38,34 +38,6 @@ SQLModel.metadata.naming_convention = {
 def new_id() -> str:
     """A fresh random id (32 hex characters)."""
     return uuid.uuid4().hex
-
-
-class RunStatus(StrEnum):
-    """Status of a lineage, a generation or a search job."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    PAUSED = "paused"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class TaskSource(StrEnum):
-    """Where a task came from."""
-
-    BUNDLED = "bundled"
-    IMPORTED = "imported"
-    DISCOVERED = "discovered"
-
-
-class AuditOwner(StrEnum):
-    """Who owns a failure, per the audit: the infrastructure, the task, the harness config or the model."""
-
-    INFRA = "infra"
-    TASK = "task"
-    CONFIG = "config"
-    MODEL = "model"
 
 
 def _created_at() -> Any:

@@ -13,7 +13,11 @@ from mindforge.hcp.io import dump_contract
 from mindforge.hcp.model import HCPContract
 from mindforge.hcp.registry import check_registration, parse_ref
 from mindforge.store._insert import insert_ignore
-from mindforge.store.errors import AdapterImmutableError, ContractIdentityError, NotFoundError
+from mindforge.store.errors import (
+    AdapterImmutableError,
+    ContractIdentityError,
+    NotFoundError,
+)
 from mindforge.store.models import AdapterRevision, AdapterRevisionCreate, Contract
 
 

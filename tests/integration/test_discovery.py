@@ -22,13 +22,21 @@ from mindforge.discovery import (
     DiscoveryConfig,
     PoolIndex,
     RejectReason,
-    admit_to_store,
     run_discovery,
     summarise_pool,
 )
 from mindforge.hcp import load_contract
 from mindforge.policy.scripted import start_scripted_policy
-from mindforge.store import LineageCreate, PoolMembership, PoolSplit, StoredTask, TaskSource, init_db, session_scope
+from mindforge.store import (
+    LineageCreate,
+    PoolMembership,
+    PoolSplit,
+    StoredTask,
+    TaskSource,
+    init_db,
+    session_scope,
+)
+from mindforge.store.discovered import admit_to_store
 from mindforge.store.lineages import create_lineage
 from mindforge.tasks.loader import load_task, load_tasks
 from tests.conftest import BUNDLED_TASKS, REPO

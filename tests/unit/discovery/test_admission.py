@@ -12,7 +12,6 @@ import pytest
 from sqlmodel import select
 
 from mindforge.discovery.admission import (
-    admit_to_store,
     check_proposal,
     discovered_dir,
     make_provenance,
@@ -43,6 +42,7 @@ from mindforge.store import (
     init_db,
     session_scope,
 )
+from mindforge.store.discovered import admit_to_store
 from mindforge.store.lineages import create_lineage
 from mindforge.tasks.hashing import content_hash
 from mindforge.tasks.loader import load_task, load_tasks

@@ -20,7 +20,12 @@ from mindforge.discovery.records import RejectReason
 from mindforge.discovery.schema import TaskProposal
 from mindforge.settings import REPO_ROOT
 from mindforge.tasks.loader import load_task, load_tasks
-from tests.unit.discovery.sample_proposals import BROKEN, READS_SOLUTION, VALID, near_duplicate
+from tests.unit.discovery.sample_proposals import (
+    BROKEN,
+    READS_SOLUTION,
+    VALID,
+    near_duplicate,
+)
 
 
 def _task(tmp_path, item: dict, name: str | None = None):

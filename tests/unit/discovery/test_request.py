@@ -11,7 +11,11 @@ import json
 import openai
 import pytest
 
-from mindforge.discovery.proposal import DiscoveryEndpointError, PoolSummary, request_proposals
+from mindforge.discovery.proposal import (
+    DiscoveryEndpointError,
+    PoolSummary,
+    request_proposals,
+)
 from mindforge.discovery.records import RejectReason
 from mindforge.hcp import contract_from_document, load_contract
 from mindforge.hcp.derive import apply_changes

@@ -2,7 +2,7 @@
 
 The lineage is built by the real code paths: base-evaluation trials audited by the audit
 rules on simulated transcripts, a configuration search run by the real allocator with
-its candidates registered through :mod:`mindforge.search.persist`, and selection / sealed trials
+its candidates registered through :mod:`mindforge.store.search_state`, and selection / sealed trials
 for two generations. Trial outcomes come from the simulated unlock oracle (standing in
 for sandbox + policy).
 """
@@ -23,11 +23,6 @@ from mindforge.search import (
     plan_step,
     search_tasks_from_audits,
 )
-from mindforge.search.persist import (
-    commit_state,
-    register_candidates,
-    register_contract,
-)
 from mindforge.search.simulate import UnlockOracle, base_transcript, make_unlock_tasks
 from mindforge.store import (
     LineageCreate,
@@ -41,6 +36,11 @@ from mindforge.store import (
     search,
     session_scope,
     trials,
+)
+from mindforge.store.search_state import (
+    commit_state,
+    register_candidates,
+    register_contract,
 )
 from mindforge.trial import FailureClass, PhaseTimings, TrialRecord
 

@@ -13,8 +13,17 @@ import pytest
 from mindforge.hcp import load_contract
 from mindforge.policy.runner import free_port
 from mindforge.policy.scripted import start_scripted_policy
-from mindforge.search import PromptRequest, make_candidate, materialize, propose_prompt_edit
-from mindforge.search.proposals import AuditSummary, PromptReplyError, parse_prompt_reply
+from mindforge.search import (
+    PromptRequest,
+    make_candidate,
+    materialize,
+    propose_prompt_edit,
+)
+from mindforge.search.proposals import (
+    AuditSummary,
+    PromptReplyError,
+    parse_prompt_reply,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 ROOT = load_contract(REPO / "hcp_contracts" / "baseline.toml")

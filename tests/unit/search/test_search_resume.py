@@ -12,10 +12,33 @@ from pathlib import Path
 from sqlmodel import select
 
 from mindforge.hcp import derive, load_contract
-from mindforge.search import CellResult, SearchBudget, SearchConfig, StepResults, init_search, observe, plan_step
-from mindforge.search.persist import commit_state, load_state, register_candidates, register_contract, search_summary
+from mindforge.search import (
+    CellResult,
+    SearchBudget,
+    SearchConfig,
+    StepResults,
+    init_search,
+    observe,
+    plan_step,
+)
 from mindforge.search.simulate import UnlockOracle, base_search_tasks, make_unlock_tasks
-from mindforge.store import LineageCreate, SearchCandidate, Trial, init_db, lineages, search, session_scope, trials
+from mindforge.search.summary import search_summary
+from mindforge.store import (
+    LineageCreate,
+    SearchCandidate,
+    Trial,
+    init_db,
+    lineages,
+    search,
+    session_scope,
+    trials,
+)
+from mindforge.store.search_state import (
+    commit_state,
+    load_state,
+    register_candidates,
+    register_contract,
+)
 from mindforge.trial import TrialRecord
 
 REPO = Path(__file__).resolve().parents[3]
