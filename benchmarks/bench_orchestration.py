@@ -4,7 +4,7 @@ Same run, same batch: ``--tasks`` bundled tasks x ``--attempts`` trials (20 by d
 cached images and a scripted policy (answers ``finish`` at once, so the trial is the
 sandbox's work). Measured:
 
-1. wall time per trial of ``mindforge.evaluate.evaluate`` (threads, concurrency 2) and of a
+1. wall time per trial of ``mindforge.trials.batch.evaluate`` (threads, concurrency 2) and of a
    one-generation lineage (Expansion only) through a Temporal dev server and a local Ray
    cluster with 2 CPUs - ratio lineage / eval (target <= 1.1x);
 2. trials per minute through the lineage at Ray concurrency 1 and 2 (``num_cpus``) - ratio
@@ -39,11 +39,22 @@ async def run_lineage(name: str, tasks: list[Path], attempts: int, policy_url: s
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
 
-    from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput, LineageSpec, SearchBudgetSpec, Stage
+    from mindforge.payloads import (
+        ORCHESTRATION_QUEUE,
+        LineageInput,
+        LineageSpec,
+        SearchBudgetSpec,
+        Stage,
+    )
     from mindforge.settings import get_settings
-    from workers.activities import LineageActivities
+    from workers.lineage_activities import LineageActivities
     from workers.main import build_workers, warm_up_ray
-    from workflows.options import KEY_GENERATION, KEY_LINEAGE, KEY_STAGE, search_attributes
+    from workflows.options import (
+        KEY_GENERATION,
+        KEY_LINEAGE,
+        KEY_STAGE,
+        search_attributes,
+    )
 
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(Path(sys.executable).parent / "temporal"),
@@ -82,12 +93,12 @@ def main() -> None:
     import ray
 
     from mindforge.agent.loop import ModelAgent
-    from mindforge.evaluate import evaluate
     from mindforge.hcp import load_contract
     from mindforge.policy.scripted import start_scripted_policy
-    from mindforge.runner import open_engine
     from mindforge.settings import get_settings
     from mindforge.tasks.loader import load_task
+    from mindforge.trials.batch import evaluate
+    from mindforge.trials.run import open_engine
     from workers.main import init_ray
 
     settings = get_settings()

@@ -8,7 +8,7 @@ format, a low temperature. Under a contract that has it, a noisy policy succeeds
 probability p (default 0.6); otherwise never. The base contract (bash and finish only)
 fails every task.
 
-Trial outcomes are simulated in-process by :class:`mindforge.search.simulate.UnlockOracle`:
+Trial outcomes are simulated in-process by :class:`benchmarks.simulate.UnlockOracle`:
 the outcome oracle stands in for the sandbox and the scripted policy so that thousands
 of attempts run in seconds. Everything else is the product's code: the base
 evaluation's transcripts are audited by the real audit rules, and every strategy runs
@@ -39,8 +39,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.simulate import (  # noqa: E402
+    UNLOCKS,
+    UnlockOracle,
+    base_search_tasks,
+    make_unlock_tasks,
+)
 from mindforge.hcp import derive, load_contract  # noqa: E402
-from mindforge.ledger import Ledger  # noqa: E402
 from mindforge.search import (  # noqa: E402
     SearchBudget,
     SearchConfig,
@@ -53,7 +58,7 @@ from mindforge.search import (  # noqa: E402
     plan_step,
     search_trial_id,
 )
-from mindforge.search.simulate import UNLOCKS, UnlockOracle, base_search_tasks, make_unlock_tasks  # noqa: E402
+from mindforge.search.coverage import Ledger  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -88,7 +93,7 @@ def run_single_contract(root, tasks, failing, edit_key: str, seed: int, p: float
     """Sweep one fixed contract over the failing set, round robin over the tasks it has not solved.
 
     Not a search (one contract cannot be searched over), so it runs outside the
-    allocator, through the same candidate code, oracle and :class:`~mindforge.ledger.Ledger`.
+    allocator, through the same candidate code, oracle and :class:`~mindforge.search.coverage.Ledger`.
     """
     edit = next(e for e in operator_edits(root) if e.key == edit_key)
     cand = make_candidate(root, [edit], origin="operator", step=0)

@@ -2,7 +2,7 @@
 
 Both sides do the same work on the same trivial task in the same run: start a container,
 run the reference solution, copy the tests in, run the verifier, read the reward, remove
-the container. MindForge's side is :func:`mindforge.runner.run_trial` with the oracle
+the container. MindForge's side is :func:`mindforge.trials.run.run_trial` with the oracle
 agent (records, artifacts and all); the floor is ``docker create / start / cp / exec /
 cp / exec / cp / rm -f`` scripted with subprocess. Prints the median wall time of each
 over ``--trials`` runs (interleaved, after one warm-up each) and the ratio; the target is
@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from mindforge.agent.simple import OracleAgent
-from mindforge.runner import open_engine, run_trial
 from mindforge.settings import get_settings
 from mindforge.tasks.loader import load_task
+from mindforge.trials.run import open_engine, run_trial
 
 
 def make_task(root: Path) -> Path:

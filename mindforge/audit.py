@@ -35,7 +35,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mindforge.domain import AuditOwner
-from mindforge.trial import NO_REWARD_CLASSES, FailureClass, LimitFired, TrialRecord
+from mindforge.trials.record import (
+    NO_REWARD_CLASSES,
+    FailureClass,
+    LimitFired,
+    TrialRecord,
+)
 
 #: failure classes owned by the infrastructure (the endpoint and the harness code count)
 INFRA_CLASSES = frozenset(

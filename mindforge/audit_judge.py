@@ -16,9 +16,9 @@ import json
 from typing import Any
 
 from mindforge.audit import AuditResult
-from mindforge.replies import ReplyFormatError, load_json_object
 from mindforge.domain import AuditOwner
-from mindforge.trial import TrialRecord
+from mindforge.replies import ReplyFormatError, load_json_object
+from mindforge.trials.record import TrialRecord
 
 JUDGE_SYSTEM_PROMPT = """\
 You audit failed attempts of an AI agent on terminal tasks. Decide who owns the failure:

@@ -362,7 +362,10 @@ COMPONENT_TYPES: list[type[Component]] = [DockerComponent, BaseImageComponent, R
 
 def component_types() -> list[type[Component]]:
     """Every component class in start order: sandboxes first, then Temporal and Ray."""
-    from mindforge.devstack_services import RayComponent, TemporalComponent  # imports this module
+    from mindforge.devstack_services import (  # imports this module
+        RayComponent,
+        TemporalComponent,
+    )
 
     return [*COMPONENT_TYPES, TemporalComponent, RayComponent]
 

@@ -23,8 +23,14 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-from mindforge.devstack import Component, ComponentStatus, DevStackError, Say, write_setting
-from mindforge.orchestration import SA_GENERATION, SA_LINEAGE, SA_STAGE
+from mindforge.devstack import (
+    Component,
+    ComponentStatus,
+    DevStackError,
+    Say,
+    write_setting,
+)
+from mindforge.payloads import SA_GENERATION, SA_LINEAGE, SA_STAGE
 
 SEARCH_ATTRIBUTES = {SA_LINEAGE: "Keyword", SA_GENERATION: "Int", SA_STAGE: "Keyword"}
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1"}

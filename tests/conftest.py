@@ -70,7 +70,7 @@ def settings(session_data_dir):
 @pytest.fixture(scope="session")
 def engine_and_map(settings):
     """The real Docker engine (orphans reaped) and the image map."""
-    from mindforge.runner import open_engine
+    from mindforge.trials.run import open_engine
 
     return open_engine(settings)
 

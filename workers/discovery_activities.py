@@ -15,7 +15,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.evaluation import PoolSplit
-from mindforge.orchestration import (
+from mindforge.payloads import (
     AdmitInput,
     CheckProposalInput,
     DiscoveryInput,

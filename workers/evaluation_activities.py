@@ -17,7 +17,7 @@ from typing import Any
 from temporalio import activity
 
 from mindforge.evaluation import PairRef, PoolSplit, paired_lift
-from mindforge.orchestration import (
+from mindforge.payloads import (
     LineageSpec,
     RunTrialsInput,
     SealedEvaluationInput,

@@ -21,11 +21,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from mindforge.errors import InfraError
-from mindforge.orchestration import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
+from mindforge.payloads import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
-from workers.activities import LineageActivities
 from workers.discovery_activities import DiscoveryActivities
 from workers.evaluation_activities import EvaluationActivities
+from workers.lineage_activities import LineageActivities
 from workers.search_activities import SearchActivities
 from workers.training_activities import TrainingActivities
 from workers.update_activities import UpdateActivities

@@ -19,8 +19,8 @@ _ENGINE = None
 def _engine():
     global _ENGINE
     if _ENGINE is None:
-        from mindforge.runner import open_engine
         from mindforge.settings import get_settings
+        from mindforge.trials.run import open_engine
 
         _ENGINE = open_engine(get_settings())
     return _ENGINE
@@ -38,9 +38,9 @@ def run_trial_payload(payload: dict[str, Any]) -> dict[str, Any]:
         ``TrialRecord.model_dump(mode="json")`` plus ``worker`` (``host/node``).
     """
     from mindforge.agent.simple import NopAgent, OracleAgent
-    from mindforge.runner import run_trial
     from mindforge.settings import get_settings
     from mindforge.tasks.loader import load_task
+    from mindforge.trials.run import run_trial
 
     engine, image_map = _engine()
     task = load_task(payload["task_path"])
@@ -78,7 +78,7 @@ def run_trial_payload(payload: dict[str, Any]) -> dict[str, Any]:
 def warm() -> str:
     """Load the trial code and open the Docker engine in this worker process (see ``warm_up_ray``)."""
     import mindforge.agent.loop  # noqa: F401 - imports are the point
-    import mindforge.runner  # noqa: F401
+    import mindforge.trials.run  # noqa: F401
 
     _engine()
     return f"{socket.gethostname()}/{os.getpid()}"

@@ -19,7 +19,7 @@ from temporalio import activity
 
 from mindforge.agent.endpoint import resolve_endpoint
 from mindforge.evaluation import PairRef, PoolSplit
-from mindforge.orchestration import (
+from mindforge.payloads import (
     AuditJudge,
     RunTrialsInput,
     SearchBudgetSpec,

@@ -22,7 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.errors import InputError
-from mindforge.orchestration import (
+from mindforge.payloads import (
     TrainAdapterInput,
     TrainAdapterResult,
     ValidateAdapterInput,

@@ -26,7 +26,7 @@ from temporalio.exceptions import ApplicationError
 
 from mindforge.errors import InputError
 from mindforge.evaluation import PoolSplit, PromotionDecision, decide_promotion
-from mindforge.orchestration import (
+from mindforge.payloads import (
     HandOffInput,
     HandOffResult,
     PlanPromotionInput,
@@ -38,7 +38,7 @@ from mindforge.orchestration import (
     TrialStage,
     UpdateInput,
 )
-from mindforge.serving import (
+from mindforge.policy.handoff import (
     EndpointUnavailableError,
     ServingError,
     hand_off,

@@ -14,7 +14,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from mindforge.orchestration import (
+    from mindforge.payloads import (
         SANDBOX_QUEUE,
         AdmitInput,
         CheckProposalInput,

@@ -19,7 +19,7 @@ import asyncio
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from mindforge.orchestration import (
+    from mindforge.payloads import (
         AuditJudge,
         ExpansionInput,
         ExpansionResult,

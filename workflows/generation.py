@@ -14,7 +14,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from mindforge.evaluation import PairRef
-    from mindforge.orchestration import (
+    from mindforge.payloads import (
         DiscoveryInput,
         DiscoveryResult,
         ExpansionInput,

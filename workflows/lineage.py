@@ -15,7 +15,7 @@ from temporalio.exceptions import ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from mindforge.evaluation import PairRef
-    from mindforge.orchestration import (
+    from mindforge.payloads import (
         GenerationInput,
         GenerationResult,
         LineageEvent,

@@ -9,10 +9,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.common import (
+    RetryPolicy,
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+)
 
 with workflow.unsafe.imports_passed_through():
-    from mindforge.orchestration import SA_GENERATION, SA_LINEAGE, SA_STAGE
+    from mindforge.payloads import SA_GENERATION, SA_LINEAGE, SA_STAGE
 
 # stable activity names
 PREPARE_LINEAGE = "prepare_lineage"
@@ -122,7 +127,7 @@ async def run_trials(inp, heartbeat_timeout_sec: float):
         the ``RunTrialsResult`` counts.
     """
     with workflow.unsafe.imports_passed_through():
-        from mindforge.orchestration import SANDBOX_QUEUE, RunTrialsResult
+        from mindforge.payloads import SANDBOX_QUEUE, RunTrialsResult
 
     return await workflow.execute_activity(
         RUN_TRIALS,

@@ -24,7 +24,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from mindforge.evaluation import PairRef, PromotionDecision
-    from mindforge.orchestration import (
+    from mindforge.payloads import (
         SANDBOX_QUEUE,
         HandOffInput,
         HandOffResult,

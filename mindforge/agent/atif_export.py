@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mindforge.agent.actions import tool_schemas
 from mindforge.atif import (
     MINDFORGE_EXTRA_KEY,
     Agent,
@@ -31,7 +32,6 @@ from mindforge.atif import (
     ToolCall,
     Trajectory,
 )
-from mindforge.agent.actions import tool_schemas
 
 
 def _context_steps(messages: list[dict[str, Any]], ts: str, add: Any) -> None:

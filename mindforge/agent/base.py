@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from mindforge.sandbox.base import Sandbox
 from mindforge.tasks.model import Task
-from mindforge.trial import FailureClass, LimitFired
+from mindforge.trials.record import FailureClass, LimitFired
 
 
 class AgentOutcome(BaseModel):

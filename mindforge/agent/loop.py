@@ -34,7 +34,7 @@ from mindforge.agent.transcript import TranscriptWriter
 from mindforge.atif import write_trajectory
 from mindforge.sandbox.base import Sandbox
 from mindforge.tasks.model import Task
-from mindforge.trial import FailureClass, LimitFired
+from mindforge.trials.record import FailureClass, LimitFired
 
 #: consecutive unusable replies (of one kind) before the phase is ended
 MAX_CONSECUTIVE_BAD_REPLIES = 3

@@ -8,7 +8,7 @@ from mindforge.agent.base import Agent, AgentOutcome
 from mindforge.errors import InputError
 from mindforge.sandbox.base import Sandbox
 from mindforge.tasks.model import Task
-from mindforge.trial import FailureClass, LimitFired
+from mindforge.trials.record import FailureClass, LimitFired
 
 SOLUTION_DIR = "/solution"
 

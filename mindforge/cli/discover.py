@@ -16,7 +16,7 @@ def _pool_results(path: Path) -> tuple[set[str], set[str], dict[str, int]]:
     """Solved ids, failed ids and failure-class counts from a ``mindforge eval`` results file."""
     from pydantic import ValidationError
 
-    from mindforge.evaluate import EvalSummary
+    from mindforge.trials.batch import EvalSummary
 
     try:
         summary = EvalSummary.model_validate_json(path.read_text(encoding="utf-8"))
@@ -54,10 +54,16 @@ def discover_command(
     ``<run id>.json`` in --out.
     """
     from mindforge.cli.tasks import _load, _progress
-    from mindforge.discovery import DiscoveryConfig, PoolIndex, move_task_dir, run_discovery, summarise_pool
+    from mindforge.discovery import (
+        DiscoveryConfig,
+        PoolIndex,
+        move_task_dir,
+        run_discovery,
+        summarise_pool,
+    )
     from mindforge.hcp import load_contract
-    from mindforge.runner import open_engine
     from mindforge.settings import REPO_ROOT, get_settings
+    from mindforge.trials.run import open_engine
 
     hcp = load_contract(contract)
     pool_paths = [tasks or REPO_ROOT / "tasks"]

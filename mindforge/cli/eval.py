@@ -51,9 +51,9 @@ def eval_command(
 def _run(hcp, loaded, attempts: int, concurrency: int, base_url: str | None, out: Path | None) -> None:
     """Run the trials against ``base_url``, write the JSON results and print the summary table."""
     from mindforge.agent.loop import ModelAgent
-    from mindforge.evaluate import evaluate
-    from mindforge.runner import open_engine
     from mindforge.settings import get_settings
+    from mindforge.trials.batch import evaluate
+    from mindforge.trials.run import open_engine
 
     settings = get_settings()
     engine, image_map = open_engine(settings)

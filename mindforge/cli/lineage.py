@@ -61,7 +61,12 @@ def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
         SplitTooSmallError: a split below ``splits.min_tasks`` without ``allow_small_splits``
             (the message names the split and the numbers).
     """
-    from mindforge.evaluation import SplitCandidate, assign_splits, check_split_sizes, split_counts
+    from mindforge.evaluation import (
+        SplitCandidate,
+        assign_splits,
+        check_split_sizes,
+        split_counts,
+    )
     from mindforge.tasks.loader import load_tasks
 
     loaded = load_tasks(tasks)
@@ -97,7 +102,7 @@ def build_spec(
         SplitTooSmallError: a split below the minimum (see :func:`check_pool_splits`).
     """
     from mindforge.hcp import load_contract
-    from mindforge.orchestration import LineageSpec, SearchBudgetSpec, Stage
+    from mindforge.payloads import LineageSpec, SearchBudgetSpec, Stage
 
     for p in tasks:
         if not p.exists():
@@ -134,7 +139,7 @@ def build_spec(
 
 async def start_lineage(spec, settings) -> str:
     """Start the LineageWorkflow for ``spec``; returns its workflow id."""
-    from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput
+    from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
     from workers.main import connect
     from workflows.options import search_attributes
 

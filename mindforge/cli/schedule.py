@@ -36,7 +36,7 @@ async def create_schedule(spec, cron: str, settings) -> str:
     )
 
     from mindforge.cli.lineage import workflow_id_for
-    from mindforge.orchestration import ORCHESTRATION_QUEUE, LineageInput
+    from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
     from workers.main import connect
     from workflows.options import search_attributes
 

@@ -9,7 +9,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from mindforge.cli.output import make_console
@@ -60,9 +66,9 @@ def validate(
 
     Exits 1 when any task is not valid.
     """
-    from mindforge.runner import open_engine
     from mindforge.settings import get_settings
     from mindforge.tasks.validate import TaskValidation, Verdict, validate_task
+    from mindforge.trials.run import open_engine
 
     tasks, load_errors = _load(paths)
     results: list[TaskValidation] = [
@@ -121,8 +127,8 @@ def run(
 ) -> None:
     """Run single trials of one task and print their records."""
     from mindforge.agent.simple import NopAgent, OracleAgent
-    from mindforge.runner import open_engine, run_trial
     from mindforge.settings import get_settings
+    from mindforge.trials.run import open_engine, run_trial
 
     agents = {"oracle": OracleAgent, "nop": NopAgent}
     if agent not in agents:

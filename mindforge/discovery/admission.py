@@ -24,13 +24,13 @@ from mindforge.discovery.records import (
     RejectReason,
 )
 from mindforge.errors import InputError
-from mindforge.evaluate import evaluate
 from mindforge.sandbox.docker import DockerEngine
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.loader import load_task
 from mindforge.tasks.model import Task
 from mindforge.tasks.validate import Verdict, validate_task
-from mindforge.trial import FailureClass, TrialRecord, utcnow
+from mindforge.trials.batch import evaluate
+from mindforge.trials.record import FailureClass, TrialRecord, utcnow
 
 _VERDICT_REASON = {
     Verdict.BROKEN: RejectReason.BROKEN,

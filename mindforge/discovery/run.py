@@ -51,7 +51,7 @@ from mindforge.evaluation.splits import (
 from mindforge.sandbox.docker import DockerEngine
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.loader import load_task
-from mindforge.trial import TrialRecord
+from mindforge.trials.record import TrialRecord
 
 
 class DiscoveryConfig(BaseModel):

@@ -13,7 +13,12 @@ Pure: no Temporal, Ray or store imports.
 
 from __future__ import annotations
 
-from mindforge.evaluation.decisions import PromotionDecision, SuccessorChoice, choose_successor, decide_promotion
+from mindforge.evaluation.decisions import (
+    PromotionDecision,
+    SuccessorChoice,
+    choose_successor,
+    decide_promotion,
+)
 from mindforge.evaluation.lift import LiftReport, paired_lift
 from mindforge.evaluation.scoring import PairRef, TaskScores, score_tasks
 from mindforge.evaluation.splits import (

@@ -18,7 +18,7 @@ from mindforge.evaluation.lift import LiftReport, paired_lift
 from mindforge.evaluation.scoring import PairRef, score_tasks
 from mindforge.evaluation.splits import PoolSplit
 from mindforge.evaluation.stats import bootstrap_lift
-from mindforge.trial import TrialRecord
+from mindforge.trials.record import TrialRecord
 
 
 class SuccessorChoice(BaseModel):

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from mindforge.evaluation.scoring import PairRef, score_tasks
 from mindforge.evaluation.splits import PoolSplit
 from mindforge.evaluation.stats import bootstrap_lift
-from mindforge.trial import TrialRecord
+from mindforge.trials.record import TrialRecord
 
 #: what a lift was measured against: the generation's parent pair, or generation 0's pair
 Baseline = Literal["parent", "root"]

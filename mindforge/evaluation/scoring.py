@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from mindforge.trial import TrialRecord
+from mindforge.trials.record import TrialRecord
 
 
 class PairRef(BaseModel):

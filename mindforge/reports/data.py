@@ -28,7 +28,7 @@ from sqlmodel import Session
 from mindforge.audit import usable_for_search
 from mindforge.evaluation import Interval, PoolSplit, wilson_interval
 from mindforge.hcp import diff_contracts, format_diff, loads_contract
-from mindforge.ledger import CoverageSummary, Ledger
+from mindforge.search.coverage import CoverageSummary, Ledger
 from mindforge.store import Contract, Trial
 from mindforge.store import lineages as lineage_repo
 from mindforge.store import pool as pool_repo
@@ -36,7 +36,7 @@ from mindforge.store import registry as registry_repo
 from mindforge.store import search as search_repo
 from mindforge.store import trials as trial_repo
 from mindforge.store.errors import NotFoundError
-from mindforge.trial import utcnow
+from mindforge.trials.record import utcnow
 
 
 class ContractInfo(BaseModel):

@@ -21,9 +21,24 @@ from docker.utils import kwargs_from_env
 
 from mindforge.errors import InfraError
 from mindforge.sandbox import archive, owner
-from mindforge.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, ExecResult, PidsUsage, Sandbox
-from mindforge.sandbox.build import BuildFailed, BuildResult, BuildTimeout, build_task_image
-from mindforge.sandbox.output import EXEC_SCRIPT, cap_bytes, parse_exec_output, split_budget
+from mindforge.sandbox.base import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    ExecResult,
+    PidsUsage,
+    Sandbox,
+)
+from mindforge.sandbox.build import (
+    BuildFailed,
+    BuildResult,
+    BuildTimeout,
+    build_task_image,
+)
+from mindforge.sandbox.output import (
+    EXEC_SCRIPT,
+    cap_bytes,
+    parse_exec_output,
+    split_budget,
+)
 from mindforge.sandbox.pids import docker_pids_usage
 from mindforge.settings import Settings
 from mindforge.tasks.image_map import ImageMap

@@ -9,7 +9,11 @@
 - :mod:`~mindforge.search.state` and :mod:`~mindforge.search.allocator`: the resumable
   search (``init_search`` / ``plan_step`` / ``observe``);
 - :mod:`~mindforge.search.tasks`: failing tasks from audits, cell results from trials;
-- :mod:`~mindforge.search.simulate`: a simulated unlock problem (benchmarks, tests).
+- :mod:`~mindforge.search.coverage`: the coverage ledger (cumulative and single-contract);
+- :mod:`~mindforge.search.arms`: choosing each step's cells among existing and potential candidates.
+
+A simulated unlock problem for measuring the allocator offline lives outside the product,
+in ``benchmarks/simulate.py``.
 """
 
 from mindforge.search.allocator import (

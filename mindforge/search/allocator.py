@@ -34,10 +34,10 @@ from functools import lru_cache
 
 from mindforge.errors import MindForgeError
 from mindforge.hcp import HCPContract, dump_contract, loads_contract
+from mindforge.search.arms import Arms, offer_new_arms, pick_adaptive, pick_random
 from mindforge.search.candidates import CandidateError, CandidatePool, make_candidate
 from mindforge.search.edits import Edit, operator_edits
 from mindforge.search.proposals import AuditSummary, PromptRequest
-from mindforge.search.selection import Arms, offer_new_arms, pick_adaptive, pick_random
 from mindforge.search.state import (
     CellStats,
     CostEstimate,

@@ -47,7 +47,7 @@ class SearchConfig(BaseModel):
     Attributes:
         seed: seed of every random draw (with the step index).
         strategy: ``adaptive`` (audit-guided priors, evidence shared within clusters,
-            composed and refined candidates; see :mod:`mindforge.search.selection`) or
+            composed and refined candidates; see :mod:`mindforge.search.arms`) or
             ``random`` (tasks and single operator edits drawn uniformly; a benchmark
             baseline).
         cells_per_step: cells (attempts) planned per step.
@@ -293,7 +293,7 @@ def is_progress(task: SearchTask, result: CellResult) -> bool:
     (``config.parse_failure``) parse under the candidate and the task now fails as
     ``model.wrong_answer``. Such a candidate is a stepping stone: the allocator refines
     it with one more fitting edit even before anything passed
-    (:func:`mindforge.search.selection.offer_new_arms`).
+    (:func:`mindforge.search.arms.offer_new_arms`).
     """
     return (
         task.owner == "config"

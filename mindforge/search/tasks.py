@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from mindforge.audit import AuditResult, usable_for_search
 from mindforge.domain import AuditOwner
 from mindforge.search.state import CellResult, PlannedCell, SearchTask
-from mindforge.trial import TrialRecord
+from mindforge.trials.record import TrialRecord
 
 #: owners whose verdict is most useful to guide the search, best first
 _OWNER_RANK = {AuditOwner.CONFIG: 0, AuditOwner.MODEL: 1, AuditOwner.INFRA: 2, AuditOwner.TASK: 3}

@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 from mindforge.store._insert import insert_ignore
 from mindforge.store.errors import AlreadyExistsError, NotFoundError
 from mindforge.store.models import Generation, Lineage, LineageCreate, RunStatus
-from mindforge.trial import utcnow
+from mindforge.trials.record import utcnow
 
 
 def create_lineage(*, session: Session, lineage_in: LineageCreate) -> Lineage:

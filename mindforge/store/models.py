@@ -23,7 +23,13 @@ from sqlmodel import JSON, Field, SQLModel
 from mindforge.domain import AuditOwner, RunStatus, TaskSource
 from mindforge.evaluation.splits import PoolSplit
 from mindforge.store.columns import UTCDateTime, str_enum
-from mindforge.trial import FailureClass, LimitFired, PhaseTimings, TrialRecord, utcnow
+from mindforge.trials.record import (
+    FailureClass,
+    LimitFired,
+    PhaseTimings,
+    TrialRecord,
+    utcnow,
+)
 
 # Named constraints make later migrations (batch mode on SQLite) predictable.
 SQLModel.metadata.naming_convention = {
@@ -221,7 +227,7 @@ class PoolMembership(SQLModel, table=True):
 
 
 class Trial(SQLModel, table=True):
-    """A stored trial: the fields of :class:`mindforge.trial.TrialRecord` plus where it ran.
+    """A stored trial: the fields of :class:`mindforge.trials.record.TrialRecord` plus where it ran.
 
     ``trial_id`` is the primary key and is computed by the caller deterministically
     (:func:`mindforge.store.trials.make_trial_id`), so an activity retried after a
@@ -276,7 +282,7 @@ class Trial(SQLModel, table=True):
         return cls(**data, lineage_id=lineage_id, generation_index=generation_index, stage=stage)
 
     def to_record(self) -> TrialRecord:
-        """The row as a :class:`~mindforge.trial.TrialRecord` (store-only fields dropped)."""
+        """The row as a :class:`~mindforge.trials.record.TrialRecord` (store-only fields dropped)."""
         timings = PhaseTimings(**{name: getattr(self, name) for name in PhaseTimings.model_fields})
         data = {name: getattr(self, name) for name in TrialRecord.model_fields if name != "timings"}
         return TrialRecord(**data, timings=timings)

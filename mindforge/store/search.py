@@ -14,7 +14,7 @@ from sqlmodel import Session, col, select
 from mindforge.store._insert import insert_ignore
 from mindforge.store.errors import NotFoundError
 from mindforge.store.models import RunStatus, SearchCandidate, SearchJob, new_id
-from mindforge.trial import utcnow
+from mindforge.trials.record import utcnow
 
 
 def create_search_job(

@@ -17,7 +17,7 @@ from sqlmodel import Session, col, select
 
 from mindforge.store._insert import insert_ignore
 from mindforge.store.models import Audit, AuditOwner, Trial
-from mindforge.trial import FailureClass, TrialRecord
+from mindforge.trials.record import FailureClass, TrialRecord
 
 
 def make_trial_id(

@@ -20,11 +20,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from mindforge.agent.simple import NopAgent, OracleAgent
-from mindforge.runner import run_trial
 from mindforge.sandbox.docker import DockerEngine
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.model import Task
-from mindforge.trial import FailureClass, TrialRecord
+from mindforge.trials.record import FailureClass, TrialRecord
+from mindforge.trials.run import run_trial
 
 
 class Verdict(StrEnum):

@@ -22,7 +22,12 @@ from mindforge.trainer.errors import (
     UnservableAdapterError,
     ZeroAdapterError,
 )
-from mindforge.trainer.samples import SampleSet, TrainingSample, build_samples, trajectory_to_sample
+from mindforge.trainer.samples import (
+    SampleSet,
+    TrainingSample,
+    build_samples,
+    trajectory_to_sample,
+)
 
 _LAZY = {
     "train_grpo": "mindforge.trainer.grpo",

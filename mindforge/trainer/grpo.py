@@ -32,7 +32,13 @@ import torch
 from mindforge.trainer import lora
 from mindforge.trainer.config import RewardStats, TrainerConfig, TrainResult
 from mindforge.trainer.errors import NoTrainingSignalError
-from mindforge.trainer.objective import Batch, LossParts, collate, group_advantages, grpo_loss
+from mindforge.trainer.objective import (
+    Batch,
+    LossParts,
+    collate,
+    group_advantages,
+    grpo_loss,
+)
 from mindforge.trainer.samples import TrainingSample
 
 __all__ = [

@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mindforge.trial import NO_REWARD_CLASSES, TrialRecord
+from mindforge.trials.record import NO_REWARD_CLASSES, TrialRecord
 
 
 class SelectedGroup(BaseModel):

@@ -16,7 +16,7 @@ import pytest
 
 from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, assign_splits
 from mindforge.hcp import load_contract
-from mindforge.orchestration import Stage
+from mindforge.payloads import Stage
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool

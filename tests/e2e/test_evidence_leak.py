@@ -26,7 +26,7 @@ from __future__ import annotations
 import pytest
 
 from mindforge.evaluation import PoolSplit, SplitConfig
-from mindforge.orchestration import LineageSpec, SearchBudgetSpec, Stage, UpdateOutcome
+from mindforge.payloads import LineageSpec, SearchBudgetSpec, Stage, UpdateOutcome
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, trials
 from mindforge.trainer.config import TrainerConfig

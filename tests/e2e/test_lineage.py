@@ -18,7 +18,7 @@ import docker
 import pytest
 
 from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, assign_splits
-from mindforge.orchestration import (
+from mindforge.payloads import (
     ORCHESTRATION_QUEUE,
     LineageInput,
     LineageSpec,
@@ -80,7 +80,7 @@ def _stored(settings, lineage_id: str):
 
 
 async def _run_in_process(env, settings, spec: LineageSpec):
-    from workers.activities import LineageActivities
+    from workers.lineage_activities import LineageActivities
     from workers.main import build_workers
     from workflows.options import search_attributes
 

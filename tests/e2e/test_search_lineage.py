@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from mindforge.orchestration import SearchBudgetSpec, Stage
+from mindforge.payloads import SearchBudgetSpec, Stage
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials

@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from mindforge.evaluation import PoolSplit, SplitConfig
-from mindforge.orchestration import (
+from mindforge.payloads import (
     ORCHESTRATION_QUEUE,
     LineageInput,
     LineageSpec,
@@ -98,7 +98,7 @@ def _pinned(search: list[str], selection: list[str], sealed: list[str]) -> Split
 async def _run(env, settings, specs: list[LineageSpec]) -> list[SimpleNamespace]:
     """Run each spec's lineage (Expansion then Update) with in-process workers; returns each
     lineage's last generation's Update outcome and next pair, read back from the store."""
-    from workers.activities import LineageActivities
+    from workers.lineage_activities import LineageActivities
     from workers.main import build_workers
     from workflows.options import search_attributes
 
@@ -135,10 +135,10 @@ def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_se
     temporal_env, ray_cluster, settings, contract_path
 ):
     from mindforge.hcp import loads_contract
+    from mindforge.policy.handoff import served_adapters
     from mindforge.policy.scripted import start_scripted_policy
     from mindforge.policy.server import start_policy_server
     from mindforge.policy.tiny import ensure_tiny_model
-    from mindforge.serving import served_adapters
     from mindforge.trainer.validate_adapter import sha256_file
 
     env, _address, loop = temporal_env
@@ -324,11 +324,11 @@ def test_two_generations_decide_on_selection_only_and_the_report_shows_three_spl
     generation 1 rolls out under it, trains r1 on top and promotes that under a new name.
     Every decision record names ``selection`` and reads no sealed trial; every lift names
     ``sealed``; generation 1 also reports its lift over generation 0's pair."""
+    from mindforge.policy.handoff import served_adapters
     from mindforge.policy.scripted import start_scripted_policy
     from mindforge.policy.server import start_policy_server
     from mindforge.policy.tiny import ensure_tiny_model
     from mindforge.reports import gather_report_data, render_report
-    from mindforge.serving import served_adapters
 
     env, _address, loop = temporal_env
     name = "upd2"

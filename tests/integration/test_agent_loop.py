@@ -16,9 +16,9 @@ from mindforge.agent.loop import ModelAgent
 from mindforge.agent.transcript import read_transcript
 from mindforge.hcp import derive, load_contract
 from mindforge.policy.scripted import start_scripted_policy
-from mindforge.runner import run_trial
 from mindforge.tasks.loader import load_task
-from mindforge.trial import FailureClass, LimitFired
+from mindforge.trials.record import FailureClass, LimitFired
+from mindforge.trials.run import run_trial
 from tests.conftest import REPO
 from tests.fixtures.examples import COUNT_LINES, SORT_UNIQUE
 

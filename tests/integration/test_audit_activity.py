@@ -13,10 +13,17 @@ from pathlib import Path
 import pytest
 
 from mindforge.hcp import load_contract
-from mindforge.orchestration import AuditJudge, LineageSpec, StageTrialsInput
+from mindforge.payloads import AuditJudge, LineageSpec, StageTrialsInput
 from mindforge.policy.scripted import start_scripted_policy
-from mindforge.store import LineageCreate, init_db, lineages, registry, session_scope, trials
-from mindforge.trial import FailureClass, TrialRecord
+from mindforge.store import (
+    LineageCreate,
+    init_db,
+    lineages,
+    registry,
+    session_scope,
+    trials,
+)
+from mindforge.trials.record import FailureClass, TrialRecord
 from tests.conftest import REPO
 from workers.search_activities import SearchActivities
 

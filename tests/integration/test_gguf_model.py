@@ -26,7 +26,12 @@ except importlib.metadata.PackageNotFoundError:
 
 from mindforge.hcp import load_contract  # noqa: E402
 from mindforge.policy.gguf import STAMP_FILE  # noqa: E402
-from mindforge.policy.models import SMOLLM2_NAME, ModelSource, resolve_model, smollm2_gguf_path  # noqa: E402
+from mindforge.policy.models import (  # noqa: E402
+    SMOLLM2_NAME,
+    ModelSource,
+    resolve_model,
+    smollm2_gguf_path,
+)
 from tests.conftest import REPO  # noqa: E402
 
 pytestmark = pytest.mark.slow

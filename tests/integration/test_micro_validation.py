@@ -17,9 +17,9 @@ import pytest
 
 from mindforge.agent.base import Agent, AgentOutcome
 from mindforge.agent.shell import PersistentShell
-from mindforge.runner import run_trial
 from mindforge.tasks.loader import load_task
 from mindforge.tasks.validate import Verdict, validate_task
+from mindforge.trials.run import run_trial
 from tests.conftest import BUNDLED_TASKS
 
 pytestmark = pytest.mark.docker

@@ -409,9 +409,9 @@ def test_pids_limit_fired_is_recorded_and_audited(small_pids_engine, tmp_path):
     """
     from mindforge.agent.simple import OracleAgent
     from mindforge.audit import audit_trial
-    from mindforge.runner import run_trial
     from mindforge.store.models import AuditOwner
-    from mindforge.trial import FailureClass, LimitFired
+    from mindforge.trials.record import FailureClass, LimitFired
+    from mindforge.trials.run import run_trial
 
     clean = load_task(_pids_task(tmp_path, "pids-clean", "#!/bin/bash\necho hello > /app/out.txt\n"))
     full = load_task(_pids_task(tmp_path, "pids-full", FILL_PIDS))

@@ -22,7 +22,7 @@ from mindforge.hcp import derive, load_contract
 from mindforge.policy.runner import free_port
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store.models import AuditOwner
-from mindforge.trial import FailureClass, LimitFired, TrialRecord
+from mindforge.trials.record import FailureClass, LimitFired, TrialRecord
 
 REPO = Path(__file__).resolve().parents[2]
 BASELINE = load_contract(REPO / "hcp_contracts" / "baseline.toml")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mindforge.ledger import Ledger
+from mindforge.search.coverage import Ledger
 
 
 def _ledger() -> Ledger:

@@ -1,4 +1,4 @@
-"""Hand-off of adapter revisions to an OpenAI-compatible endpoint (``mindforge.serving``).
+"""Hand-off of adapter revisions to an OpenAI-compatible endpoint (``mindforge.policy.handoff``).
 
 Against the real embedded policy server on the locally built tiny model (in-process, a
 free port) and LoRA adapters made with PEFT here; the scripted policy (the test double
@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mindforge.serving import (
+from mindforge.policy.handoff import (
     AdapterLoadError,
     AdapterNameConflictError,
     EndpointUnavailableError,

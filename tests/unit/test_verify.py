@@ -2,7 +2,7 @@
 
 import pytest
 
-from mindforge.verify import RewardError, parse_reward_json, parse_reward_txt
+from mindforge.trials.verify import RewardError, parse_reward_json, parse_reward_txt
 
 
 @pytest.mark.parametrize(("raw", "value"), [(b"1", 1.0), (b"0\n", 0.0), (b" 0.25 ", 0.25), (b"1.0", 1.0)])

@@ -20,7 +20,7 @@ from mindforge.atif import read_trajectory
 from mindforge.hcp import derive, load_contract
 from mindforge.tasks.loader import load_task
 from mindforge.trainer.samples import _is_llm_call, _messages_and_calls
-from mindforge.trial import FailureClass
+from mindforge.trials.record import FailureClass
 from tests.fixtures.examples import COUNT_LINES, SORT_UNIQUE
 
 REPO = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ from mindforge.evaluation import (
     paired_lift,
     score_tasks,
 )
-from mindforge.trial import FailureClass, TrialRecord
+from mindforge.trials.record import FailureClass, TrialRecord
 
 P, C, N = "p" * 64, "c" * 64, "n" * 64
 

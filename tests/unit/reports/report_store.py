@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from benchmarks.simulate import UnlockOracle, base_transcript, make_unlock_tasks
 from mindforge.audit import audit_trial
 from mindforge.hcp import derive, load_contract
 from mindforge.search import (
@@ -23,7 +24,6 @@ from mindforge.search import (
     plan_step,
     search_tasks_from_audits,
 )
-from mindforge.search.simulate import UnlockOracle, base_transcript, make_unlock_tasks
 from mindforge.store import (
     LineageCreate,
     PoolSplit,
@@ -42,7 +42,7 @@ from mindforge.store.search_state import (
     register_candidates,
     register_contract,
 )
-from mindforge.trial import FailureClass, PhaseTimings, TrialRecord
+from mindforge.trials.record import FailureClass, PhaseTimings, TrialRecord
 
 REPO = Path(__file__).resolve().parents[3]
 SEARCH_KINDS = ["tool:read_file", "observation", "plan", "skill:run_tests.sh", "verify", "combo:read_file+plan"]

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from mindforge.sandbox.output import cap_bytes, join_capped, omitted_marker, parse_exec_output, split_budget
+from mindforge.sandbox.output import (
+    cap_bytes,
+    join_capped,
+    omitted_marker,
+    parse_exec_output,
+    split_budget,
+)
 
 
 def test_split_budget_sums_to_cap():

@@ -1,6 +1,6 @@
 """Adaptive allocation on a small simulated unlock problem: coverage, budgets, refusals, determinism.
 
-Trial outcomes come from :class:`mindforge.search.simulate.UnlockOracle` (each task is
+Trial outcomes come from :class:`benchmarks.simulate.UnlockOracle` (each task is
 unlocked by one harness property, a noisy policy succeeds with p = 0.6 when unlocked),
 standing in for sandbox + policy so the real allocator runs hundreds of attempts in
 a second; audits are computed by the real audit rules on simulated base transcripts.
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.simulate import UnlockOracle, base_search_tasks, make_unlock_tasks
 from mindforge.hcp import derive, load_contract
-from mindforge.ledger import Ledger
 from mindforge.search import (
     BudgetTooSmallError,
     CellResult,
@@ -30,7 +30,7 @@ from mindforge.search import (
     plan_step,
     run_search,
 )
-from mindforge.search.simulate import UnlockOracle, base_search_tasks, make_unlock_tasks
+from mindforge.search.coverage import Ledger
 
 REPO = Path(__file__).resolve().parents[3]
 ROOT = derive(

@@ -197,7 +197,7 @@ def test_progress_is_a_config_failure_that_moved_on():
 def test_cell_results_carry_the_audit_rule_of_a_failure():
     from mindforge.audit import audit_trial
     from mindforge.search import PlannedCell, cell_result_from_record
-    from mindforge.trial import FailureClass, TrialRecord
+    from mindforge.trials.record import FailureClass, TrialRecord
 
     cell = PlannedCell(trial_id="s-1", task_hash="h" * 64, task_id="t", contract_hash="c", attempt=0)
     rec = TrialRecord(trial_id="s-1", run_id="r", task_id="t", task_hash="h" * 64, agent="model", reward=0.0,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sqlmodel import select
 
+from benchmarks.simulate import UnlockOracle, base_search_tasks, make_unlock_tasks
 from mindforge.hcp import derive, load_contract
 from mindforge.search import (
     CellResult,
@@ -21,7 +22,6 @@ from mindforge.search import (
     observe,
     plan_step,
 )
-from mindforge.search.simulate import UnlockOracle, base_search_tasks, make_unlock_tasks
 from mindforge.search.summary import search_summary
 from mindforge.store import (
     LineageCreate,
@@ -39,7 +39,7 @@ from mindforge.store.search_state import (
     register_candidates,
     register_contract,
 )
-from mindforge.trial import TrialRecord
+from mindforge.trials.record import TrialRecord
 
 REPO = Path(__file__).resolve().parents[3]
 BASE = load_contract(REPO / "hcp_contracts" / "baseline.toml")

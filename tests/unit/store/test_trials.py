@@ -13,7 +13,7 @@ from sqlmodel import select
 from mindforge.store import AuditOwner, Trial, make_engine, session_scope
 from mindforge.store import trials as repo
 from mindforge.store.lineages import create_generation
-from mindforge.trial import FailureClass, LimitFired, PhaseTimings, TrialRecord
+from mindforge.trials.record import FailureClass, LimitFired, PhaseTimings, TrialRecord
 
 CONTRACT = "c0" * 32
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)

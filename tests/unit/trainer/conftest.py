@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from mindforge.atif import Agent, Metrics, Observation, ObservationResult, Step, ToolCall, Trajectory
+from mindforge.atif import (
+    Agent,
+    Metrics,
+    Observation,
+    ObservationResult,
+    Step,
+    ToolCall,
+    Trajectory,
+)
 
 SYSTEM = "You are operating a Linux terminal."
 USER = "Say yes or no."

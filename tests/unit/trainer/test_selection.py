@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mindforge.trainer.selection import group_id_for, select_groups
-from mindforge.trial import FailureClass, TrialRecord
+from mindforge.trials.record import FailureClass, TrialRecord
 
 C1, C2, C3 = "c1" * 32, "c2" * 32, "c3" * 32
 

@@ -13,7 +13,13 @@ from peft import PeftModel
 from mindforge.trainer import lora
 from mindforge.trainer.config import TrainerConfig
 from mindforge.trainer.errors import NoTrainingSignalError
-from mindforge.trainer.grpo import collate, group_advantages, grpo_loss, train_grpo, train_steps
+from mindforge.trainer.grpo import (
+    collate,
+    group_advantages,
+    grpo_loss,
+    train_grpo,
+    train_steps,
+)
 from mindforge.trainer.samples import TrainingSample, trajectory_to_sample
 
 CONFIG = TrainerConfig(lora_rank=4, lora_alpha=8, learning_rate=2e-2, batch_size=4, epochs=3, seed=0)

@@ -9,7 +9,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from mindforge.orchestration import CheckProposalInput, DiscoveryInput, LineageSpec
+from mindforge.payloads import CheckProposalInput, DiscoveryInput, LineageSpec
 from mindforge.store import init_db
 from tests.conftest import REPO
 from workers.discovery_activities import DiscoveryActivities

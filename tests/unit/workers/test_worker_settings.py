@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mindforge.settings import Settings, get_settings
-from workers.activities import LineageActivities
+from workers.lineage_activities import LineageActivities
 from workers.main import queue_activities
 
 

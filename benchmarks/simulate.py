@@ -34,7 +34,7 @@ from mindforge.search.state import (
     StepResults,
 )
 from mindforge.search.tasks import search_tasks_from_audits
-from mindforge.trial import FailureClass, LimitFired, TrialRecord
+from mindforge.trials.record import FailureClass, LimitFired, TrialRecord
 
 Predicate = Callable[[HCPContract, HCPContract], bool]
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from mindforge.sandbox.base import ExecResult, Sandbox
 from mindforge.sandbox.pids import fork_failure_line
 from mindforge.tasks.model import Task
-from mindforge.trial import FailureClass, LimitFired
+from mindforge.trials.record import FailureClass, LimitFired
 
 TESTS_DIR = "/tests"
 VERIFIER_LOG_DIR = "/logs/verifier"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pydantic import BaseModel, Field
 
 from mindforge.evaluation.stats import Interval, wilson_interval
-from mindforge.trial import TrialRecord
+from mindforge.trials.record import TrialRecord
 
 
 class CellTally(BaseModel):

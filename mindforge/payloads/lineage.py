@@ -1,6 +1,6 @@
 """Inputs and results of the lineage, generation, expansion (trial batches) and Discovery workflows and their activities.
 
-Pure pydantic records (see :mod:`mindforge.orchestration`); no Temporal, no Ray.
+Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no Ray.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from mindforge.evaluation.lift import LiftReport
 from mindforge.evaluation.scoring import PairRef
-from mindforge.orchestration.spec import LineageSpec, TrialStage
+from mindforge.payloads.spec import LineageSpec, TrialStage
 
 
 class LineageInput(BaseModel):

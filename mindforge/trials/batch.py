@@ -14,11 +14,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from mindforge.agent.base import Agent
-from mindforge.runner import run_trial
 from mindforge.sandbox.docker import DockerEngine
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.model import Task
-from mindforge.trial import TrialRecord
+from mindforge.trials.record import TrialRecord
+from mindforge.trials.run import run_trial
 
 
 class EvalSummary(BaseModel):

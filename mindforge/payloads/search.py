@@ -1,14 +1,14 @@
 """Inputs and results of Expansion's audit and configuration-search activities.
 
-Pure pydantic records (see :mod:`mindforge.orchestration`); no Temporal, no Ray.
+Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no Ray.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from mindforge.orchestration.lineage import RunTrialsInput
-from mindforge.orchestration.spec import AuditJudge, LineageSpec
+from mindforge.payloads.lineage import RunTrialsInput
+from mindforge.payloads.spec import AuditJudge, LineageSpec
 
 
 class StageTrialsInput(BaseModel):

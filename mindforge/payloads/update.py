@@ -1,6 +1,6 @@
 """Inputs and results of the Update stage: selection, training, validation, registration, hand-off, promotion gate.
 
-Pure pydantic records (see :mod:`mindforge.orchestration`); no Temporal, no Ray.
+Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no Ray.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field
 
 from mindforge.evaluation.decisions import PromotionDecision
 from mindforge.evaluation.scoring import PairRef
-from mindforge.orchestration.lineage import RunTrialsInput
-from mindforge.orchestration.spec import LineageSpec
+from mindforge.payloads.lineage import RunTrialsInput
+from mindforge.payloads.spec import LineageSpec
 from mindforge.trainer.config import TrainerConfig, TrainResult
 from mindforge.trainer.selection import SelectedGroup, SelectionReport
 from mindforge.trainer.validate_adapter import AdapterReport
@@ -134,7 +134,7 @@ class HandOffInput(BaseModel):
 
 
 class HandOffResult(BaseModel):
-    """One ``mindforge.serving.HandoffRecord`` (as JSON) per endpoint."""
+    """One ``mindforge.policy.handoff.HandoffRecord`` (as JSON) per endpoint."""
 
     endpoints: list[dict]
 

@@ -25,7 +25,7 @@ from mindforge.evaluation import (
     check_split_sizes,
     split_counts,
 )
-from mindforge.orchestration import (
+from mindforge.payloads import (
     ExpansionInput,
     ExpansionResult,
     GenerationEvent,
@@ -42,7 +42,7 @@ from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.errors import NotFoundError
 from mindforge.store.models import Lineage, RunStatus, TaskSource
-from mindforge.trial import TrialRecord, utcnow
+from mindforge.trials.record import TrialRecord, utcnow
 
 
 def _non_retryable(exc: Exception) -> ApplicationError:

@@ -1,6 +1,6 @@
 """What a lineage runs (its spec and stages), the task queues and search attributes, and trial ids.
 
-Pure pydantic records (see :mod:`mindforge.orchestration`); no Temporal, no Ray.
+Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no Ray.
 """
 
 from __future__ import annotations

@@ -15,11 +15,22 @@ from pathlib import Path
 
 from mindforge.agent.base import Agent, AgentOutcome
 from mindforge.errors import InfraError
-from mindforge.sandbox.docker import BuildFailed, BuildTimeout, DockerEngine, SandboxStartError
+from mindforge.sandbox.docker import (
+    BuildFailed,
+    BuildTimeout,
+    DockerEngine,
+    SandboxStartError,
+)
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.model import Task
-from mindforge.trial import FailureClass, LimitFired, PhaseTimings, TrialRecord, utcnow
-from mindforge.verify import run_verifier
+from mindforge.trials.record import (
+    FailureClass,
+    LimitFired,
+    PhaseTimings,
+    TrialRecord,
+    utcnow,
+)
+from mindforge.trials.verify import run_verifier
 
 
 def trial_dir(artifact_root: Path, run_id: str, trial_id: str) -> Path:

@@ -4,15 +4,15 @@ Workflows pass ids and these small records, never transcripts (Temporal caps a p
 at about 2 MB). Everything here is plain pydantic, so workflow code can import it inside
 ``workflow.unsafe.imports_passed_through()``; it imports neither Temporal nor Ray.
 
-Modules: :mod:`~mindforge.orchestration.spec` (the lineage spec, stages, queues),
-:mod:`~mindforge.orchestration.lineage` (lineage, generation, expansion, Discovery),
-:mod:`~mindforge.orchestration.search` (audit and configuration search) and
-:mod:`~mindforge.orchestration.update` (the Update stage); every name is re-exported here.
+Modules: :mod:`~mindforge.payloads.spec` (the lineage spec, stages, queues),
+:mod:`~mindforge.payloads.lineage` (lineage, generation, expansion, Discovery),
+:mod:`~mindforge.payloads.search` (audit and configuration search) and
+:mod:`~mindforge.payloads.update` (the Update stage); every name is re-exported here.
 """
 
 from __future__ import annotations
 
-from mindforge.orchestration.lineage import (
+from mindforge.payloads.lineage import (
     AdmitInput,
     CheckProposalInput,
     DiscoveryInput,
@@ -34,7 +34,7 @@ from mindforge.orchestration.lineage import (
     SealedPlan,
     TrialSpec,
 )
-from mindforge.orchestration.search import (
+from mindforge.payloads.search import (
     SearchObserveInput,
     SearchPlanResult,
     SearchStartInput,
@@ -43,7 +43,7 @@ from mindforge.orchestration.search import (
     StageTrialsInput,
     SuccessorCheckPlan,
 )
-from mindforge.orchestration.spec import (
+from mindforge.payloads.spec import (
     ORCHESTRATION_QUEUE,
     SA_GENERATION,
     SA_LINEAGE,
@@ -56,7 +56,7 @@ from mindforge.orchestration.spec import (
     TrialStage,
     trial_id_for,
 )
-from mindforge.orchestration.update import (
+from mindforge.payloads.update import (
     HandOffInput,
     HandOffResult,
     PlanPromotionInput,
