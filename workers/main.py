@@ -17,10 +17,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from mindforge.errors import InfraError
+from mindforge.cli.temporal_client import connect
 from mindforge.payloads import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.discovery_activities import DiscoveryActivities
@@ -38,23 +37,6 @@ from workflows.update import UpdateWorkflow
 log = logging.getLogger("mindforge.worker")
 
 WORKFLOWS = [LineageWorkflow, GenerationWorkflow, DiscoveryWorkflow, ExpansionWorkflow, UpdateWorkflow]
-
-
-async def connect(settings: Settings) -> Client:
-    """A Temporal client with the pydantic data converter, from settings.
-
-    Raises:
-        InfraError: Temporal does not answer at ``settings.temporal_address``.
-    """
-    try:
-        return await Client.connect(
-            settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
-        )
-    except RuntimeError as exc:
-        raise InfraError(
-            f"Temporal does not answer at {settings.temporal_address} ({exc}); "
-            "start the dev stack with `mindforge dev up` or set MINDFORGE_TEMPORAL_ADDRESS"
-        ) from None
 
 
 def use_ray_token_if_present() -> None:

@@ -53,7 +53,7 @@ def discover_command(
     (admitted tasks with provenance, rejections with reasons) is written as
     ``<run id>.json`` in --out.
     """
-    from mindforge.cli.tasks import _load, _progress
+    from mindforge.cli.common import load_task_dirs, task_progress
     from mindforge.discovery import (
         DiscoveryConfig,
         PoolIndex,
@@ -69,7 +69,7 @@ def discover_command(
     pool_paths = [tasks or REPO_ROOT / "tasks"]
     if out.is_dir() and any((d / "task.toml").is_file() for d in out.iterdir()):
         pool_paths.append(out)  # earlier runs' admissions count as pool tasks
-    loaded, errors = _load(pool_paths)
+    loaded, errors = load_task_dirs(pool_paths)
     if errors:
         raise errors[0][1]
     solved, failed, classes = _pool_results(results) if results else (set(), set(), {})
@@ -87,7 +87,7 @@ def discover_command(
     config = DiscoveryConfig(count=count, generation=generation, attempts=attempts, splits=splits, split_key=split_key)
     console = make_console()
     verdicts = []
-    with _progress(True) as progress:
+    with task_progress(True) as progress:
         bar = progress.add_task(f"discovery {hcp.ref}: proposing {count}", total=None)
 
         def on_verdict(v) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from mindforge.cli.common import load_task_dirs, task_progress
 from mindforge.cli.output import make_console
-from mindforge.cli.tasks import _load, _progress
 
 
 def eval_command(
@@ -32,7 +32,7 @@ def eval_command(
     hcp = load_contract(contract)
     if model and base_url:
         raise InputError("--model", "", "give --model (serve it here) or --base-url (an endpoint), not both")
-    loaded, errors = _load(tasks)
+    loaded, errors = load_task_dirs(tasks)
     if errors:
         raise errors[0][1]
     if not model:
@@ -57,7 +57,7 @@ def _run(hcp, loaded, attempts: int, concurrency: int, base_url: str | None, out
 
     settings = get_settings()
     engine, image_map = open_engine(settings)
-    with _progress(True) as progress:
+    with task_progress(True) as progress:
         bar = progress.add_task(f"eval {hcp.mindforge.name}@{hcp.mindforge.revision}", total=len(loaded) * attempts)
         summary = evaluate(
             loaded,

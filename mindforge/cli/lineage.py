@@ -1,6 +1,6 @@
 """``mindforge lineage``: start, watch, pause, resume and cancel lineages on Temporal.
 
-This module talks to Temporal only through ``workers.main.connect``; workflow classes are
+This module talks to Temporal only through :mod:`mindforge.cli.temporal_client`; workflow classes are
 named by string so the CLI never imports workflow code.
 """
 
@@ -139,9 +139,8 @@ def build_spec(
 
 async def start_lineage(spec, settings) -> str:
     """Start the LineageWorkflow for ``spec``; returns its workflow id."""
+    from mindforge.cli.temporal_client import connect, search_attributes
     from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
-    from workers.main import connect
-    from workflows.options import search_attributes
 
     client = await connect(settings)
     wid = workflow_id_for(spec.name)
@@ -165,7 +164,7 @@ async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worke
     Raises:
         InfraError: the worker this command started exited before the lineage finished.
     """
-    from workers.main import connect
+    from mindforge.cli.temporal_client import connect
 
     client = await connect(settings)
     handle = client.get_workflow_handle(wid)
@@ -376,8 +375,8 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> 
 
 
 def _signal(name: str, signal: str) -> None:
+    from mindforge.cli.temporal_client import connect
     from mindforge.settings import get_settings
-    from workers.main import connect
 
     settings = get_settings()
 

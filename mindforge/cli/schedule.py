@@ -36,9 +36,8 @@ async def create_schedule(spec, cron: str, settings) -> str:
     )
 
     from mindforge.cli.lineage import workflow_id_for
+    from mindforge.cli.temporal_client import connect, search_attributes
     from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
-    from workers.main import connect
-    from workflows.options import search_attributes
 
     client = await connect(settings)
     sid = schedule_id_for(spec.name)
@@ -108,8 +107,8 @@ def list_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of a table."),
 ) -> None:
     """List schedules."""
+    from mindforge.cli.temporal_client import connect
     from mindforge.settings import get_settings
-    from workers.main import connect
 
     async def go() -> list:
         client = await connect(get_settings())
@@ -173,8 +172,8 @@ def _spec_text(spec) -> str:
 @app.command()
 def delete(schedule_id: str = typer.Argument(..., help="Schedule id (schedule-<name>).")) -> None:
     """Delete a schedule."""
+    from mindforge.cli.temporal_client import connect
     from mindforge.settings import get_settings
-    from workers.main import connect
 
     async def go() -> None:
         client = await connect(get_settings())

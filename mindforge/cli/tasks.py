@@ -9,15 +9,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
+from mindforge.cli.common import load_task_dirs, task_progress
+from mindforge.cli.discover import discover_command
 from mindforge.cli.output import make_console
 from mindforge.errors import InputError
 
@@ -32,25 +27,6 @@ _VERDICT_STYLE = {
     "flaky": "magenta",
     "invalid": "red",
 }
-
-
-def _load(paths: list[Path]):
-    from mindforge.tasks.loader import find_task_dirs, load_task
-
-    dirs: list[Path] = []
-    for p in paths:
-        if not p.exists():
-            raise InputError(p, "", "no such file or directory")
-        dirs.extend(find_task_dirs(p))
-    if not dirs:
-        raise InputError(", ".join(map(str, paths)), "", "no task directories (with task.toml) found")
-    loaded, errors = [], []
-    for d in dirs:
-        try:
-            loaded.append(load_task(d))
-        except InputError as exc:
-            errors.append((d, exc))
-    return loaded, errors
 
 
 @app.command()
@@ -70,14 +46,14 @@ def validate(
     from mindforge.tasks.validate import TaskValidation, Verdict, validate_task
     from mindforge.trials.run import open_engine
 
-    tasks, load_errors = _load(paths)
+    tasks, load_errors = load_task_dirs(paths)
     results: list[TaskValidation] = [
         TaskValidation(task_id=d.name, path=str(d), verdict=Verdict.INVALID, reasons=[str(e)]) for d, e in load_errors
     ]
     settings = get_settings()
     engine, image_map = open_engine(settings)
     run_id = f"validate-{uuid.uuid4().hex[:8]}"
-    with _progress(not as_json) as progress:
+    with task_progress(not as_json) as progress:
         bar = progress.add_task("validating", total=len(tasks) * 3)
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             futures = [
@@ -133,7 +109,7 @@ def run(
     agents = {"oracle": OracleAgent, "nop": NopAgent}
     if agent not in agents:
         raise InputError("--agent", "agent", f"unknown agent {agent!r}; choose one of {sorted(agents)}")
-    tasks, errors = _load([path])
+    tasks, errors = load_task_dirs([path])
     if errors:
         raise errors[0][1]
     settings = get_settings()
@@ -187,17 +163,7 @@ def import_tb1_cmd(
     make_console().print(f"imported {src} -> {out}")
 
 
-from mindforge.cli.discover import discover_command  # noqa: E402 - registered beside the other task commands
 
 app.command("discover")(discover_command)
 
 
-def _progress(enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not enabled,
-    )

@@ -17,6 +17,12 @@ Typical use::
 from mindforge.hcp.derive import apply_changes, derive, make_embedded
 from mindforge.hcp.diff import ContractChange, diff_contracts, flatten, format_diff
 from mindforge.hcp.examples import ExampleStep, WorkedExample
+from mindforge.hcp.folder_registry import (
+    ContractImmutableError,
+    ContractRegistry,
+    check_registration,
+    parse_ref,
+)
 from mindforge.hcp.io import (
     ContractError,
     contract_from_document,
@@ -27,12 +33,6 @@ from mindforge.hcp.io import (
     save_contract,
 )
 from mindforge.hcp.model import HCP_VERSION, HCPContract, canonical_json
-from mindforge.hcp.registry import (
-    ContractImmutableError,
-    ContractRegistry,
-    check_registration,
-    parse_ref,
-)
 from mindforge.hcp.sections import (
     ACTION_FORMATS,
     KNOWN_TOOLS,

@@ -14,7 +14,7 @@ Repository modules: :mod:`~mindforge.store.lineages` (lineages, generations),
 audits), :mod:`~mindforge.store.search` (search jobs, candidates).
 """
 
-from mindforge.hcp.registry import ContractImmutableError
+from mindforge.hcp.folder_registry import ContractImmutableError
 from mindforge.store.engine import (
     alembic_config,
     init_db,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
+from mindforge.hcp.folder_registry import check_registration, parse_ref
 from mindforge.hcp.io import dump_contract
 from mindforge.hcp.model import HCPContract
-from mindforge.hcp.registry import check_registration, parse_ref
 from mindforge.store._insert import insert_ignore
 from mindforge.store.errors import (
     AdapterImmutableError,

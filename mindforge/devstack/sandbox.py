@@ -1,6 +1,4 @@
-"""The local dev stack behind ``mindforge dev up|down|status``.
-
-One small class per component, each answering ``status()``, ``up()`` and ``down()``:
+"""Dev-stack components for sandboxes: the Docker engine, the local base image, the registry check.
 
 * ``docker`` - the Docker engine: an engine that answers is used as it is; otherwise
   Debian's ``docker.io`` is installed when ``dockerd`` is missing
@@ -10,9 +8,6 @@ One small class per component, each answering ``status()``, ``up()`` and ``down(
 * ``base-image`` - the local Debian base image (``deploy/build_base_image.sh``).
 * ``registry`` - whether a container registry answers; where none does, the image map is
   turned on (``image_map_enabled = true`` in ``settings.settings_file``), else off.
-
-A new component (Temporal, Ray) is a class with the same three methods, added to
-:data:`COMPONENT_TYPES`. Every ``up`` is idempotent and quick when the component is up.
 """
 
 from __future__ import annotations
@@ -24,91 +19,26 @@ import signal
 import ssl
 import subprocess
 import time
-import tomllib
-from abc import ABC, abstractmethod
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import docker
 import docker.errors
 import httpx
-import tomli_w
 from docker.utils import kwargs_from_env
-from pydantic import BaseModel
 
-from mindforge.errors import MindForgeError
+from mindforge.devstack.base import (
+    DEFAULT_DOCKER_SOCKET,
+    REGISTRY_PROBE_URL,
+    Component,
+    ComponentStatus,
+    DevStackError,
+    Say,
+    is_root,
+    run_script,
+    write_setting,
+)
 from mindforge.sandbox.owner import process_start_time
-from mindforge.settings import REPO_ROOT, Settings
-
-#: the socket a locally started dockerd listens on
-DEFAULT_DOCKER_SOCKET = "unix:///var/run/docker.sock"
-#: probed to learn whether a registry answers (any registry reply counts)
-REGISTRY_PROBE_URL = "https://registry-1.docker.io/v2/"
-
-Say = Callable[[str], None]
-
-
-class DevStackError(MindForgeError):
-    """A dev-stack component could not be brought up (the message says what to do)."""
-
-
-class ComponentStatus(BaseModel):
-    """One row of ``mindforge dev status``.
-
-    Attributes:
-        name: the component.
-        address: where it is (socket, URL, image tag).
-        up: whether it answers (for ``registry``: whether a registry is reachable).
-        required: whether the stack is unusable without it.
-        detail: one line of explanation.
-    """
-
-    name: str
-    address: str
-    up: bool
-    required: bool = True
-    detail: str = ""
-
-
-class Component(ABC):
-    """A piece of the dev stack."""
-
-    name: str = "component"
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-
-    @abstractmethod
-    def status(self) -> ComponentStatus:
-        """Whether the component answers now (quick, changes nothing)."""
-
-    @abstractmethod
-    def up(self, say: Say) -> ComponentStatus:
-        """Bring the component up if it is not; idempotent.
-
-        Raises:
-            DevStackError: it cannot be brought up.
-        """
-
-    def down(self, say: Say) -> ComponentStatus:
-        """Stop what :meth:`up` started (default: nothing to stop)."""
-        return self.status()
-
-
-def _run_script(script: str, args: list[str], log_path: Path, say: Say, what: str) -> None:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    say(f"{what} (log: {log_path}) ...")
-    with log_path.open("ab") as log:
-        proc = subprocess.run(["bash", str(REPO_ROOT / "deploy" / script), *args], stdout=log, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
-        raise DevStackError(f"{what} failed (exit {proc.returncode}); log {log_path}:\n" + "\n".join(tail))
-
-
-def _is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
+from mindforge.settings import Settings
 
 # --------------------------------------------------------------------------- docker
 
@@ -181,11 +111,11 @@ class DockerComponent(Component):
             return self.status()
         if self.dockerd_argv is None and self.address != DEFAULT_DOCKER_SOCKET:
             raise DevStackError(f"DOCKER_HOST={self.address} does not answer; start that engine or unset DOCKER_HOST")
-        if not _is_root():
+        if not is_root():
             raise DevStackError("no Docker engine answers and starting dockerd needs root: run `sudo mindforge dev up`")
         argv = self.dockerd_argv or ["dockerd"]
         if shutil.which(argv[0]) is None:
-            _run_script("install_docker.sh", [], self.settings.data_dir / "logs" / "install_docker.log", say, "installing docker.io")
+            run_script("install_docker.sh", [], self.settings.data_dir / "logs" / "install_docker.log", say, "installing docker.io")
         self._start_dockerd(argv, say)
         return self.status()
 
@@ -268,10 +198,10 @@ class BaseImageComponent(Component):
             raise DevStackError("cannot check the base image: no Docker engine answers")
         if not present:
             if shutil.which("debootstrap") is None:
-                if not _is_root():
+                if not is_root():
                     raise DevStackError("building the base image needs debootstrap: run `sudo deploy/install_docker.sh`")
-                _run_script("install_docker.sh", [], self.settings.data_dir / "logs" / "install_docker.log", say, "installing debootstrap")
-            _run_script(
+                run_script("install_docker.sh", [], self.settings.data_dir / "logs" / "install_docker.log", say, "installing debootstrap")
+            run_script(
                 "build_base_image.sh",
                 [self.settings.base_image],
                 self.settings.data_dir / "logs" / "base_image.log",
@@ -303,30 +233,6 @@ def registry_answers(url: str = REGISTRY_PROBE_URL, timeout_sec: float = 3.0) ->
     return resp.status_code in (200, 401) or "docker-distribution-api-version" in resp.headers
 
 
-def write_setting(path: Path, key: str, value: Any) -> None:
-    """Set one key of a TOML settings file, keeping the other keys (file created if missing).
-
-    Args:
-        path: the settings file (``settings.settings_file``).
-        key: a top-level key.
-        value: a TOML-serialisable value.
-
-    Raises:
-        DevStackError: the file exists and is not valid TOML.
-    """
-    data: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise DevStackError(f"{path}: not valid TOML ({exc}); fix or delete it") from exc
-    if data.get(key) == value and path.is_file():
-        return
-    data[key] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(tomli_w.dumps(data), encoding="utf-8")
-
-
 class RegistryComponent(Component):
     """Registry reachability, and the image-map switch that follows from it."""
 
@@ -354,54 +260,3 @@ class RegistryComponent(Component):
         return self._row(reachable)
 
 
-# --------------------------------------------------------------------------- the stack
-
-#: sandbox components in start order (``down`` runs in reverse); see :func:`component_types`
-COMPONENT_TYPES: list[type[Component]] = [DockerComponent, BaseImageComponent, RegistryComponent]
-
-
-def component_types() -> list[type[Component]]:
-    """Every component class in start order: sandboxes first, then Temporal and Ray."""
-    from mindforge.devstack_services import (  # imports this module
-        RayComponent,
-        TemporalComponent,
-    )
-
-    return [*COMPONENT_TYPES, TemporalComponent, RayComponent]
-
-
-def component_names() -> list[str]:
-    """Names accepted by ``--component``."""
-    return [c.name for c in component_types()]
-
-
-def components(settings: Settings, names: list[str] | None = None) -> list[Component]:
-    """The stack's components (all, or those named), in start order.
-
-    Raises:
-        ValueError: an unknown name.
-    """
-    known = component_names()
-    unknown = sorted(set(names or []) - set(known))
-    if unknown:
-        raise ValueError(f"unknown component(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    return [cls(settings) for cls in component_types() if not names or cls.name in names]
-
-
-def dev_up(settings: Settings, names: list[str] | None = None, say: Say = print) -> list[ComponentStatus]:
-    """Bring the stack (or the named components) up, in order.
-
-    Raises:
-        DevStackError: a component cannot be brought up.
-    """
-    return [component.up(say) for component in components(settings, names)]
-
-
-def dev_down(settings: Settings, names: list[str] | None = None, say: Say = print) -> list[ComponentStatus]:
-    """Stop what ``dev_up`` started, in reverse order; never touches what it did not start."""
-    return [component.down(say) for component in reversed(components(settings, names))]
-
-
-def dev_status(settings: Settings, names: list[str] | None = None) -> list[ComponentStatus]:
-    """Each component's status (changes nothing)."""
-    return [component.status() for component in components(settings, names)]

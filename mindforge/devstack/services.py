@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-from mindforge.devstack import (
+from mindforge.devstack.base import (
     Component,
     ComponentStatus,
     DevStackError,

@@ -1,4 +1,4 @@
-"""Registered HCP contracts: immutable once registered, one file per name and revision.
+"""A folder registry of HCP contracts: immutable once registered, one file per name and revision.
 
 A registered ``name@revision`` always means the same content hash; registering it again
 with the same content is a no-op, with other content an error. :func:`check_registration`
