@@ -39,10 +39,14 @@ async def run_lineage(name: str, tasks: list[Path], attempts: int, policy_url: s
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
 
+    from mindforge.evaluation import SplitConfig
     from mindforge.payloads import (
         ORCHESTRATION_QUEUE,
+        EvaluationSpec,
+        ExpansionSpec,
         LineageInput,
         LineageSpec,
+        RuntimeSpec,
         SearchBudgetSpec,
         Stage,
     )
@@ -65,8 +69,11 @@ async def run_lineage(name: str, tasks: list[Path], attempts: int, policy_url: s
     try:
         spec = LineageSpec(
             name=name, tasks=[str(t) for t in tasks], contract_path=str(REPO / "hcp_contracts" / "baseline.toml"),
-            attempts=attempts, policy_url=policy_url, stages=[Stage.EXPANSION], trial_batch_size=len(tasks) * attempts,
-            search=SearchBudgetSpec(enabled=False),  # the same batch as eval: the base evaluation only
+            stages=[Stage.EXPANSION],
+            runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=len(tasks) * attempts),
+            # the same batch as eval: the base evaluation only, no splits
+            expansion=ExpansionSpec(attempts=attempts, search=SearchBudgetSpec(enabled=False)),
+            evaluation=EvaluationSpec(splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1)),
         )
         warm_up_ray()  # what `mindforge worker` does at start-up, before it polls
         w1, w2 = build_workers(

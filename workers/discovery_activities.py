@@ -14,14 +14,16 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from mindforge.discovery.records import ProposalBatch, ProposalVerdict
 from mindforge.evaluation import PoolSplit
 from mindforge.payloads import (
     AdmitInput,
     CheckProposalInput,
     DiscoveryInput,
     DiscoveryResult,
-    Stage,
+    TrialStage,
 )
+from mindforge.payloads.ray_tasks import CheckProposalTaskInput
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.models import TaskSource
@@ -60,12 +62,12 @@ class DiscoveryActivities:
         self.engine = engine
         self.artifact_root = Path(artifact_root)
 
-    @activity.defn(name="discovery_propose")
-    async def propose(self, inp: DiscoveryInput) -> dict:
-        """Ask the current pair for ``spec.discovery_count`` tasks; stage the well-formed ones.
+    @activity.defn(name="propose_tasks")
+    async def propose(self, inp: DiscoveryInput) -> ProposalBatch:
+        """Ask the current pair for ``discovery.count`` tasks; stage the well-formed ones.
 
         Returns:
-            ``ProposalBatch`` as JSON (staged paths and malformed rejections).
+            the batch: staged paths and malformed rejections.
 
         Raises:
             ApplicationError: retryable when the endpoint did not answer; non-retryable
@@ -73,7 +75,7 @@ class DiscoveryActivities:
         """
         return await asyncio.to_thread(self._propose, inp)
 
-    def _propose(self, inp: DiscoveryInput) -> dict:
+    def _propose(self, inp: DiscoveryInput) -> ProposalBatch:
         from mindforge.discovery.proposal import summarise_pool
         from mindforge.discovery.run import DiscoveryConfig, propose_batch
         from mindforge.hcp import loads_contract
@@ -86,14 +88,12 @@ class DiscoveryActivities:
             solved, failed, classes = set(), set(), {}
             if inp.generation > 0:
                 for r in trials.list_trials(
-                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation - 1, stage=Stage.EXPANSION.value
+                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation - 1, stage=TrialStage.EXPANSION.value
                 ):
                     (solved if r.reward is not None and r.reward >= 1.0 else failed).add(r.task_id)
                     if r.failure_class:
                         classes[str(r.failure_class)] = classes.get(str(r.failure_class), 0) + 1
-        config = DiscoveryConfig(
-            count=inp.spec.discovery_count, generation=inp.generation, attempts=inp.spec.discovery_attempts
-        )
+        config = DiscoveryConfig(count=inp.discovery.count, generation=inp.generation, attempts=inp.discovery.attempts)
         staging = self.artifact_root / "staging" / inp.lineage_id / f"g{inp.generation}"
         batch = propose_batch(
             contract,
@@ -101,17 +101,17 @@ class DiscoveryActivities:
             staging_dir=staging,
             config=config,
             taken_ids=taken,
-            client=inp.spec.policy_url,
+            client=inp.runtime.policy_url,
             run_id=f"{inp.lineage_id}/g{inp.generation}/discovery",
         )
-        return batch.model_dump(mode="json")
+        return batch
 
-    @activity.defn(name="discovery_check")
-    async def check(self, inp: CheckProposalInput) -> dict:
+    @activity.defn(name="check_proposal")
+    async def check(self, inp: CheckProposalInput) -> ProposalVerdict:
         """Check one staged proposal on Ray: static checks, validation, difficulty estimate.
 
         Returns:
-            ``ProposalVerdict`` as JSON.
+            the verdict.
 
         Raises:
             ApplicationError: non-retryable (``InputError``) when the contract is not registered.
@@ -124,14 +124,14 @@ class DiscoveryActivities:
             toml_text = _contract_toml(s, inp.contract_hash)
             pool_paths = [t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)]
         ref = check_proposal_task.remote(
-            {
-                "task_dir": inp.task_dir,
-                "pool_paths": pool_paths,
-                "contract_toml": toml_text,
-                "policy_url": inp.policy_url,
-                "attempts": inp.attempts,
-                "run_id": f"{inp.lineage_id}/g{inp.generation}/discovery",
-            }
+            CheckProposalTaskInput(
+                task_dir=inp.task_dir,
+                pool_paths=pool_paths,
+                contract_toml=toml_text,
+                policy_url=inp.policy_url,
+                attempts=inp.attempts,
+                run_id=f"{inp.lineage_id}/g{inp.generation}/discovery",
+            )
         )
         try:
             while True:
@@ -143,7 +143,7 @@ class DiscoveryActivities:
             ray.cancel(ref)
             raise
 
-    @activity.defn(name="discovery_admit")
+    @activity.defn(name="admit_tasks")
     async def admit(self, inp: AdmitInput) -> DiscoveryResult:
         """Decide admission, move admitted tasks out of staging and add them to the pool.
 
@@ -154,21 +154,16 @@ class DiscoveryActivities:
 
     def _admit(self, inp: AdmitInput) -> DiscoveryResult:
         from mindforge.discovery.admission import discovered_dir
-        from mindforge.discovery.records import ProposalVerdict
-        from mindforge.discovery.run import (
-            DiscoveryConfig,
-            ProposalBatch,
-            admission_record,
-        )
+        from mindforge.discovery.run import DiscoveryConfig, admission_record
         from mindforge.store.discovered import admit_to_store
 
-        batch = ProposalBatch.model_validate(inp.batch)
+        batch = inp.batch.model_copy(deep=True)
         # a retry after admission moved some tasks out of staging reads them where they are now
         for staged in batch.staged:
             moved = discovered_dir(self.artifact_root, inp.lineage_id, staged.task_id)
             if not Path(staged.path).exists() and moved.exists():
                 staged.path = str(moved)
-        verdicts = [ProposalVerdict.model_validate(v) for v in inp.verdicts]
+        verdicts = inp.verdicts
         with store_engine.session_scope(self.engine) as s:
             # tasks this Discovery already admitted (a retried activity), not the lineage's starting pool
             new = {
@@ -179,7 +174,7 @@ class DiscoveryActivities:
             config = DiscoveryConfig(
                 count=max(1, batch.requested),
                 generation=inp.generation,
-                splits=inp.spec.splits,
+                splits=inp.evaluation.splits,
                 split_key=inp.lineage_id,
                 # counts before this generation's admissions, so a retried activity decides the same splits
                 existing=pool.category_split_counts(session=s, lineage_id=inp.lineage_id, exclude=new),

@@ -18,7 +18,8 @@ from temporalio import activity
 
 from mindforge.evaluation import PairRef, PoolSplit, paired_lift
 from mindforge.payloads import (
-    LineageSpec,
+    EvaluationSpec,
+    RuntimeSpec,
     RunTrialsInput,
     SealedEvaluationInput,
     SealedLiftResult,
@@ -39,14 +40,21 @@ def split_tasks(session, lineage_id: str, split: PoolSplit) -> set[str]:
 
 
 def plan_pair_trials(
-    session, lineage_id: str, generation: int, spec: LineageSpec, split: PoolSplit, pairs: list[PairRef]
+    session,
+    lineage_id: str,
+    generation: int,
+    runtime: RuntimeSpec,
+    evaluation: EvaluationSpec,
+    split: PoolSplit,
+    pairs: list[PairRef],
 ) -> tuple[list[RunTrialsInput], int]:
-    """Trial batches of ``pairs`` on every task of ``split``: same tasks, ``spec.eval_attempts`` attempts each.
+    """Trial batches of ``pairs`` on every task of ``split``: same tasks, ``evaluation.attempts`` attempts each.
 
     Args:
         session: an open store session.
         lineage_id / generation: where the trials run.
-        spec: the lineage spec (attempts, batch size, policy endpoint).
+        runtime: batch size and policy endpoint.
+        evaluation: attempts per task and pair.
         split: ``selection`` or ``sealed``.
         pairs: the pairs (a pair listed twice is planned once).
 
@@ -60,7 +68,7 @@ def plan_pair_trials(
         raise ValueError(f"pairs are evaluated on the selection or sealed split, not {split.value!r}")
     stage = STAGE_OF_SPLIT[split]
     tasks = pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=split)
-    size = spec.trial_batch_size
+    size = runtime.trial_batch_size
     batches: list[RunTrialsInput] = []
     for pair in dict.fromkeys((p.contract_hash, p.adapter) for p in pairs):
         contract_hash, adapter = pair
@@ -75,12 +83,12 @@ def plan_pair_trials(
                 attempt=a,
             )
             for t in tasks
-            for a in range(spec.eval_attempts)
+            for a in range(evaluation.attempts)
         ]
         batches += [
             RunTrialsInput(
                 lineage_id=lineage_id, generation=generation, stage=stage, contract_hash=contract_hash,
-                adapter=adapter, policy_url=spec.policy_url, trials=specs[i : i + size],
+                adapter=adapter, policy_url=runtime.policy_url, trials=specs[i : i + size],
             )
             for i in range(0, len(specs), size)
         ]
@@ -119,7 +127,9 @@ class EvaluationActivities:
             if len(pairs) < 2:
                 return SealedPlan(note="the generation kept its parent pair: there is no change to measure")
             with store_engine.session_scope(self.engine) as s:
-                batches, n = plan_pair_trials(s, inp.lineage_id, inp.generation, inp.spec, PoolSplit.SEALED, pairs)
+                batches, n = plan_pair_trials(
+                    s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SEALED, pairs
+                )
             if not n:
                 return SealedPlan(note="the lineage has no sealed tasks")
             return SealedPlan(batches=batches, tasks=n)
@@ -152,7 +162,7 @@ class EvaluationActivities:
             def lift(parent: PairRef, baseline: str):
                 return paired_lift(
                     records, parent, inp.successor, tasks, measured_on=PoolSplit.SEALED, baseline=baseline,
-                    resamples=inp.spec.lift_resamples, seed=inp.spec.seed,
+                    resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
                 )
 
             if (inp.successor.contract_hash, inp.successor.adapter) == (inp.parent.contract_hash, inp.parent.adapter):

@@ -31,6 +31,7 @@ from mindforge.payloads import (
     GenerationEvent,
     LineageEvent,
     LineageSpec,
+    PlanTrialsResult,
     PrepareLineageInput,
     PrepareLineageResult,
     RunTrialsInput,
@@ -38,6 +39,7 @@ from mindforge.payloads import (
     TrialSpec,
     TrialStage,
 )
+from mindforge.payloads.ray_tasks import RunTrialTaskInput, RunTrialTaskResult
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.errors import NotFoundError
@@ -63,7 +65,7 @@ def pool_assignment(spec: LineageSpec, lineage_id: str, tasks: list[Any]) -> dic
     candidates = [
         SplitCandidate(task_hash=t.content_hash, task_id=t.id, category=t.config.metadata.category) for t in tasks
     ]
-    return assign_splits(candidates, spec.splits, split_key=lineage_id)
+    return assign_splits(candidates, spec.evaluation.splits, split_key=lineage_id)
 
 
 class LineageActivities:
@@ -99,7 +101,7 @@ class LineageActivities:
         tasks = load_tasks([Path(p) for p in spec.tasks])
         assignment = pool_assignment(spec, inp.lineage_id, tasks)
         counts = split_counts(assignment)
-        warnings = check_split_sizes(counts, spec.splits)
+        warnings = check_split_sizes(counts, spec.evaluation.splits)
         with store_engine.session_scope(self.engine) as s:
             if s.get(Lineage, inp.lineage_id) is None:
                 stored = {**spec.model_dump(mode="json"), "split_warnings": warnings}
@@ -141,7 +143,7 @@ class LineageActivities:
                 lineages.update_lineage(
                     session=s,
                     lineage_id=event.lineage_id,
-                    status=RunStatus(event.status),
+                    status=event.status,
                     current_generation=event.current_generation,
                 )
 
@@ -149,20 +151,20 @@ class LineageActivities:
 
     @activity.defn(name="record_generation")
     async def record_generation(self, event: GenerationEvent) -> None:
-        """Create or update a generation row: status, pair, stages run and skipped, record."""
+        """Create or update a generation row: status, pair, stages run, and the result merged into its record."""
 
         def work() -> None:
             with store_engine.session_scope(self.engine) as s:
                 lineages.create_generation(
                     session=s, lineage_id=event.lineage_id, index=event.index, contract_hash=event.contract_hash, exist_ok=True
                 )
-                running = event.status == "running"
+                running = event.status == RunStatus.RUNNING
                 lineages.update_generation(
                     session=s,
                     lineage_id=event.lineage_id,
                     index=event.index,
-                    status=RunStatus(event.status),
-                    record={**event.record, "stages_skipped": event.stages_skipped} if not running else None,
+                    status=event.status,
+                    record=event.result.model_dump(mode="json") if event.result is not None else None,
                     started_at=utcnow() if running else None,
                     finished_at=None if running else utcnow(),
                 )
@@ -173,14 +175,14 @@ class LineageActivities:
 
         await asyncio.to_thread(work)
 
-    @activity.defn(name="plan_trials")
-    async def plan_trials(self, inp: ExpansionInput) -> list[TrialSpec]:
+    @activity.defn(name="plan_expansion_trials")
+    async def plan_expansion_trials(self, inp: ExpansionInput) -> PlanTrialsResult:
         """Trial specs for ``attempts`` trials of every search-split task, with deterministic ids."""
 
-        def work() -> list[TrialSpec]:
+        def work() -> PlanTrialsResult:
             with store_engine.session_scope(self.engine) as s:
                 tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
-                return [
+                return PlanTrialsResult(trials=[
                     TrialSpec(
                         trial_id=trials.make_trial_id(
                             lineage_id=inp.lineage_id,
@@ -196,8 +198,8 @@ class LineageActivities:
                         attempt=a,
                     )
                     for t in tasks
-                    for a in range(inp.spec.attempts)
-                ]
+                    for a in range(inp.expansion.attempts)
+                ])
 
         return await asyncio.to_thread(work)
 
@@ -249,8 +251,8 @@ class LineageActivities:
                 activity.heartbeat({"done": ran, "pending": len(pending)})
                 ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1, timeout=2.0)
                 for ref in ready:
-                    out: dict[str, Any] = ray.get(ref)
-                    rec = TrialRecord.model_validate(out)
+                    out: RunTrialTaskResult = ray.get(ref)
+                    rec = out.record
                     await asyncio.to_thread(self._store, inp, rec)
                     ran += 1
                     passed += int(rec.passed)
@@ -270,17 +272,17 @@ class LineageActivities:
             return todo, len(inp.trials) - len(todo), contract.toml_text
 
     @staticmethod
-    def _payload(inp: RunTrialsInput, t: TrialSpec, toml_text: str) -> dict[str, Any]:
-        return {
-            "task_path": t.task_path,
-            "trial_id": t.trial_id,
-            "run_id": f"{inp.lineage_id}/g{inp.generation}/{inp.stage.value}",
-            "attempt": t.attempt,
-            "agent": "model",
-            "contract_toml": toml_text,
-            "contract_hash": inp.contract_hash,
-            "policy_url": inp.policy_url,
-        }
+    def _payload(inp: RunTrialsInput, t: TrialSpec, toml_text: str) -> RunTrialTaskInput:
+        return RunTrialTaskInput(
+            task_path=t.task_path,
+            trial_id=t.trial_id,
+            run_id=f"{inp.lineage_id}/g{inp.generation}/{inp.stage.value}",
+            attempt=t.attempt,
+            agent="model",
+            contract_toml=toml_text,
+            contract_hash=inp.contract_hash,
+            policy_url=inp.policy_url,
+        )
 
     def _store(self, inp: RunTrialsInput, rec: TrialRecord) -> None:
         with store_engine.session_scope(self.engine) as s:
@@ -294,13 +296,13 @@ class LineageActivities:
             self.prepare_lineage,
             self.set_lineage_status,
             self.record_generation,
-            self.plan_trials,
+            self.plan_expansion_trials,
             self.summarize_expansion,
             self.run_trials,
         ]
 
 
-def run_trial_ref(payload: dict[str, Any]) -> Any:
+def run_trial_ref(payload: RunTrialTaskInput) -> Any:
     """Submit one trial to Ray; returns its ObjectRef."""
     from workers.ray_trials import run_trial_task
 

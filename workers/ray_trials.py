@@ -2,7 +2,8 @@
 
 Each Ray worker process keeps one :class:`DockerEngine` (its start-up reaps containers
 whose owning process is gone, which is how a killed worker's containers get removed).
-The task returns the trial record as a dict; the activity writes it to the store.
+Every task takes and returns a typed model (:mod:`mindforge.payloads.ray_tasks`); the
+activity writes the trial record it gets back to the store.
 """
 
 from __future__ import annotations
@@ -12,6 +13,16 @@ import socket
 from typing import Any
 
 import ray
+
+from mindforge.discovery.records import ProposalVerdict
+from mindforge.payloads import TrainAdapterResult, ValidateAdapterInput
+from mindforge.payloads.ray_tasks import (
+    CheckProposalTaskInput,
+    RunTrialTaskInput,
+    RunTrialTaskResult,
+    TrainTaskInput,
+    ValidateTaskResult,
+)
 
 _ENGINE = None
 
@@ -26,16 +37,11 @@ def _engine():
     return _ENGINE
 
 
-def run_trial_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """Run one trial described by ``payload`` and return its record as a JSON-able dict.
+def run_trial_payload(payload: RunTrialTaskInput) -> RunTrialTaskResult:
+    """Run one trial and return its record, ``worker`` set to ``host/node/pid``.
 
     Args:
-        payload: ``task_path``, ``trial_id``, ``run_id``, ``attempt``, ``agent``
-            (``model`` | ``oracle`` | ``nop``), and for ``model``: ``contract_toml``,
-            ``policy_url`` (or None).
-
-    Returns:
-        ``TrialRecord.model_dump(mode="json")`` plus ``worker`` (``host/node``).
+        payload: the trial (task, ids, agent kind, contract, endpoint).
     """
     from mindforge.agent.simple import NopAgent, OracleAgent
     from mindforge.settings import get_settings
@@ -43,14 +49,14 @@ def run_trial_payload(payload: dict[str, Any]) -> dict[str, Any]:
     from mindforge.trials.run import run_trial
 
     engine, image_map = _engine()
-    task = load_task(payload["task_path"])
-    kind = payload.get("agent", "model")
+    task = load_task(payload.task_path)
+    kind = payload.agent
     if kind == "model":
         from mindforge.agent.loop import ModelAgent
         from mindforge.hcp import loads_contract
 
-        contract = loads_contract(payload["contract_toml"], source=f"contract {payload.get('contract_hash', '')}")
-        agent = ModelAgent(contract, base_url=payload.get("policy_url"))
+        contract = loads_contract(payload.contract_toml, source=f"contract {payload.contract_hash}")
+        agent = ModelAgent(contract, base_url=payload.policy_url)
     elif kind == "oracle":
         agent = OracleAgent()
     else:
@@ -59,19 +65,18 @@ def run_trial_payload(payload: dict[str, Any]) -> dict[str, Any]:
         task,
         agent,
         engine,
-        run_id=payload["run_id"],
-        trial_id=payload["trial_id"],
+        run_id=payload.run_id,
+        trial_id=payload.trial_id,
         artifact_root=get_settings().artifacts,
-        attempt=payload["attempt"],
+        attempt=payload.attempt,
         image_map=image_map,
     )
-    out = rec.model_dump(mode="json")
     try:
         node = ray.get_runtime_context().get_node_id()
     except Exception:  # noqa: BLE001 - outside Ray (tests call this directly)
         node = ""
-    out["worker"] = f"{socket.gethostname()}/{node}/{os.getpid()}"
-    return out
+    rec.worker = f"{socket.gethostname()}/{node}/{os.getpid()}"
+    return RunTrialTaskResult(record=rec)
 
 
 @ray.remote(max_retries=0)
@@ -85,19 +90,14 @@ def warm() -> str:
 
 
 @ray.remote(max_retries=0)
-def run_trial_task(payload: dict[str, Any]) -> dict[str, Any]:
+def run_trial_task(payload: RunTrialTaskInput) -> RunTrialTaskResult:
     """Ray task wrapper of :func:`run_trial_payload` (retries belong to Temporal, not Ray)."""
     return run_trial_payload(payload)
 
 
 @ray.remote(max_retries=0)
-def check_proposal_task(payload: dict[str, Any]) -> dict[str, Any]:
-    """Check one staged Discovery proposal on a Ray node; returns the verdict as JSON.
-
-    Args:
-        payload: ``task_dir``, ``pool_paths`` (the lineage's pool task dirs),
-            ``contract_toml``, ``policy_url``, ``attempts``, ``run_id``.
-    """
+def check_proposal_task(payload: CheckProposalTaskInput) -> ProposalVerdict:
+    """Check one staged Discovery proposal on a Ray node; returns the verdict."""
     from pathlib import Path
 
     from mindforge.agent.loop import ModelAgent
@@ -108,19 +108,18 @@ def check_proposal_task(payload: dict[str, Any]) -> dict[str, Any]:
     from mindforge.tasks.loader import load_task
 
     engine, image_map = _engine()
-    contract = loads_contract(payload["contract_toml"])
-    pool_index = PoolIndex.from_tasks([load_task(Path(p)) for p in payload["pool_paths"]])
-    verdict = check_proposal(
-        Path(payload["task_dir"]),
+    contract = loads_contract(payload.contract_toml)
+    pool_index = PoolIndex.from_tasks([load_task(Path(p)) for p in payload.pool_paths])
+    return check_proposal(
+        Path(payload.task_dir),
         pool_index,
         engine,
         image_map,
         get_settings().artifacts,
-        make_agent=lambda: ModelAgent(contract, base_url=payload.get("policy_url")),
-        attempts=payload["attempts"],
-        run_id=payload["run_id"],
+        make_agent=lambda: ModelAgent(contract, base_url=payload.policy_url),
+        attempts=payload.attempts,
+        run_id=payload.run_id,
     )
-    return verdict.model_dump(mode="json")
 
 
 # ------------------------------------------------------------------ Update stage
@@ -143,7 +142,7 @@ def _report(progress: Any, message: dict[str, Any]) -> None:
         pass
 
 
-def train_adapter_payload(payload: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+def train_adapter_payload(payload: TrainTaskInput, progress: Any = None) -> TrainAdapterResult:
     """Build samples from the selected trajectories and train a LoRA adapter with GRPO.
 
     The adapter is trained into a private directory beside ``out_dir`` and renamed into
@@ -152,14 +151,13 @@ def train_adapter_payload(payload: dict[str, Any], progress: Any = None) -> dict
     is returned without training again.
 
     Args:
-        payload: ``base_model_path``, ``items`` (``trial_id``, ``trajectory`` path,
-            ``reward``, ``group_id``), ``config`` (``TrainerConfig`` as JSON),
-            ``out_dir``, ``parent_adapter`` (a directory or None).
+        payload: the base model, the selected trajectories, the trainer config, where the
+            adapter goes and the parent adapter (or None).
         progress: a ``ray.util.queue.Queue`` for progress messages (``phase``, ``step``,
             ``loss``, ``tokens``, reward statistics), or None.
 
     Returns:
-        ``TrainAdapterResult`` as JSON.
+        the training outcome (also stored as :data:`TRAIN_RECORD` in the adapter).
 
     Raises:
         InputError: the base model, tokenizer or parent adapter cannot be loaded.
@@ -172,21 +170,21 @@ def train_adapter_payload(payload: dict[str, Any], progress: Any = None) -> dict
 
     from mindforge.atif import read_trajectory
     from mindforge.errors import InputError
-    from mindforge.trainer import TrainerConfig, build_samples
+    from mindforge.trainer import build_samples
     from mindforge.trainer.errors import NoTrainingSignalError
     from mindforge.trainer.grpo import reward_stats, train_grpo
     from mindforge.trainer.lora import load_tokenizer
 
-    out_dir = Path(payload["out_dir"])
+    out_dir = Path(payload.out_dir)
     if (out_dir / TRAIN_RECORD).is_file():
-        return json.loads((out_dir / TRAIN_RECORD).read_text(encoding="utf-8"))
-    config = TrainerConfig.model_validate(payload["config"])
-    base_path = Path(payload["base_model_path"])
-    _report(progress, {"phase": "building_samples", "trajectories": len(payload["items"])})
+        return TrainAdapterResult.model_validate_json((out_dir / TRAIN_RECORD).read_text(encoding="utf-8"))
+    config = payload.config
+    base_path = Path(payload.base_model_path)
+    _report(progress, {"phase": "building_samples", "trajectories": len(payload.items)})
     items, dropped = [], Counter()
-    for item in payload["items"]:
+    for item in payload.items:
         try:
-            items.append((read_trajectory(Path(item["trajectory"])), float(item["reward"]), item["group_id"]))
+            items.append((read_trajectory(Path(item.trajectory)), float(item.reward), item.group_id))
         except (InputError, OSError, ValueError):
             dropped["unreadable_trajectory"] += 1
     built = build_samples(items, tokenizer=load_tokenizer(base_path), max_seq_len=config.max_seq_len)
@@ -206,7 +204,7 @@ def train_adapter_payload(payload: dict[str, Any], progress: Any = None) -> dict
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.parent / f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}"
     try:
-        parent = Path(payload["parent_adapter"]) if payload.get("parent_adapter") else None
+        parent = Path(payload.parent_adapter) if payload.parent_adapter else None
         result = train_grpo(base_path, built.samples, config, tmp, progress_cb=on_step, parent_adapter=parent)
         train = result.model_copy(update={"adapter_dir": out_dir}).model_dump(mode="json")
         out.update(trained=True, adapter_dir=str(out_dir), train=train)
@@ -216,31 +214,28 @@ def train_adapter_payload(payload: dict[str, Any], progress: Any = None) -> dict
         except OSError:
             if not (out_dir / TRAIN_RECORD).is_file():  # not a finished twin from a concurrent retry
                 raise
-            return json.loads((out_dir / TRAIN_RECORD).read_text(encoding="utf-8"))
+            return TrainAdapterResult.model_validate_json((out_dir / TRAIN_RECORD).read_text(encoding="utf-8"))
     except NoTrainingSignalError as exc:
         out.update(trained=False, reason=str(exc))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     _report(progress, {"phase": "done", "trained": out["trained"]})
-    return out
+    return TrainAdapterResult.model_validate(out)
 
 
 @ray.remote(max_retries=0)
-def train_adapter_task(payload: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+def train_adapter_task(payload: TrainTaskInput, progress: Any = None) -> TrainAdapterResult:
     """Ray task wrapper of :func:`train_adapter_payload`; submit with :func:`train_resources`."""
     return train_adapter_payload(payload, progress)
 
 
 @ray.remote(max_retries=0)
-def validate_adapter_task(payload: dict[str, Any]) -> dict[str, Any]:
+def validate_adapter_task(payload: ValidateAdapterInput) -> ValidateTaskResult:
     """Validate an adapter on a Ray node (the probe loads the base model).
 
-    Args:
-        payload: ``adapter_dir``, ``base_model_path``, ``max_rank``.
-
     Returns:
-        ``{"report": AdapterReport JSON}``, or ``{"error": <exception class>, "message"}``
-        for an :class:`~mindforge.trainer.errors.AdapterValidationError`.
+        the report, or the :class:`~mindforge.trainer.errors.AdapterValidationError`'s
+        class name and message.
     """
     from pathlib import Path
 
@@ -248,9 +243,7 @@ def validate_adapter_task(payload: dict[str, Any]) -> dict[str, Any]:
     from mindforge.trainer.validate_adapter import validate_adapter
 
     try:
-        report = validate_adapter(
-            Path(payload["adapter_dir"]), Path(payload["base_model_path"]), max_rank=int(payload["max_rank"])
-        )
+        report = validate_adapter(Path(payload.adapter_dir), Path(payload.base_model_path), max_rank=payload.max_rank)
     except AdapterValidationError as exc:
-        return {"error": type(exc).__name__, "message": str(exc)}
-    return {"report": report.model_dump(mode="json")}
+        return ValidateTaskResult(error=type(exc).__name__, message=str(exc))
+    return ValidateTaskResult(report=report)

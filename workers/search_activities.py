@@ -18,17 +18,17 @@ from typing import Any
 from temporalio import activity
 
 from mindforge.agent.endpoint import resolve_endpoint
-from mindforge.evaluation import PairRef, PoolSplit
+from mindforge.evaluation import PairRef, PoolSplit, SuccessorChoice
 from mindforge.payloads import (
     AuditJudge,
+    AuditTrialsInput,
+    AuditTrialsResult,
     RunTrialsInput,
-    SearchBudgetSpec,
     SearchObserveInput,
+    SearchObserveResult,
     SearchPlanResult,
-    SearchStartInput,
     SearchStartResult,
     SearchStepInput,
-    StageTrialsInput,
     SuccessorCheckPlan,
     TrialSpec,
     TrialStage,
@@ -80,7 +80,7 @@ class SearchActivities:
 
     # ----------------------------------------------------------------- audit
     @activity.defn(name="audit_trials")
-    async def audit_trials(self, inp: StageTrialsInput) -> dict[str, int]:
+    async def audit_trials(self, inp: AuditTrialsInput) -> AuditTrialsResult:
         """Audit every stored trial of the stage that did not pass and has no audit yet.
 
         Returns:
@@ -88,14 +88,15 @@ class SearchActivities:
         """
         return await asyncio.to_thread(self._audit_stage, inp)
 
-    def _audit_stage(self, inp: StageTrialsInput) -> dict[str, int]:
+    def _audit_stage(self, inp: AuditTrialsInput) -> AuditTrialsResult:
+        stage = inp.stage.value
         with store_engine.session_scope(self.engine) as s:
-            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=inp.stage)
+            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage)
             self._audit_records(s, [r.to_record() for r in rows], inp.judge)
             counts: dict[str, int] = defaultdict(int)
-            for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=inp.stage):
+            for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage):
                 counts[str(a.owner)] += 1
-            return dict(counts)
+            return AuditTrialsResult(by_owner=dict(counts))
 
     def _audit_records(self, s, records, judge: AuditJudge | None = None) -> dict[str, Any]:
         """Audit records lacking an audit; returns trial id -> AuditResult for all failed ones.
@@ -135,8 +136,8 @@ class SearchActivities:
         return out
 
     # ---------------------------------------------------------------- search
-    @activity.defn(name="search_start")
-    async def search_start(self, inp: SearchStartInput) -> SearchStartResult:
+    @activity.defn(name="start_search")
+    async def start_search(self, inp: SearchStepInput) -> SearchStartResult:
         """Create the generation's search job from the base evaluation's failing tasks (idempotent).
 
         A search the budget cannot afford (fewer than two candidates) or an edit space
@@ -145,7 +146,7 @@ class SearchActivities:
         """
         return await asyncio.to_thread(self._start, inp)
 
-    def _start(self, inp: SearchStartInput) -> SearchStartResult:
+    def _start(self, inp: SearchStepInput) -> SearchStartResult:
         from mindforge.hcp import loads_contract
         from mindforge.search import init_search, search_tasks_from_audits
         from mindforge.search.allocator import SearchRefused
@@ -153,7 +154,7 @@ class SearchActivities:
         from mindforge.store.search_state import commit_state, load_state
 
         job_id = f"{inp.lineage_id}-g{inp.generation}-search"
-        b = inp.spec.search or SearchBudgetSpec()
+        b = inp.expansion.search
         if not b.enabled:
             with store_engine.session_scope(self.engine) as s:
                 lineages.update_generation(
@@ -172,7 +173,7 @@ class SearchActivities:
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=TrialStage.EXPANSION.value
             )
             records = [r.to_record() for r in rows]
-            audits = self._audit_records(s, records, AuditJudge.of(inp.spec))
+            audits = self._audit_records(s, records, AuditJudge.of(inp.expansion, inp.runtime))
             tasks = search_tasks_from_audits(records, audits)
             real = [r for r in records if r.has_real_reward] or records
             cost = CostEstimate(
@@ -198,8 +199,8 @@ class SearchActivities:
             commit_state(session=s, job_id=job_id, state=state)
             return SearchStartResult(job_id=job_id, running=not state.done, failing_tasks=len(tasks))
 
-    @activity.defn(name="search_plan")
-    async def search_plan(self, inp: SearchStepInput) -> SearchPlanResult:
+    @activity.defn(name="plan_search_step")
+    async def plan_search_step(self, inp: SearchStepInput) -> SearchPlanResult:
         """Plan the next step from the committed state; register its new candidates; fetch prompt edits."""
         return await asyncio.to_thread(self._plan, inp)
 
@@ -214,7 +215,7 @@ class SearchActivities:
             root = root_contract(state)
             register_candidates(session=s, job_id=inp.job_id, root=root, candidates=plan.new_candidates)
             paths = {t.id: t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
-        out = SearchPlanResult(step=plan.step, stop_reason=plan.stop_reason, cells=[c.model_dump(mode="json") for c in plan.cells])
+        out = SearchPlanResult(step=plan.step, stop_reason=plan.stop_reason, cells=list(plan.cells))
         by_contract: dict[str, list[TrialSpec]] = defaultdict(list)
         for c in plan.cells:
             by_contract[c.contract_hash].append(
@@ -223,41 +224,40 @@ class SearchActivities:
         out.batches = [
             RunTrialsInput(
                 lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.SEARCH, contract_hash=h,
-                adapter=inp.adapter, policy_url=inp.spec.policy_url, trials=specs,
+                adapter=inp.adapter, policy_url=inp.runtime.policy_url, trials=specs,
             )
             for h, specs in sorted(by_contract.items())
         ]
         model = root.model.adapter or root.model.id
         for request in plan.prompt_requests:
-            if not inp.spec.policy_url:
+            if not inp.runtime.policy_url:
                 out.prompt_rejections.append("no policy endpoint for prompt proposals")
                 continue
-            proposal = propose_prompt_edit(root, request, base_url=inp.spec.policy_url, model=model)
+            proposal = propose_prompt_edit(root, request, base_url=inp.runtime.policy_url, model=model)
             if proposal.edit is not None:
-                out.prompt_edits.append(proposal.edit.model_dump(mode="json"))
+                out.prompt_edits.append(proposal.edit)
             else:
                 out.prompt_rejections.append(proposal.rejected or "rejected")
         return out
 
-    @activity.defn(name="search_observe")
-    async def search_observe(self, inp: SearchObserveInput) -> bool:
+    @activity.defn(name="observe_search_step")
+    async def observe_search_step(self, inp: SearchObserveInput) -> SearchObserveResult:
         """Fold the step's stored trials into the state and commit it; returns True when the search is done.
 
         Idempotent: a step already observed (the state moved on) changes nothing.
         """
         return await asyncio.to_thread(self._observe, inp)
 
-    def _observe(self, inp: SearchObserveInput) -> bool:
+    def _observe(self, inp: SearchObserveInput) -> SearchObserveResult:
         from mindforge.search import cell_result_from_record, observe
-        from mindforge.search.edits import Edit
-        from mindforge.search.state import PlannedCell, StepResults
+        from mindforge.search.state import StepResults
         from mindforge.store.search_state import commit_state, load_state
 
         with store_engine.session_scope(self.engine) as s:
             state = load_state(session=s, job_id=inp.job_id)
             if state.step != inp.plan.step:
-                return state.done
-            cells = [PlannedCell.model_validate(c) for c in inp.plan.cells]
+                return SearchObserveResult(done=state.done)
+            cells = inp.plan.cells
             records = {}
             for c in cells:
                 row = trials.get_trial(session=s, trial_id=c.trial_id)
@@ -267,16 +267,16 @@ class SearchActivities:
             results = StepResults(
                 step=inp.plan.step,
                 results=[cell_result_from_record(records[c.trial_id], c, audits.get(c.trial_id)) for c in cells if c.trial_id in records],
-                prompt_edits=[Edit.model_validate(e) for e in inp.plan.prompt_edits],
+                prompt_edits=list(inp.plan.prompt_edits),
                 prompt_rejections=inp.plan.prompt_rejections,
                 wall_sec=inp.wall_sec,
             )
             state = observe(state, results)
             commit_state(session=s, job_id=inp.job_id, state=state)
-            return state.done
+            return SearchObserveResult(done=state.done)
 
-    @activity.defn(name="search_finish")
-    async def search_finish(self, inp: SearchStepInput) -> None:
+    @activity.defn(name="finish_search")
+    async def finish_search(self, inp: SearchStepInput) -> None:
         """Write the search summary (budget, spending, stop reason, coverage, best single) to the generation."""
 
         def work() -> None:
@@ -311,21 +311,23 @@ class SearchActivities:
             if not best:
                 return SuccessorCheckPlan(note="no search candidate solved a task")
             pairs = [PairRef(contract_hash=h, adapter=inp.adapter) for h in (inp.contract_hash, best)]
-            batches, n = plan_pair_trials(s, inp.lineage_id, inp.generation, inp.spec, PoolSplit.SELECTION, pairs)
+            batches, n = plan_pair_trials(
+                s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SELECTION, pairs
+            )
         if not n:
             return SuccessorCheckPlan(candidate_hash=best, note="no selection tasks: the parent is kept")
         return SuccessorCheckPlan(candidate_hash=best, batches=batches)
 
     @activity.defn(name="choose_successor")
-    async def choose_successor(self, inp: SearchStepInput) -> str:
+    async def choose_successor(self, inp: SearchStepInput) -> SuccessorChoice:
         """Pick the next contract on selection evidence only (:func:`mindforge.evaluation.choose_successor`).
 
         The decision, with ``decided_on: "selection"`` and the ids of every trial it read,
-        goes to the generation record under ``successor``. Returns the chosen hash.
+        goes to the generation record under ``successor``. Returns the choice.
         """
         return await asyncio.to_thread(self._choose, inp)
 
-    def _choose(self, inp: SearchStepInput) -> str:
+    def _choose(self, inp: SearchStepInput) -> SuccessorChoice:
         from mindforge.evaluation import choose_successor
 
         parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
@@ -333,18 +335,18 @@ class SearchActivities:
             records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
             candidates = sorted({r.contract_hash or "" for r in records} - {inp.contract_hash, ""})
             choice = choose_successor(
-                records, parent, candidates, tasks, min_tasks=inp.spec.splits.min_tasks,
-                resamples=inp.spec.lift_resamples, seed=inp.spec.seed,
+                records, parent, candidates, tasks, min_tasks=inp.evaluation.splits.min_tasks,
+                resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
             )
             lineages.update_generation(
                 session=s, lineage_id=inp.lineage_id, index=inp.generation,
                 record={"successor": choice.model_dump(mode="json")},
             )
-            return choice.contract_hash
+            return choice
 
     def all(self) -> list[Any]:
         """Every activity of this class (all on the orchestration queue)."""
         return [
-            self.audit_trials, self.search_start, self.search_plan, self.search_observe, self.search_finish,
+            self.audit_trials, self.start_search, self.plan_search_step, self.observe_search_step, self.finish_search,
             self.plan_successor_check, self.choose_successor,
         ]

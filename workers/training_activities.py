@@ -27,6 +27,11 @@ from mindforge.payloads import (
     TrainAdapterResult,
     ValidateAdapterInput,
 )
+from mindforge.payloads.ray_tasks import (
+    TrainingItem,
+    TrainTaskInput,
+    ValidateTaskResult,
+)
 from mindforge.store import engine as store_engine
 from mindforge.store import trials
 from mindforge.trainer.validate_adapter import AdapterReport
@@ -61,25 +66,25 @@ class TrainingActivities:
         from workers.ray_trials import train_adapter_task, train_resources
 
         items, missing = await asyncio.to_thread(self._training_items, inp)
-        payload = {
-            "base_model_path": inp.spec.base_model_path,
-            "items": items,
-            "config": inp.spec.trainer.model_dump(mode="json"),
-            "out_dir": str(self.artifact_root / "adapters" / inp.lineage_id / inp.adapter_name),
-            "parent_adapter": inp.parent_adapter_path,
-        }
+        payload = TrainTaskInput(
+            base_model_path=inp.update.base_model_path or "",
+            items=items,
+            config=inp.update.trainer,
+            out_dir=str(self.artifact_root / "adapters" / inp.lineage_id / inp.adapter_name),
+            parent_adapter=inp.parent_adapter_path,
+        )
         queue = await asyncio.to_thread(Queue, maxsize=10_000, actor_options={"num_cpus": 0})
         ref = train_adapter_task.options(**train_resources()).remote(payload, queue)
         try:
             out = await _await_ray(ref, {"phase": "queued", "trajectories": len(items)}, queue)
         finally:
             await asyncio.to_thread(queue.shutdown)
-        dropped = Counter(out.get("samples_dropped", {})) + missing
-        result = TrainAdapterResult.model_validate({**out, "samples_dropped": dict(sorted(dropped.items()))})
+        dropped = Counter(out.samples_dropped) + missing
+        result = out.model_copy(update={"samples_dropped": dict(sorted(dropped.items()))})
         await asyncio.to_thread(self._record_training, inp, result)
         return result
 
-    def _training_items(self, inp: TrainAdapterInput) -> tuple[list[dict[str, Any]], Counter]:
+    def _training_items(self, inp: TrainAdapterInput) -> tuple[list[TrainingItem], Counter]:
         missing: Counter[str] = Counter()
         items = []
         with store_engine.session_scope(self.engine) as s:
@@ -90,8 +95,7 @@ class TrainingActivities:
                     if not path:
                         missing["no_trajectory"] += 1
                         continue
-                    item = {"trial_id": trial_id, "trajectory": path, "reward": reward, "group_id": group.group_id}
-                    items.append(item)
+                    items.append(TrainingItem(trial_id=trial_id, trajectory=path, reward=reward, group_id=group.group_id))
         return items, missing
 
     def _record_training(self, inp: TrainAdapterInput, result: TrainAdapterResult) -> None:
@@ -117,17 +121,17 @@ class TrainingActivities:
         """
         from workers.ray_trials import validate_adapter_task
 
-        out = await _await_ray(validate_adapter_task.remote(inp.model_dump(mode="json")), {"phase": "validating"})
-        if "error" in out:
-            raise ApplicationError(out["message"], type=out["error"], non_retryable=True)
-        return AdapterReport.model_validate(out["report"])
+        out: ValidateTaskResult = await _await_ray(validate_adapter_task.remote(inp), {"phase": "validating"})
+        if out.report is None:
+            raise ApplicationError(out.message, type=out.error, non_retryable=True)
+        return out.report
 
     def sandbox_activities(self) -> list[Any]:
         """Activities of the sandbox queue (they submit Ray tasks)."""
         return [self.train_adapter, self.validate_adapter]
 
 
-async def _await_ray(ref: Any, details: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+async def _await_ray(ref: Any, details: dict[str, Any], progress: Any = None) -> Any:
     """Wait for a Ray task, heartbeating ``details`` (updated from ``progress``) every 2 s.
 
     On cancellation the Ray task is cancelled. An ``InputError`` raised in the task
@@ -159,7 +163,7 @@ def _drain(queue: Any, details: dict[str, Any]) -> dict[str, Any]:
             return details
 
 
-def _ray_result(ref: Any) -> dict[str, Any]:
+def _ray_result(ref: Any) -> Any:
     """``ray.get(ref)``, with an ``InputError`` raised in the task made non-retryable."""
     import ray
 

@@ -110,7 +110,7 @@ class UpdateActivities:
             raise non_retryable_error(exc) from exc
 
     def _select(self, inp: UpdateInput) -> SelectTrajectoriesResult:
-        if not inp.spec.base_model_path:
+        if not inp.update.base_model_path:
             reason = "the Update stage needs a local base model directory to train on"
             raise InputError(f"lineage {inp.lineage_id} spec", "base_model_path", reason)
         with store_engine.session_scope(self.engine) as s:
@@ -125,8 +125,8 @@ class UpdateActivities:
             report = select_groups(
                 records,
                 not_search,
-                max_groups_per_task=inp.spec.max_groups_per_task,
-                max_trials_per_group=inp.spec.max_trials_per_group,
+                max_groups_per_task=inp.update.max_groups_per_task,
+                max_trials_per_group=inp.update.max_trials_per_group,
                 audits=audits,
             )
             adapters = registry.list_adapters(session=s, lineage_id=inp.lineage_id)
@@ -219,7 +219,7 @@ class UpdateActivities:
 
     @activity.defn(name="hand_off_adapter")
     async def hand_off_adapter(self, inp: HandOffInput) -> HandOffResult:
-        """Load the revision under its versioned name into the policy endpoint and ``spec.serving_urls``; probe each.
+        """Load the revision under its versioned name into the policy endpoint and ``serving_urls``; probe each.
 
         Raises:
             ApplicationError: retryable when an endpoint is unreachable; non-retryable
@@ -228,7 +228,7 @@ class UpdateActivities:
         from mindforge.settings import get_settings
 
         # the policy endpoint always gets it: the next rollouts and the evaluation trials ask it for the name
-        urls = list(dict.fromkeys([inp.spec.policy_url or get_settings().policy_url, *inp.spec.serving_urls]))
+        urls = list(dict.fromkeys([inp.runtime.policy_url or get_settings().policy_url, *inp.serving_urls]))
         records = []
         for url in urls:
             activity.heartbeat({"endpoint": url})
@@ -238,14 +238,14 @@ class UpdateActivities:
                 raise ApplicationError(str(exc), type=type(exc).__name__) from exc
             except ServingError as exc:
                 raise non_retryable_error(exc) from exc
-        endpoints = [r.model_dump(mode="json") for r in records]
+        endpoints = [r.model_dump(mode="json") for r in records]  # the generation record keeps JSON
 
         def work() -> None:
             with store_engine.session_scope(self.engine) as s:
                 merge_update_record(s, inp.lineage_id, inp.generation, {"handoff": endpoints})
 
         await asyncio.to_thread(work)
-        return HandOffResult(endpoints=endpoints)
+        return HandOffResult(endpoints=records)
 
     @activity.defn(name="plan_promotion_trials")
     async def plan_promotion_trials(self, inp: PlanPromotionInput) -> PromotionPlan:
@@ -254,7 +254,9 @@ class UpdateActivities:
         def work() -> PromotionPlan:
             with store_engine.session_scope(self.engine) as s:
                 pairs = [inp.without, inp.with_adapter]
-                batches, n = plan_pair_trials(s, inp.lineage_id, inp.generation, inp.spec, PoolSplit.SELECTION, pairs)
+                batches, n = plan_pair_trials(
+                    s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SELECTION, pairs
+                )
             return PromotionPlan(batches=batches, tasks=n)
 
         return await asyncio.to_thread(work)
@@ -271,8 +273,8 @@ class UpdateActivities:
             with store_engine.session_scope(self.engine) as s:
                 records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
                 decision = decide_promotion(
-                    records, inp.without, inp.with_adapter, tasks, min_lift=inp.spec.promotion_min_lift,
-                    resamples=inp.spec.lift_resamples, seed=inp.spec.seed,
+                    records, inp.without, inp.with_adapter, tasks, min_lift=inp.update.promotion_min_lift,
+                    resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
                 )
                 merge_update_record(s, inp.lineage_id, inp.generation, {"promotion": decision.model_dump(mode="json")})
                 return decision
@@ -285,7 +287,11 @@ class UpdateActivities:
 
         def work() -> None:
             with store_engine.session_scope(self.engine) as s:
-                parts = {"outcome": inp.outcome.value, "next_pair": inp.next_pair.model_dump(), **inp.detail}
+                parts: dict[str, Any] = {"outcome": inp.outcome.value, "next_pair": inp.next_pair.model_dump()}
+                if inp.reason:
+                    parts["reason"] = inp.reason
+                if inp.validation is not None:
+                    parts["validation"] = inp.validation.model_dump()
                 merge_update_record(s, inp.lineage_id, inp.generation, parts)
 
         await asyncio.to_thread(work)

@@ -1,7 +1,7 @@
 """DiscoveryWorkflow: propose -> check each proposal (in parallel, on Ray) -> admit.
 
-The current pair proposes ``spec.discovery_count`` tasks; every staged proposal is checked
-by its own activity on the sandbox queue (static checks, build, oracle twice, nop,
+The current pair proposes ``discovery.count`` tasks; every staged proposal is checked by
+its own activity on the sandbox queue (static checks, build, oracle twice, nop,
 difficulty under the pair); the admission activity dedupes within the batch, assigns
 splits and provenance, and grows the pool.
 """
@@ -9,13 +9,12 @@ splits and provenance, and grows the pool.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from mindforge.discovery.records import ProposalBatch, ProposalVerdict
     from mindforge.payloads import (
-        SANDBOX_QUEUE,
         AdmitInput,
         CheckProposalInput,
         DiscoveryInput,
@@ -31,38 +30,28 @@ class DiscoveryWorkflow:
     @workflow.run
     async def run(self, inp: DiscoveryInput) -> DiscoveryResult:
         """Propose, check in parallel, admit; returns the counts."""
-        batch: dict = await workflow.execute_activity(
-            o.DISCOVERY_PROPOSE,
-            inp,
-            result_type=dict,
-            start_to_close_timeout=timedelta(minutes=30),
-            retry_policy=o.STORE_RETRY,
-        )
-        verdicts = await asyncio.gather(
+        batch: ProposalBatch = await o.store_activity(o.PROPOSE_TASKS, inp, ProposalBatch, timeout=o.PROPOSE_TIMEOUT)
+        verdicts: list[ProposalVerdict] = await asyncio.gather(
             *(
-                workflow.execute_activity(
-                    o.DISCOVERY_CHECK,
+                o.sandbox_activity(
+                    o.CHECK_PROPOSAL,
                     CheckProposalInput(
                         lineage_id=inp.lineage_id,
                         generation=inp.generation,
-                        task_dir=staged["path"],
+                        task_dir=staged.path,
                         contract_hash=inp.contract_hash,
-                        policy_url=inp.spec.policy_url,
-                        attempts=inp.spec.discovery_attempts,
+                        policy_url=inp.runtime.policy_url,
+                        attempts=inp.discovery.attempts,
                     ),
-                    result_type=dict,
-                    task_queue=SANDBOX_QUEUE,
-                    start_to_close_timeout=timedelta(hours=2),
-                    heartbeat_timeout=timedelta(seconds=inp.spec.heartbeat_timeout_sec),
-                    retry_policy=o.TRIALS_RETRY,
+                    ProposalVerdict,
+                    timeout=o.CHECK_PROPOSAL_TIMEOUT,
+                    heartbeat_timeout_sec=inp.runtime.heartbeat_timeout_sec,
                 )
-                for staged in batch["staged"]
+                for staged in batch.staged
             )
         )
-        return await o.store_activity(
-            o.DISCOVERY_ADMIT,
-            AdmitInput(
-                lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec, batch=batch, verdicts=list(verdicts)
-            ),
-            DiscoveryResult,
+        admit = AdmitInput(
+            lineage_id=inp.lineage_id, generation=inp.generation, evaluation=inp.evaluation, batch=batch,
+            verdicts=list(verdicts),
         )
+        return await o.store_activity(o.ADMIT_TASKS, admit, DiscoveryResult)

@@ -1,6 +1,6 @@
 """ExpansionWorkflow: base evaluation -> audit -> configuration search within budget -> successor check.
 
-1. Base evaluation: ``spec.attempts`` trials of the current pair per search-split task.
+1. Base evaluation: ``expansion.attempts`` trials of the current pair per search-split task.
 2. Audit: every failed trial gets a failure class and an owner (infra / task / config / model).
 3. Search: the failing tasks (minus broken ones) go to adaptive configuration search,
    step by step (plan -> run trials per candidate contract -> observe), until the budget
@@ -19,19 +19,21 @@ import asyncio
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from mindforge.evaluation import SuccessorChoice
     from mindforge.payloads import (
         AuditJudge,
+        AuditTrialsInput,
+        AuditTrialsResult,
         ExpansionInput,
         ExpansionResult,
+        PlanTrialsResult,
         RunTrialsInput,
         SearchObserveInput,
+        SearchObserveResult,
         SearchPlanResult,
-        SearchStartInput,
         SearchStartResult,
         SearchStepInput,
-        StageTrialsInput,
         SuccessorCheckPlan,
-        TrialSpec,
         TrialStage,
     )
     from workflows import options as o
@@ -47,9 +49,9 @@ class ExpansionWorkflow:
     @workflow.run
     async def run(self, inp: ExpansionInput) -> ExpansionResult:
         """Run the four steps; returns coverage counts and the successor contract."""
-        trials: list[TrialSpec] = await o.store_activity(o.PLAN_TRIALS, inp, list[TrialSpec])
-        size = inp.spec.trial_batch_size
-        batches = [trials[i : i + size] for i in range(0, len(trials), size)]
+        plan: PlanTrialsResult = await o.store_activity(o.PLAN_EXPANSION_TRIALS, inp, PlanTrialsResult)
+        size = inp.runtime.trial_batch_size
+        batches = [plan.trials[i : i + size] for i in range(0, len(plan.trials), size)]
         await asyncio.gather(
             *(
                 o.run_trials(
@@ -59,60 +61,50 @@ class ExpansionWorkflow:
                         stage=TrialStage.EXPANSION,
                         contract_hash=inp.contract_hash,
                         adapter=inp.adapter,
-                        policy_url=inp.spec.policy_url,
+                        policy_url=inp.runtime.policy_url,
                         trials=batch,
                     ),
-                    inp.spec.heartbeat_timeout_sec,
+                    inp.runtime.heartbeat_timeout_sec,
                 )
                 for batch in batches
             )
         )
         result: ExpansionResult = await o.store_activity(o.SUMMARIZE_EXPANSION, inp, ExpansionResult)
-        audited = StageTrialsInput(
-            lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.EXPANSION.value, judge=AuditJudge.of(inp.spec)
-        )
-        await o.store_activity(o.AUDIT_TRIALS, audited, dict)
-        step_inp = SearchStepInput(
-            lineage_id=inp.lineage_id, generation=inp.generation, job_id="", spec=inp.spec,
-            contract_hash=inp.contract_hash, adapter=inp.adapter,
-        )
-        start: SearchStartResult = await o.store_activity(
-            o.SEARCH_START,
-            SearchStartInput(
-                lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec,
-                contract_hash=inp.contract_hash, adapter=inp.adapter,
-            ),
-            SearchStartResult,
-        )
-        step_inp.job_id = start.job_id
+        judge = AuditJudge.of(inp.expansion, inp.runtime)
+        audited = AuditTrialsInput(lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.EXPANSION, judge=judge)
+        await o.store_activity(o.AUDIT_TRIALS, audited, AuditTrialsResult)
+        step = SearchStepInput(**inp.model_dump())
+        start: SearchStartResult = await o.store_activity(o.START_SEARCH, step, SearchStartResult)
+        step.job_id = start.job_id
         if start.running:
-            await self._search(step_inp)
-        await o.store_activity(o.SEARCH_FINISH, step_inp)
-        result.successor_contract_hash = await self._successor(step_inp)
+            await self._search(step, judge)
+        await o.store_activity(o.FINISH_SEARCH, step)
+        result.successor_contract_hash = await self._successor(step)
         return result
 
-    async def _search(self, inp: SearchStepInput) -> None:
+    async def _search(self, inp: SearchStepInput, judge: AuditJudge) -> None:
         for _ in range(MAX_SEARCH_STEPS):
-            plan: SearchPlanResult = await o.store_activity(o.SEARCH_PLAN, inp, SearchPlanResult)
+            plan: SearchPlanResult = await o.store_activity(o.PLAN_SEARCH_STEP, inp, SearchPlanResult)
             if plan.stop_reason is None:
                 started = workflow.now()
-                await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in plan.batches))
+                await asyncio.gather(*(o.run_trials(b, inp.runtime.heartbeat_timeout_sec) for b in plan.batches))
                 wall = (workflow.now() - started).total_seconds()
             else:
                 wall = 0.0
-            done: bool = await o.store_activity(
-                o.SEARCH_OBSERVE,
+            observed: SearchObserveResult = await o.store_activity(
+                o.OBSERVE_SEARCH_STEP,
                 SearchObserveInput(
                     lineage_id=inp.lineage_id, generation=inp.generation, job_id=inp.job_id, plan=plan, wall_sec=wall,
-                    judge=AuditJudge.of(inp.spec),
+                    judge=judge,
                 ),
-                bool,
+                SearchObserveResult,
             )
-            if done:
+            if observed.done:
                 return
 
     async def _successor(self, inp: SearchStepInput) -> str:
         check: SuccessorCheckPlan = await o.store_activity(o.PLAN_SUCCESSOR_CHECK, inp, SuccessorCheckPlan)
         if check.batches:
-            await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in check.batches))
-        return await o.store_activity(o.CHOOSE_SUCCESSOR, inp, str)
+            await asyncio.gather(*(o.run_trials(b, inp.runtime.heartbeat_timeout_sec) for b in check.batches))
+        choice: SuccessorChoice = await o.store_activity(o.CHOOSE_SUCCESSOR, inp, SuccessorChoice)
+        return choice.contract_hash

@@ -13,6 +13,7 @@ import asyncio
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from mindforge.domain import RunStatus
     from mindforge.evaluation import PairRef
     from mindforge.payloads import (
         DiscoveryInput,
@@ -42,11 +43,9 @@ class GenerationWorkflow:
     @workflow.run
     async def run(self, inp: GenerationInput) -> GenerationResult:
         """Run the enabled stages in order, measure the sealed lift, and record the generation."""
-        await self._record(inp, "running")
+        await self._record(inp, RunStatus.RUNNING)
         ran: list[str] = []
-        result = GenerationResult(
-            index=inp.index, stages_run=ran, stages_skipped=[], contract_hash=inp.contract_hash, adapter=inp.adapter
-        )
+        result = GenerationResult(index=inp.index, stages_run=ran, contract_hash=inp.contract_hash, adapter=inp.adapter)
         if Stage.DISCOVERY in inp.spec.stages:
             disc: DiscoveryResult = await self._stage(inp, Stage.DISCOVERY, DiscoveryWorkflow.run, DiscoveryInput, DiscoveryResult)
             ran.append(Stage.DISCOVERY.value)
@@ -70,7 +69,7 @@ class GenerationWorkflow:
         lift = await self._sealed(inp, PairRef(contract_hash=result.contract_hash, adapter=result.adapter))
         result.sealed_lift = lift.parent.summary() if lift.parent is not None and lift.parent.mean is not None else None
         result.stages_run = ran
-        await self._record(inp, "completed", result)
+        await self._record(inp, RunStatus.COMPLETED, result)
         return result
 
     async def _sealed(self, inp: GenerationInput, successor: PairRef) -> SealedLiftResult:
@@ -78,21 +77,27 @@ class GenerationWorkflow:
         sealed = SealedEvaluationInput(
             lineage_id=inp.lineage_id,
             generation=inp.index,
-            spec=inp.spec,
+            runtime=inp.spec.runtime,
+            evaluation=inp.spec.evaluation,
             parent=PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter),
             successor=successor,
             root=inp.root if inp.index > 0 else None,
         )
         plan: SealedPlan = await o.store_activity(o.PLAN_SEALED_TRIALS, sealed, SealedPlan)
-        await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in plan.batches))
+        await asyncio.gather(*(o.run_trials(b, inp.spec.runtime.heartbeat_timeout_sec) for b in plan.batches))
         return await o.store_activity(o.MEASURE_SEALED_LIFT, sealed, SealedLiftResult)
 
     @staticmethod
     async def _stage(inp: GenerationInput, stage: Stage, run, input_type, result_type, **extra):
-        """Run one stage as a child workflow on the generation's pair (ids and search attributes from the lineage)."""
+        """Run one stage as a child workflow on the generation's pair (ids and search attributes from the lineage).
+
+        The stage's input is the shared :class:`mindforge.payloads.StageInput` fields plus
+        the stage's own sub-spec (``spec.discovery``, ``spec.expansion``, ``spec.update``).
+        """
         arg = input_type(
-            lineage_id=inp.lineage_id, generation=inp.index, spec=inp.spec,
-            contract_hash=inp.contract_hash, adapter=inp.adapter, **extra,
+            lineage_id=inp.lineage_id, generation=inp.index, contract_hash=inp.contract_hash, adapter=inp.adapter,
+            runtime=inp.spec.runtime, evaluation=inp.spec.evaluation, **{stage.value: getattr(inp.spec, stage.value)},
+            **extra,
         )
         return await workflow.execute_child_workflow(
             run,
@@ -102,7 +107,7 @@ class GenerationWorkflow:
             result_type=result_type,
         )
 
-    async def _record(self, inp: GenerationInput, status: str, result: GenerationResult | None = None) -> None:
+    async def _record(self, inp: GenerationInput, status: RunStatus, result: GenerationResult | None = None) -> None:
         event = GenerationEvent(
             lineage_id=inp.lineage_id,
             index=inp.index,
@@ -110,7 +115,6 @@ class GenerationWorkflow:
             contract_hash=inp.contract_hash,
             adapter=inp.adapter,
             stages_run=result.stages_run if result else [],
-            stages_skipped=result.stages_skipped if result else [],
-            record=result.model_dump(mode="json") if result else {},
+            result=result,
         )
         await o.store_activity(o.RECORD_GENERATION, event)

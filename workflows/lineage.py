@@ -14,12 +14,14 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
+    from mindforge.domain import RunStatus
     from mindforge.evaluation import PairRef
     from mindforge.payloads import (
         GenerationInput,
         GenerationResult,
         LineageEvent,
         LineageInput,
+        LineageState,
         LineageStatus,
         PrepareLineageInput,
         PrepareLineageResult,
@@ -35,7 +37,7 @@ class LineageWorkflow:
     def __init__(self) -> None:
         self._paused = False
         self._cancel = False
-        self._state = "starting"
+        self._state = LineageState.STARTING
         self._inp: LineageInput | None = None
         self._stages: dict[int, list[str]] = {}
         self._child: workflow.ChildWorkflowHandle | None = None
@@ -84,15 +86,15 @@ class LineageWorkflow:
             inp.contract_hash, inp.prepared = prep.contract_hash, True
             inp.root_contract_hash, inp.root_adapter = prep.contract_hash, inp.adapter
         if inp.next_generation >= inp.spec.generations:
-            return await self._finish(inp, "completed")
+            return await self._finish(inp, RunStatus.COMPLETED)
         if self._paused:
-            self._state = "paused"
-            await self._set_status(inp, "paused")
+            self._state = LineageState.PAUSED
+            await self._set_status(inp, RunStatus.PAUSED)
             await workflow.wait_condition(lambda: not self._paused or self._cancel)
         if self._cancel:
-            return await self._finish(inp, "cancelled")
-        self._state = "running"
-        await self._set_status(inp, "running")
+            return await self._finish(inp, RunStatus.CANCELLED)
+        self._state = LineageState.RUNNING
+        await self._set_status(inp, RunStatus.RUNNING)
         gen = inp.next_generation
         self._child = await workflow.start_child_workflow(
             GenerationWorkflow.run,
@@ -107,13 +109,13 @@ class LineageWorkflow:
             result: GenerationResult = await self._child
         except (ChildWorkflowError, asyncio.CancelledError):
             if self._cancel:
-                return await self._finish(inp, "cancelled")
-            await self._set_status(inp, "failed")
+                return await self._finish(inp, RunStatus.CANCELLED)
+            await self._set_status(inp, RunStatus.FAILED)
             raise
         self._child = None
         self._stages[gen] = result.stages_run
         if self._cancel:
-            return await self._finish(inp, "cancelled")
+            return await self._finish(inp, RunStatus.CANCELLED)
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(
             LineageInput(
@@ -129,7 +131,7 @@ class LineageWorkflow:
             )
         )
 
-    async def _set_status(self, inp: LineageInput, status: str) -> None:
+    async def _set_status(self, inp: LineageInput, status: RunStatus) -> None:
         await o.store_activity(
             o.SET_LINEAGE_STATUS,
             # the generation in progress, or the last one once all have run (indices from 0)
@@ -139,7 +141,7 @@ class LineageWorkflow:
             ),
         )
 
-    async def _finish(self, inp: LineageInput, status: str) -> LineageStatus:
-        self._state = status
+    async def _finish(self, inp: LineageInput, status: RunStatus) -> LineageStatus:
+        self._state = LineageState(status.value)
         await self._set_status(inp, status)
         return self.status()

@@ -1,7 +1,9 @@
-"""Activity names, options and search-attribute keys shared by the workflows.
+"""Activity names, timeouts, retry policies and search-attribute keys shared by the workflows.
 
-Activities are called by stable name with typed Input/Result models, so no workflow
-imports activity code.
+Activities are called by stable ``verb_noun`` name with typed Input/Result models, so no
+workflow imports activity code; every name here is registered by the worker
+(``tests/unit/workers/test_activity_names.py`` checks both directions). All activity
+timeouts live here too, next to the helpers that start activities on each queue.
 """
 
 from __future__ import annotations
@@ -17,25 +19,30 @@ from temporalio.common import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from mindforge.payloads import SA_GENERATION, SA_LINEAGE, SA_STAGE
+    from mindforge.payloads.queues import (
+        SA_GENERATION,
+        SA_LINEAGE,
+        SA_STAGE,
+        SANDBOX_QUEUE,
+    )
 
-# stable activity names
+# ------------------------------------------------------------------ stable activity names
 PREPARE_LINEAGE = "prepare_lineage"
 SET_LINEAGE_STATUS = "set_lineage_status"
 RECORD_GENERATION = "record_generation"
-PLAN_TRIALS = "plan_trials"
+PLAN_EXPANSION_TRIALS = "plan_expansion_trials"
 RUN_TRIALS = "run_trials"
 SUMMARIZE_EXPANSION = "summarize_expansion"
 AUDIT_TRIALS = "audit_trials"
-SEARCH_START = "search_start"
-SEARCH_PLAN = "search_plan"
-SEARCH_OBSERVE = "search_observe"
-SEARCH_FINISH = "search_finish"
+START_SEARCH = "start_search"
+PLAN_SEARCH_STEP = "plan_search_step"
+OBSERVE_SEARCH_STEP = "observe_search_step"
+FINISH_SEARCH = "finish_search"
 PLAN_SUCCESSOR_CHECK = "plan_successor_check"
 CHOOSE_SUCCESSOR = "choose_successor"
-DISCOVERY_PROPOSE = "discovery_propose"
-DISCOVERY_CHECK = "discovery_check"
-DISCOVERY_ADMIT = "discovery_admit"
+PROPOSE_TASKS = "propose_tasks"
+CHECK_PROPOSAL = "check_proposal"
+ADMIT_TASKS = "admit_tasks"
 SELECT_TRAJECTORIES = "select_trajectories"
 TRAIN_ADAPTER = "train_adapter"
 VALIDATE_ADAPTER = "validate_adapter"
@@ -47,6 +54,30 @@ RECORD_UPDATE = "record_update"
 PLAN_SEALED_TRIALS = "plan_sealed_trials"
 MEASURE_SEALED_LIFT = "measure_sealed_lift"
 
+#: every activity name the workflows call
+ACTIVITY_NAMES = frozenset(
+    value for key, value in dict(globals()).items() if key.isupper() and isinstance(value, str) and key != "SANDBOX_QUEUE"
+    and not key.startswith("SA_")
+)
+
+# ------------------------------------------------------------------------------ timeouts
+#: store-only (and quick HTTP) activities
+STORE_TIMEOUT = timedelta(minutes=5)
+#: one batch of trials on the sandbox queue
+TRIALS_TIMEOUT = timedelta(hours=12)
+#: the Discovery proposal call (one model request, with retries)
+PROPOSE_TIMEOUT = timedelta(minutes=30)
+#: checking one proposal: build, reference solution twice, nop, difficulty trials
+CHECK_PROPOSAL_TIMEOUT = timedelta(hours=2)
+#: training one adapter revision
+TRAIN_TIMEOUT = timedelta(hours=24)
+#: validating one adapter revision (load, forward passes)
+VALIDATE_TIMEOUT = timedelta(hours=2)
+#: handing a revision to every serving endpoint, and the heartbeat between endpoints
+HAND_OFF_TIMEOUT = timedelta(minutes=30)
+HAND_OFF_HEARTBEAT = timedelta(minutes=10)
+
+# ------------------------------------------------------------------------ retry policies
 #: error types that never retry: bad input, task and model failures
 NON_RETRYABLE = [
     "InputError",
@@ -76,7 +107,6 @@ TRIALS_RETRY = RetryPolicy(
     maximum_attempts=20,
     non_retryable_error_types=NON_RETRYABLE,
 )
-STORE_TIMEOUT = timedelta(minutes=5)
 
 KEY_LINEAGE = SearchAttributeKey.for_keyword(SA_LINEAGE)
 KEY_GENERATION = SearchAttributeKey.for_int(SA_GENERATION)
@@ -99,19 +129,45 @@ def child_id(lineage_id: str, generation: int, stage: str | None = None) -> str:
     return f"{base}-{stage}" if stage else base
 
 
-def store_activity(name: str, arg, result_type=None):
-    """Run a store (or HTTP) activity on the orchestration queue with the store timeout and retries.
+def store_activity(name: str, arg, result_type=None, *, timeout: timedelta = STORE_TIMEOUT):
+    """Run a store (or HTTP) activity on the orchestration queue, retried with backoff.
 
     Args:
         name: the activity name (one of this module's constants).
         arg: its input (a small pydantic record).
         result_type: the result's class, for the data converter; None for no result.
+        timeout: start-to-close limit (default :data:`STORE_TIMEOUT`).
 
     Returns:
         the awaitable activity result.
     """
     return workflow.execute_activity(
-        name, arg, result_type=result_type, start_to_close_timeout=STORE_TIMEOUT, retry_policy=STORE_RETRY
+        name, arg, result_type=result_type, start_to_close_timeout=timeout, retry_policy=STORE_RETRY
+    )
+
+
+def sandbox_activity(name: str, arg, result_type, *, timeout: timedelta, heartbeat_timeout_sec: float):
+    """Run an activity on the sandbox queue (it submits Ray tasks and heartbeats while they run).
+
+    Args:
+        name: the activity name.
+        arg: its input.
+        result_type: the result's class.
+        timeout: start-to-close limit (one of this module's ``*_TIMEOUT``).
+        heartbeat_timeout_sec: seconds without a heartbeat before Temporal retries it on
+            another worker (finished work is not redone).
+
+    Returns:
+        the awaitable activity result.
+    """
+    return workflow.execute_activity(
+        name,
+        arg,
+        result_type=result_type,
+        task_queue=SANDBOX_QUEUE,
+        start_to_close_timeout=timeout,
+        heartbeat_timeout=timedelta(seconds=heartbeat_timeout_sec),
+        retry_policy=TRIALS_RETRY,
     )
 
 
@@ -127,14 +183,8 @@ async def run_trials(inp, heartbeat_timeout_sec: float):
         the ``RunTrialsResult`` counts.
     """
     with workflow.unsafe.imports_passed_through():
-        from mindforge.payloads import SANDBOX_QUEUE, RunTrialsResult
+        from mindforge.payloads import RunTrialsResult
 
-    return await workflow.execute_activity(
-        RUN_TRIALS,
-        inp,
-        result_type=RunTrialsResult,
-        task_queue=SANDBOX_QUEUE,
-        start_to_close_timeout=timedelta(hours=12),
-        heartbeat_timeout=timedelta(seconds=heartbeat_timeout_sec),
-        retry_policy=TRIALS_RETRY,
+    return await sandbox_activity(
+        RUN_TRIALS, inp, RunTrialsResult, timeout=TRIALS_TIMEOUT, heartbeat_timeout_sec=heartbeat_timeout_sec
     )

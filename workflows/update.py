@@ -17,7 +17,6 @@ Expansion's successor contract): a recorded outcome, not a failure.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -25,7 +24,6 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from mindforge.evaluation import PairRef, PromotionDecision
     from mindforge.payloads import (
-        SANDBOX_QUEUE,
         HandOffInput,
         HandOffResult,
         PlanPromotionInput,
@@ -40,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         UpdateOutcome,
         UpdateResult,
         ValidateAdapterInput,
+        ValidationFailure,
     )
     from mindforge.trainer.validate_adapter import AdapterReport
     from workflows import options as o
@@ -57,55 +56,35 @@ class UpdateWorkflow:
     @workflow.run
     async def run(self, inp: UpdateInput) -> UpdateResult:
         """Train, validate, register and hand off a new adapter revision; promote it on selection evidence."""
-        parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
+        heartbeat = inp.runtime.heartbeat_timeout_sec
         # the next pair when the new adapter is not promoted: Expansion's contract, the parent's adapter
         kept = PairRef(contract_hash=inp.successor_contract_hash or inp.contract_hash, adapter=inp.adapter)
-        sel: SelectTrajectoriesResult = await o.store_activity(
-            o.SELECT_TRAJECTORIES,
-            inp,
-            SelectTrajectoriesResult,
-        )
+        sel: SelectTrajectoriesResult = await o.store_activity(o.SELECT_TRAJECTORIES, inp, SelectTrajectoriesResult)
         counts = {"selected_groups": sel.report.kept_groups, "selected_trials": sel.report.kept_trials}
         if not sel.report.groups:
-            detail = {"reason": "selection kept no group with signal"}
-            return await self._finish(inp, UpdateOutcome.NO_SIGNAL, kept, detail, counts)
-        train: TrainAdapterResult = await workflow.execute_activity(
-            o.TRAIN_ADAPTER,
-            TrainAdapterInput(
-                lineage_id=inp.lineage_id,
-                generation=inp.generation,
-                spec=inp.spec,
-                adapter_name=sel.adapter_name,
-                groups=sel.report.groups,
-                parent_adapter_path=sel.parent_adapter_path,
-            ),
-            result_type=TrainAdapterResult,
-            task_queue=SANDBOX_QUEUE,
-            start_to_close_timeout=timedelta(hours=24),
-            heartbeat_timeout=timedelta(seconds=inp.spec.heartbeat_timeout_sec),
-            retry_policy=o.TRIALS_RETRY,
+            record = self._record(inp, UpdateOutcome.NO_SIGNAL, kept, reason="selection kept no group with signal")
+            return await self._finish(record, counts)
+        training = TrainAdapterInput(
+            lineage_id=inp.lineage_id, generation=inp.generation, update=inp.update, runtime=inp.runtime,
+            adapter_name=sel.adapter_name, groups=sel.report.groups, parent_adapter_path=sel.parent_adapter_path,
+        )
+        train: TrainAdapterResult = await o.sandbox_activity(
+            o.TRAIN_ADAPTER, training, TrainAdapterResult, timeout=o.TRAIN_TIMEOUT, heartbeat_timeout_sec=heartbeat
         )
         if not train.trained or train.train is None:
-            return await self._finish(inp, UpdateOutcome.NO_SIGNAL, kept, {"reason": train.reason}, counts)
+            return await self._finish(self._record(inp, UpdateOutcome.NO_SIGNAL, kept, reason=train.reason), counts)
+        validation = ValidateAdapterInput(
+            adapter_dir=train.adapter_dir, base_model_path=inp.update.base_model_path or "", max_rank=inp.update.max_rank
+        )
         try:
-            report: AdapterReport = await workflow.execute_activity(
-                o.VALIDATE_ADAPTER,
-                ValidateAdapterInput(
-                    adapter_dir=train.adapter_dir,
-                    base_model_path=inp.spec.base_model_path or "",
-                    max_rank=inp.spec.max_rank,
-                ),
-                result_type=AdapterReport,
-                task_queue=SANDBOX_QUEUE,
-                start_to_close_timeout=timedelta(hours=2),
-                heartbeat_timeout=timedelta(seconds=inp.spec.heartbeat_timeout_sec),
-                retry_policy=o.TRIALS_RETRY,
+            report: AdapterReport = await o.sandbox_activity(
+                o.VALIDATE_ADAPTER, validation, AdapterReport, timeout=o.VALIDATE_TIMEOUT, heartbeat_timeout_sec=heartbeat
             )
         except ActivityError as err:
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type in VALIDATION_ERRORS:
-                detail = {"validation": {"error": cause.type, "message": cause.message}}
-                return await self._finish(inp, UpdateOutcome.REJECTED, kept, detail, counts)
+                failure = ValidationFailure(error=cause.type, message=cause.message)
+                return await self._finish(self._record(inp, UpdateOutcome.REJECTED, kept, validation=failure), counts)
             raise
         reg: RegisterAdapterResult = await o.store_activity(
             o.REGISTER_ADAPTER,
@@ -114,72 +93,63 @@ class UpdateWorkflow:
                 generation=inp.generation,
                 adapter_name=sel.adapter_name,
                 revision=sel.revision,
-                parent=parent,
+                parent=inp.pair,
                 successor_contract_hash=inp.successor_contract_hash,
-                base_model_path=inp.spec.base_model_path or "",
-                trainer=inp.spec.trainer,
+                base_model_path=inp.update.base_model_path or "",
+                trainer=inp.update.trainer,
                 report=report,
                 train=train.train,
                 trial_ids=sel.report.trial_ids,
             ),
             RegisterAdapterResult,
         )
+        handoff = HandOffInput(
+            lineage_id=inp.lineage_id, generation=inp.generation, runtime=inp.runtime,
+            serving_urls=inp.update.serving_urls, adapter_name=reg.adapter_name, adapter_dir=train.adapter_dir,
+        )
         await workflow.execute_activity(
             o.HAND_OFF_ADAPTER,
-            HandOffInput(
-                lineage_id=inp.lineage_id,
-                generation=inp.generation,
-                spec=inp.spec,
-                adapter_name=reg.adapter_name,
-                adapter_dir=train.adapter_dir,
-            ),
+            handoff,
             result_type=HandOffResult,
-            start_to_close_timeout=timedelta(minutes=30),
-            heartbeat_timeout=timedelta(minutes=10),
+            start_to_close_timeout=o.HAND_OFF_TIMEOUT,
+            heartbeat_timeout=o.HAND_OFF_HEARTBEAT,
             retry_policy=o.STORE_RETRY,
         )
         successor = PairRef(contract_hash=reg.successor_contract_hash, adapter=reg.adapter_name)
         decision = await self._promotion(inp, kept, successor)
         outcome = UpdateOutcome.PROMOTED if decision.promoted else UpdateOutcome.NOT_PROMOTED
-        return await self._finish(
-            inp, outcome, successor if decision.promoted else kept, {}, counts,
-            adapter_revision_id=reg.adapter_revision_id, promotion=decision,
-        )
+        record = self._record(inp, outcome, successor if decision.promoted else kept)
+        return await self._finish(record, counts, adapter_revision_id=reg.adapter_revision_id, promotion=decision)
 
     async def _promotion(self, inp: UpdateInput, without: PairRef, with_adapter: PairRef) -> PromotionDecision:
         """Run both pairs on the selection split (same tasks and attempts), then decide."""
         gate = PlanPromotionInput(
-            lineage_id=inp.lineage_id, generation=inp.generation, spec=inp.spec, without=without, with_adapter=with_adapter
+            lineage_id=inp.lineage_id, generation=inp.generation, runtime=inp.runtime, evaluation=inp.evaluation,
+            update=inp.update, without=without, with_adapter=with_adapter,
         )
         plan: PromotionPlan = await o.store_activity(o.PLAN_PROMOTION_TRIALS, gate, PromotionPlan)
-        await asyncio.gather(*(o.run_trials(b, inp.spec.heartbeat_timeout_sec) for b in plan.batches))
+        await asyncio.gather(*(o.run_trials(b, inp.runtime.heartbeat_timeout_sec) for b in plan.batches))
         return await o.store_activity(o.DECIDE_PROMOTION, gate, PromotionDecision)
+
+    @staticmethod
+    def _record(inp: UpdateInput, outcome: UpdateOutcome, next_pair: PairRef, **detail) -> RecordUpdateInput:
+        return RecordUpdateInput(
+            lineage_id=inp.lineage_id, generation=inp.generation, outcome=outcome, next_pair=next_pair, **detail
+        )
 
     async def _finish(
         self,
-        inp: UpdateInput,
-        outcome: UpdateOutcome,
-        next_pair: PairRef,
-        detail: dict,
-        counts: dict,
+        record: RecordUpdateInput,
+        counts: dict[str, int],
         *,
         adapter_revision_id: str | None = None,
         promotion: PromotionDecision | None = None,
     ) -> UpdateResult:
-        await o.store_activity(
-            o.RECORD_UPDATE,
-            RecordUpdateInput(
-                lineage_id=inp.lineage_id,
-                generation=inp.generation,
-                outcome=outcome,
-                next_pair=next_pair,
-                detail=detail,
-            ),
-        )
+        await o.store_activity(o.RECORD_UPDATE, record)
         return UpdateResult(
-            outcome=outcome,
-            contract_hash=next_pair.contract_hash,
-            adapter=next_pair.adapter,
+            outcome=record.outcome,
+            contract_hash=record.next_pair.contract_hash,
+            adapter=record.next_pair.adapter,
             adapter_revision_id=adapter_revision_id,
             promotion=promotion,
             **counts,

@@ -102,7 +102,15 @@ def build_spec(
         SplitTooSmallError: a split below the minimum (see :func:`check_pool_splits`).
     """
     from mindforge.hcp import load_contract
-    from mindforge.payloads import LineageSpec, SearchBudgetSpec, Stage
+    from mindforge.payloads import (
+        EvaluationSpec,
+        ExpansionSpec,
+        LineageSpec,
+        RuntimeSpec,
+        SearchBudgetSpec,
+        Stage,
+        UpdateSpec,
+    )
 
     for p in tasks:
         if not p.exists():
@@ -116,24 +124,21 @@ def build_spec(
     except ValueError as exc:
         raise InputError("--stages", "stages", str(exc)) from None
     check_pool_splits(name, tasks, splits)
+    search = (
+        SearchBudgetSpec() if search_attempts is None
+        else SearchBudgetSpec(enabled=False) if search_attempts == 0
+        else SearchBudgetSpec(max_attempts=search_attempts)
+    )
     return LineageSpec(
         name=name,
         tasks=[str(p.resolve()) for p in tasks],
         contract_path=str(contract.resolve()),
         generations=generations,
-        attempts=attempts,
-        splits=splits,
-        seed=seed,
-        policy_url=policy_url,
         stages=stage_list,
-        trial_batch_size=batch_size,
-        base_model_path=base_model_path,
-        search=(
-            None if search_attempts is None
-            else SearchBudgetSpec(enabled=False) if search_attempts == 0
-            else SearchBudgetSpec(max_attempts=search_attempts)
-        ),
-        audit_judge=audit_judge,
+        runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=batch_size),
+        expansion=ExpansionSpec(attempts=attempts, audit_judge=audit_judge, search=search),
+        update=UpdateSpec(base_model_path=base_model_path),
+        evaluation=EvaluationSpec(splits=splits, seed=seed),
     )
 
 

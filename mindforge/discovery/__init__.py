@@ -47,14 +47,14 @@ from mindforge.discovery.records import (
     DifficultyEstimate,
     DiscoveryRecord,
     PairInfo,
+    ProposalBatch,
     ProposalVerdict,
     Rejection,
     RejectReason,
+    StagedProposal,
 )
 from mindforge.discovery.run import (
     DiscoveryConfig,
-    ProposalBatch,
-    StagedProposal,
     admission_record,
     propose_batch,
     run_discovery,

@@ -194,3 +194,39 @@ class DiscoveryRecord(BaseModel):
         for item in self.rejected:
             counts[item.reason.value] += 1
         return {k: v for k, v in counts.items() if v}
+
+
+class StagedProposal(BaseModel):
+    """A well-formed proposal written to the staging area.
+
+    Attributes:
+        task_id: the generation-prefixed id (the directory name).
+        proposed_id: the id the model proposed.
+        path: the task directory.
+        category / declared_difficulty: from the proposal.
+    """
+
+    task_id: str
+    proposed_id: str
+    path: str
+    category: str
+    declared_difficulty: str
+
+
+class ProposalBatch(BaseModel):
+    """What :func:`propose_batch` produced.
+
+    Attributes:
+        run_id / generation / pair: identity of the run.
+        requested: proposals asked for; proposed: items in the reply.
+        staged: well-formed proposals, in reply order.
+        rejected: malformed ones (or the whole reply), with reasons.
+    """
+
+    run_id: str
+    generation: int
+    pair: PairInfo
+    requested: int
+    proposed: int
+    staged: list[StagedProposal] = Field(default_factory=list)
+    rejected: list[Rejection] = Field(default_factory=list)

@@ -38,8 +38,10 @@ from mindforge.discovery.records import (
     AdmittedTask,
     DiscoveryRecord,
     PairInfo,
+    ProposalBatch,
     ProposalVerdict,
     Rejection,
+    StagedProposal,
 )
 from mindforge.discovery.schema import DEFAULT_RULES, ProposalRules
 from mindforge.evaluation.splits import (
@@ -86,42 +88,6 @@ class DiscoveryConfig(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
     rules: ProposalRules = DEFAULT_RULES
     limits: DiscoveredTaskLimits = Field(default_factory=DiscoveredTaskLimits)
-
-
-class StagedProposal(BaseModel):
-    """A well-formed proposal written to the staging area.
-
-    Attributes:
-        task_id: the generation-prefixed id (the directory name).
-        proposed_id: the id the model proposed.
-        path: the task directory.
-        category / declared_difficulty: from the proposal.
-    """
-
-    task_id: str
-    proposed_id: str
-    path: str
-    category: str
-    declared_difficulty: str
-
-
-class ProposalBatch(BaseModel):
-    """What :func:`propose_batch` produced.
-
-    Attributes:
-        run_id / generation / pair: identity of the run.
-        requested: proposals asked for; proposed: items in the reply.
-        staged: well-formed proposals, in reply order.
-        rejected: malformed ones (or the whole reply), with reasons.
-    """
-
-    run_id: str
-    generation: int
-    pair: PairInfo
-    requested: int
-    proposed: int
-    staged: list[StagedProposal] = Field(default_factory=list)
-    rejected: list[Rejection] = Field(default_factory=list)
 
 
 def propose_batch(

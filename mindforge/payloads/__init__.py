@@ -1,12 +1,13 @@
-"""Pure data carried between the CLI, Temporal workflows and activities.
+"""Pure data carried between the CLI, Temporal workflows and activities: what travels through Temporal.
 
 Workflows pass ids and these small records, never transcripts (Temporal caps a payload
 at about 2 MB). Everything here is plain pydantic, so workflow code can import it inside
 ``workflow.unsafe.imports_passed_through()``; it imports neither Temporal nor Ray.
 
-Modules: :mod:`~mindforge.payloads.spec` (the lineage spec, stages, queues),
-:mod:`~mindforge.payloads.lineage` (lineage, generation, expansion, Discovery),
-:mod:`~mindforge.payloads.search` (audit and configuration search) and
+Modules: :mod:`~mindforge.payloads.queues` (task queues, search attributes),
+:mod:`~mindforge.payloads.spec` (the lineage spec and its sub-specs, the stages),
+:mod:`~mindforge.payloads.lineage` (lineage, generation, expansion, Discovery, sealed
+evaluation), :mod:`~mindforge.payloads.search` (audit and configuration search) and
 :mod:`~mindforge.payloads.update` (the Update stage); every name is re-exported here.
 """
 
@@ -24,7 +25,9 @@ from mindforge.payloads.lineage import (
     GenerationResult,
     LineageEvent,
     LineageInput,
+    LineageState,
     LineageStatus,
+    PlanTrialsResult,
     PrepareLineageInput,
     PrepareLineageResult,
     RunTrialsInput,
@@ -32,29 +35,37 @@ from mindforge.payloads.lineage import (
     SealedEvaluationInput,
     SealedLiftResult,
     SealedPlan,
+    StageInput,
     TrialSpec,
 )
-from mindforge.payloads.search import (
-    SearchObserveInput,
-    SearchPlanResult,
-    SearchStartInput,
-    SearchStartResult,
-    SearchStepInput,
-    StageTrialsInput,
-    SuccessorCheckPlan,
-)
-from mindforge.payloads.spec import (
+from mindforge.payloads.queues import (
     ORCHESTRATION_QUEUE,
     SA_GENERATION,
     SA_LINEAGE,
     SA_STAGE,
     SANDBOX_QUEUE,
+)
+from mindforge.payloads.search import (
+    AuditTrialsInput,
+    AuditTrialsResult,
+    SearchObserveInput,
+    SearchObserveResult,
+    SearchPlanResult,
+    SearchStartResult,
+    SearchStepInput,
+    SuccessorCheckPlan,
+)
+from mindforge.payloads.spec import (
     AuditJudge,
+    DiscoverySpec,
+    EvaluationSpec,
+    ExpansionSpec,
     LineageSpec,
+    RuntimeSpec,
     SearchBudgetSpec,
     Stage,
     TrialStage,
-    trial_id_for,
+    UpdateSpec,
 )
 from mindforge.payloads.update import (
     HandOffInput,
@@ -71,16 +82,22 @@ from mindforge.payloads.update import (
     UpdateOutcome,
     UpdateResult,
     ValidateAdapterInput,
+    ValidationFailure,
 )
 
 __all__ = [
     "AdmitInput",
     "AuditJudge",
+    "AuditTrialsInput",
+    "AuditTrialsResult",
     "CheckProposalInput",
     "DiscoveryInput",
     "DiscoveryResult",
+    "DiscoverySpec",
+    "EvaluationSpec",
     "ExpansionInput",
     "ExpansionResult",
+    "ExpansionSpec",
     "GenerationEvent",
     "GenerationInput",
     "GenerationResult",
@@ -89,9 +106,11 @@ __all__ = [
     "LineageEvent",
     "LineageInput",
     "LineageSpec",
+    "LineageState",
     "LineageStatus",
     "ORCHESTRATION_QUEUE",
     "PlanPromotionInput",
+    "PlanTrialsResult",
     "PrepareLineageInput",
     "PrepareLineageResult",
     "PromotionPlan",
@@ -100,30 +119,32 @@ __all__ = [
     "RegisterAdapterResult",
     "RunTrialsInput",
     "RunTrialsResult",
+    "RuntimeSpec",
     "SANDBOX_QUEUE",
-    "SealedEvaluationInput",
-    "SealedLiftResult",
-    "SealedPlan",
     "SA_GENERATION",
     "SA_LINEAGE",
     "SA_STAGE",
+    "SealedEvaluationInput",
+    "SealedLiftResult",
+    "SealedPlan",
     "SearchBudgetSpec",
     "SearchObserveInput",
+    "SearchObserveResult",
     "SearchPlanResult",
-    "SearchStartInput",
     "SearchStartResult",
     "SearchStepInput",
     "SelectTrajectoriesResult",
     "Stage",
-    "TrialStage",
-    "StageTrialsInput",
+    "StageInput",
     "SuccessorCheckPlan",
     "TrainAdapterInput",
     "TrainAdapterResult",
     "TrialSpec",
+    "TrialStage",
     "UpdateInput",
     "UpdateOutcome",
     "UpdateResult",
+    "UpdateSpec",
     "ValidateAdapterInput",
-    "trial_id_for",
+    "ValidationFailure",
 ]

@@ -1,15 +1,37 @@
-"""Inputs and results of the lineage, generation, expansion (trial batches) and Discovery workflows and their activities.
+"""Inputs and results of the lineage, generation, expansion, Discovery and sealed-evaluation workflows and activities.
 
 Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no Ray.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pydantic import BaseModel, Field
 
+from mindforge.discovery.records import ProposalBatch, ProposalVerdict
+from mindforge.domain import RunStatus
 from mindforge.evaluation.lift import LiftReport
 from mindforge.evaluation.scoring import PairRef
-from mindforge.payloads.spec import LineageSpec, TrialStage
+from mindforge.payloads.spec import (
+    DiscoverySpec,
+    EvaluationSpec,
+    ExpansionSpec,
+    LineageSpec,
+    RuntimeSpec,
+    TrialStage,
+)
+
+
+class LineageState(StrEnum):
+    """What a running :class:`LineageWorkflow` is doing (its ``status`` query)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
 
 
 class LineageInput(BaseModel):
@@ -36,7 +58,7 @@ class LineageStatus(BaseModel):
     """What ``lineage status`` shows (workflow query result)."""
 
     lineage_id: str
-    state: str
+    state: LineageState
     generation: int
     generations: int
     paused: bool
@@ -77,11 +99,15 @@ class GenerationInput(BaseModel):
 
 
 class GenerationResult(BaseModel):
-    """Outcome of one generation: the pair the next one starts from, and what ran."""
+    """Outcome of one generation: the pair the next one starts from, and what ran.
+
+    Attributes:
+        sealed_lift: the reported figure (``LiftReport.summary()``) of the pair handed
+            on over the parent, or None when it was not measured.
+    """
 
     index: int
     stages_run: list[str]
-    stages_skipped: list[str]
     contract_hash: str
     adapter: str = ""
     trials: int = 0
@@ -90,17 +116,42 @@ class GenerationResult(BaseModel):
     admitted_tasks: int = 0
     successor_contract_hash: str | None = None
     update_outcome: str = ""
-    sealed_lift: dict | None = None
+    sealed_lift: dict[str, float | int | str | None] | None = None
 
 
-class ExpansionInput(BaseModel):
-    """The Expansion stage of one generation, for the current pair."""
+class StageInput(BaseModel):
+    """What every stage of a generation gets: where it runs, on which pair, and how pairs are evaluated.
+
+    Attributes:
+        lineage_id / generation: where the stage runs.
+        contract_hash / adapter: the generation's pair.
+        runtime: the policy endpoint and trial batching.
+        evaluation: the splits and the selection/sealed evaluation settings.
+    """
 
     lineage_id: str
     generation: int
-    spec: LineageSpec
     contract_hash: str
     adapter: str = ""
+    runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
+    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
+
+    @property
+    def pair(self) -> PairRef:
+        """The generation's pair."""
+        return PairRef(contract_hash=self.contract_hash, adapter=self.adapter)
+
+
+class ExpansionInput(StageInput):
+    """The Expansion stage of one generation, for the current pair."""
+
+    expansion: ExpansionSpec = Field(default_factory=ExpansionSpec)
+
+
+class DiscoveryInput(StageInput):
+    """The Discovery stage of one generation, for the current pair."""
+
+    discovery: DiscoverySpec = Field(default_factory=DiscoverySpec)
 
 
 class TrialSpec(BaseModel):
@@ -110,6 +161,12 @@ class TrialSpec(BaseModel):
     task_path: str
     task_hash: str
     attempt: int
+
+
+class PlanTrialsResult(BaseModel):
+    """The base evaluation's trials (``plan_expansion_trials``)."""
+
+    trials: list[TrialSpec] = Field(default_factory=list)
 
 
 class RunTrialsInput(BaseModel):
@@ -144,38 +201,31 @@ class ExpansionResult(BaseModel):
 
 
 class GenerationEvent(BaseModel):
-    """A generation's status change, written to the store by an activity."""
+    """A generation's status change, written to the store by an activity.
+
+    Attributes:
+        result: the generation's outcome once it has one (merged into its record).
+    """
 
     lineage_id: str
     index: int
-    status: str
+    status: RunStatus
     contract_hash: str = ""
     adapter: str = ""
     stages_run: list[str] = Field(default_factory=list)
-    stages_skipped: list[str] = Field(default_factory=list)
-    record: dict = Field(default_factory=dict)
+    result: GenerationResult | None = None
 
 
 class LineageEvent(BaseModel):
     """A lineage's status change, written to the store by an activity."""
 
     lineage_id: str
-    status: str
+    status: RunStatus
     current_generation: int = 0
 
 
-class DiscoveryInput(BaseModel):
-    """The Discovery stage of one generation, for the current pair."""
-
-    lineage_id: str
-    generation: int
-    spec: LineageSpec
-    contract_hash: str
-    adapter: str = ""
-
-
 class CheckProposalInput(BaseModel):
-    """One staged proposal to check (on Ray) against the lineage's pool."""
+    """One staged proposal to check (on Ray) against the lineage's pool (``check_proposal``)."""
 
     lineage_id: str
     generation: int
@@ -186,13 +236,13 @@ class CheckProposalInput(BaseModel):
 
 
 class AdmitInput(BaseModel):
-    """The staged batch (``ProposalBatch`` as JSON) and one verdict per staged proposal (JSON)."""
+    """The staged batch and one verdict per staged proposal (``admit_tasks``)."""
 
     lineage_id: str
     generation: int
-    spec: LineageSpec
-    batch: dict
-    verdicts: list[dict]
+    evaluation: EvaluationSpec
+    batch: ProposalBatch
+    verdicts: list[ProposalVerdict]
 
 
 class DiscoveryResult(BaseModel):
@@ -215,7 +265,8 @@ class SealedEvaluationInput(BaseModel):
 
     lineage_id: str
     generation: int
-    spec: LineageSpec
+    runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
+    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     parent: PairRef
     successor: PairRef
     root: PairRef | None = None

@@ -7,27 +7,39 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from mindforge.payloads.lineage import RunTrialsInput
-from mindforge.payloads.spec import AuditJudge, LineageSpec
+from mindforge.payloads.lineage import ExpansionInput, RunTrialsInput
+from mindforge.payloads.spec import AuditJudge, TrialStage
+from mindforge.search.edits import Edit
+from mindforge.search.state import PlannedCell
 
 
-class StageTrialsInput(BaseModel):
-    """Which stored trials an activity works on: one stage of one generation."""
+class AuditTrialsInput(BaseModel):
+    """Which stored trials the audit works on: one trial stage of one generation (``audit_trials``)."""
 
     lineage_id: str
     generation: int
-    stage: str
+    stage: TrialStage
     judge: AuditJudge = Field(default_factory=AuditJudge)
 
 
-class SearchStartInput(BaseModel):
-    """Create the generation's configuration-search job (``search_start``)."""
+class AuditTrialsResult(BaseModel):
+    """How the stage's failed trials were audited.
 
-    lineage_id: str
-    generation: int
-    spec: LineageSpec
-    contract_hash: str
-    adapter: str = ""
+    Attributes:
+        by_owner: owner (infra, task, config, model) -> audited trials of the stage.
+    """
+
+    by_owner: dict[str, int] = Field(default_factory=dict)
+
+
+class SearchStepInput(ExpansionInput):
+    """A generation's search job and the pair it searches around (every search activity).
+
+    Attributes:
+        job_id: the search job ("" before ``start_search`` names it).
+    """
+
+    job_id: str = ""
 
 
 class SearchStartResult(BaseModel):
@@ -40,18 +52,18 @@ class SearchStartResult(BaseModel):
 
 
 class SearchPlanResult(BaseModel):
-    """One planned step: trial batches per contract, and prompt edits fetched for it."""
+    """One planned step: its cells, trial batches per contract, and prompt edits fetched for it."""
 
     step: int
     stop_reason: str | None = None
-    cells: list[dict] = Field(default_factory=list)
+    cells: list[PlannedCell] = Field(default_factory=list)
     batches: list[RunTrialsInput] = Field(default_factory=list)
-    prompt_edits: list[dict] = Field(default_factory=list)
+    prompt_edits: list[Edit] = Field(default_factory=list)
     prompt_rejections: list[str] = Field(default_factory=list)
 
 
 class SearchObserveInput(BaseModel):
-    """Fold one planned search step's trials into the search state (``search_observe``)."""
+    """Fold one planned search step's trials into the search state (``observe_search_step``)."""
 
     lineage_id: str
     generation: int
@@ -61,19 +73,14 @@ class SearchObserveInput(BaseModel):
     judge: AuditJudge = Field(default_factory=AuditJudge)
 
 
-class SearchStepInput(BaseModel):
-    """Identity of a generation's search job, and the pair it searches around."""
+class SearchObserveResult(BaseModel):
+    """Whether the search is over after the step (full coverage, budget spent, no candidate left)."""
 
-    lineage_id: str
-    generation: int
-    job_id: str
-    spec: LineageSpec
-    contract_hash: str
-    adapter: str = ""
+    done: bool
 
 
 class SuccessorCheckPlan(BaseModel):
-    """Held-out trials of the parent and the best search candidate (empty = nothing to compare)."""
+    """Selection-split trials of the parent and the best search candidate (empty = nothing to compare)."""
 
     candidate_hash: str | None = None
     batches: list[RunTrialsInput] = Field(default_factory=list)

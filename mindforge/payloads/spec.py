@@ -1,4 +1,10 @@
-"""What a lineage runs (its spec and stages), the task queues and search attributes, and trial ids.
+"""What a lineage runs: its spec, split by concern into the sub-specs each stage gets, and the stages.
+
+A :class:`LineageSpec` is fixed at ``lineage start``. Each stage is handed only its own
+slice (STYLE.md, "pass the sub-config a function needs"): Discovery gets
+:class:`DiscoverySpec`, Expansion :class:`ExpansionSpec`, Update :class:`UpdateSpec`; all
+get the :class:`RuntimeSpec` (where the policy is, how trials are batched) and the
+:class:`EvaluationSpec` (the splits and how selection and sealed trials run).
 
 Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no Ray.
 """
@@ -11,16 +17,6 @@ from pydantic import BaseModel, Field
 
 from mindforge.evaluation.splits import SplitConfig
 from mindforge.trainer.config import TrainerConfig
-
-#: task queue for workflow tasks and store-only activities
-ORCHESTRATION_QUEUE = "mindforge-orchestration"
-#: task queue for activities that run sandboxes (fan out to Ray)
-SANDBOX_QUEUE = "mindforge-sandbox"
-
-#: custom search attributes (registered on the dev server by ``mindforge dev up``)
-SA_LINEAGE = "MindForgeLineage"
-SA_GENERATION = "MindForgeGeneration"
-SA_STAGE = "MindForgeStage"
 
 
 class Stage(StrEnum):
@@ -45,81 +41,42 @@ class TrialStage(StrEnum):
     SEALED = "sealed"
 
 
-class LineageSpec(BaseModel):
-    """What a lineage runs; fixed at ``lineage start``.
+class RuntimeSpec(BaseModel):
+    """Where the policy is and how trials are fanned out (every stage reads it).
 
     Attributes:
-        name: unique lineage name (also its id).
-        tasks: task directories / folders of them (absolute paths).
-        contract_path: the root HCP contract file (absolute path).
-        generations: number of generations to run (>= 1).
-        attempts: trials per task per generation (the GRPO group size).
-        splits: how the pool is split into search / selection / sealed
-            (:class:`mindforge.evaluation.splits.SplitConfig`; assigned once, by a hash
-            of the lineage name and each task's content hash, stratified by category).
-        seed: seed of bootstrap intervals and of sampling where the policy honours it.
         policy_url: OpenAI-compatible endpoint; None = settings / the contract's env var.
-        stages: generation stages enabled, in order.
         trial_batch_size: trials per ``run_trials`` activity.
-        search: configuration-search budget per generation (None = the defaults of
-            :class:`SearchBudgetSpec`).
-        discovery_count: tasks the pair is asked to propose per generation.
-        discovery_attempts: trials of the pair per valid proposal (difficulty estimate).
         heartbeat_timeout_sec: activity heartbeat timeout, seconds (worker-loss detection).
-        base_model_path: local directory of the base model (weights + tokenizer) the
-            Update stage trains on; distinct from the served model id (``model.id``).
-            Required when the Update stage runs; the tiny model's directory in CI.
-        trainer: GRPO/LoRA hyper-parameters of the Update stage.
-        max_rank: largest LoRA rank the serving endpoint accepts (vLLM ``--max-lora-rank``).
-        eval_attempts: attempts per selection or sealed task per pair (decisions and the
-            sealed lift).
-        promotion_min_lift: the least selection lift (reward units) that promotes a new
-            adapter revision into the next generation's pair.
-        max_groups_per_task / max_trials_per_group: selection caps per task and group.
-        serving_urls: endpoints each new adapter revision is handed off to besides the
-            policy endpoint (``policy_url`` or settings), which always gets it.
-        lift_resamples: bootstrap resamples of every lift interval.
-        audit_judge: ask the policy endpoint to decide the failures the audit rules flag
-            ``needs_judge`` (:func:`mindforge.audit_judge.judge_audit`); the verdict is stored
-            as ``judge:<model>``, and an unusable reply keeps the rules' verdict.
     """
 
-    name: str
-    tasks: list[str]
-    contract_path: str
-    generations: int = Field(default=1, ge=1)
-    attempts: int = Field(default=2, ge=1)
-    splits: SplitConfig = Field(default_factory=SplitConfig)
-    seed: int = 0
     policy_url: str | None = None
-    stages: list[Stage] = Field(default_factory=lambda: [Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE])
     trial_batch_size: int = Field(default=16, ge=1)
-    search: "SearchBudgetSpec | None" = None
-    discovery_count: int = Field(default=2, ge=1)
-    discovery_attempts: int = Field(default=2, ge=1)
     heartbeat_timeout_sec: float = Field(default=60.0, gt=0)
-    base_model_path: str | None = None
-    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
-    max_rank: int = Field(default=64, ge=1)
-    eval_attempts: int = Field(default=2, ge=1)
-    promotion_min_lift: float = 0.0
-    max_groups_per_task: int = Field(default=2, ge=1)
-    max_trials_per_group: int = Field(default=16, ge=2)
-    serving_urls: list[str] = Field(default_factory=list)
-    lift_resamples: int = Field(default=2000, ge=1)
-    audit_judge: bool = False
+
+
+class DiscoverySpec(BaseModel):
+    """The Discovery stage: how many tasks the pair proposes and how each is tried.
+
+    Attributes:
+        count: tasks the pair is asked to propose per generation.
+        attempts: trials of the pair per valid proposal (difficulty estimate).
+    """
+
+    count: int = Field(default=2, ge=1)
+    attempts: int = Field(default=2, ge=1)
 
 
 class SearchBudgetSpec(BaseModel):
     """Configuration-search budget of one generation (any of the three; None = no limit).
 
     Attributes:
+        enabled: False skips configuration search (the stage records that it was off).
         max_attempts: trials the search may run.
         max_tokens: prompt + completion tokens the search may spend.
         max_wall_sec: wall-clock seconds the search may take.
         cells_per_step: (task, contract) cells planned per step.
         seed: the allocator's seed.
-        enabled: False skips configuration search (the stage records that it was off).
     """
 
     enabled: bool = True
@@ -130,8 +87,92 @@ class SearchBudgetSpec(BaseModel):
     seed: int = 0
 
 
+class ExpansionSpec(BaseModel):
+    """The Expansion stage: the base evaluation, the audit and configuration search.
+
+    Attributes:
+        attempts: trials per search task in the base evaluation (the GRPO group size).
+        audit_judge: ask the policy endpoint to decide the failures the audit rules flag
+            ``needs_judge`` (:func:`mindforge.audit_judge.judge_audit`); the verdict is stored
+            as ``judge:<model>``, and an unusable reply keeps the rules' verdict.
+        search: configuration-search budget per generation.
+    """
+
+    attempts: int = Field(default=2, ge=1)
+    audit_judge: bool = False
+    search: SearchBudgetSpec = Field(default_factory=SearchBudgetSpec)
+
+
+class UpdateSpec(BaseModel):
+    """The Update stage: what is trained on, how, and where the new revision is served.
+
+    Attributes:
+        base_model_path: local directory of the base model (weights + tokenizer) the
+            trainer trains on; distinct from the served model id (``model.id``).
+            Required when the Update stage runs; the tiny model's directory in CI.
+        trainer: GRPO/LoRA hyper-parameters.
+        max_rank: largest LoRA rank the serving endpoint accepts (vLLM ``--max-lora-rank``).
+        max_groups_per_task / max_trials_per_group: selection caps per task and group.
+        serving_urls: endpoints each new adapter revision is handed off to besides the
+            policy endpoint, which always gets it.
+        promotion_min_lift: the least selection lift (reward units) that promotes a new
+            adapter revision into the next generation's pair.
+    """
+
+    base_model_path: str | None = None
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    max_rank: int = Field(default=64, ge=1)
+    max_groups_per_task: int = Field(default=2, ge=1)
+    max_trials_per_group: int = Field(default=16, ge=2)
+    serving_urls: list[str] = Field(default_factory=list)
+    promotion_min_lift: float = 0.0
+
+
+class EvaluationSpec(BaseModel):
+    """The splits and how pairs are evaluated on the selection and sealed splits.
+
+    Attributes:
+        splits: how the pool is split into search / selection / sealed
+            (:class:`mindforge.evaluation.splits.SplitConfig`; assigned once, by a hash
+            of the lineage name and each task's content hash, stratified by category).
+        attempts: attempts per selection or sealed task per pair.
+        lift_resamples: bootstrap resamples of every lift interval.
+        seed: seed of the bootstrap intervals.
+    """
+
+    splits: SplitConfig = Field(default_factory=SplitConfig)
+    attempts: int = Field(default=2, ge=1)
+    lift_resamples: int = Field(default=2000, ge=1)
+    seed: int = 0
+
+
+class LineageSpec(BaseModel):
+    """What a lineage runs; fixed at ``lineage start``.
+
+    Attributes:
+        name: unique lineage name (also its id).
+        tasks: task directories / folders of them (absolute paths).
+        contract_path: the root HCP contract file (absolute path).
+        generations: number of generations to run (>= 1).
+        stages: generation stages enabled, in order.
+        runtime / discovery / expansion / update / evaluation: the sub-specs, each
+            handed only to the stages that read it.
+    """
+
+    name: str
+    tasks: list[str]
+    contract_path: str
+    generations: int = Field(default=1, ge=1)
+    stages: list[Stage] = Field(default_factory=lambda: [Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE])
+    runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
+    discovery: DiscoverySpec = Field(default_factory=DiscoverySpec)
+    expansion: ExpansionSpec = Field(default_factory=ExpansionSpec)
+    update: UpdateSpec = Field(default_factory=UpdateSpec)
+    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
+
+
 class AuditJudge(BaseModel):
-    """Where the audit's optional judge call goes (``LineageSpec.audit_judge``).
+    """Where the audit's optional judge call goes (``ExpansionSpec.audit_judge``).
 
     Attributes:
         enabled: False = rules only.
@@ -142,15 +183,6 @@ class AuditJudge(BaseModel):
     policy_url: str | None = None
 
     @classmethod
-    def of(cls, spec: LineageSpec) -> AuditJudge:
-        """The judge a lineage spec asks for."""
-        return cls(enabled=spec.audit_judge, policy_url=spec.policy_url)
-
-
-def trial_id_for(lineage_id: str, generation: int, stage: str, task_id: str, contract_hash: str, attempt: int) -> str:
-    """Deterministic trial id: ``<lineage>/g<gen>/<stage>/<task>/<contract[:12]>/<attempt>``."""
-    return f"{lineage_id}/g{generation}/{stage}/{task_id}/{contract_hash[:12]}/{attempt}"
-
-
-# LineageSpec names SearchBudgetSpec, defined below it
-LineageSpec.model_rebuild()
+    def of(cls, expansion: ExpansionSpec, runtime: RuntimeSpec) -> AuditJudge:
+        """The judge an Expansion spec asks for, on the runtime's endpoint."""
+        return cls(enabled=expansion.audit_judge, policy_url=runtime.policy_url)

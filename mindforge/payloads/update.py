@@ -11,8 +11,9 @@ from pydantic import BaseModel, Field
 
 from mindforge.evaluation.decisions import PromotionDecision
 from mindforge.evaluation.scoring import PairRef
-from mindforge.payloads.lineage import RunTrialsInput
-from mindforge.payloads.spec import LineageSpec
+from mindforge.payloads.lineage import RunTrialsInput, StageInput
+from mindforge.payloads.spec import EvaluationSpec, RuntimeSpec, UpdateSpec
+from mindforge.policy.handoff import HandoffRecord
 from mindforge.trainer.config import TrainerConfig, TrainResult
 from mindforge.trainer.selection import SelectedGroup, SelectionReport
 from mindforge.trainer.validate_adapter import AdapterReport
@@ -31,21 +32,18 @@ class UpdateOutcome(StrEnum):
     REJECTED = "rejected"
 
 
-class UpdateInput(BaseModel):
+class UpdateInput(StageInput):
     """The Update stage of one generation.
 
     Attributes:
         contract_hash / adapter: the parent pair (the generation's pair).
+        update: the stage's own spec (base model, trainer, serving, promotion gate).
         successor_contract_hash: the contract the Expansion stage's search picked for the
             next generation; None = the parent's. The successor pair's contract is this one
             with ``model.adapter`` set to the new revision's name.
     """
 
-    lineage_id: str
-    generation: int
-    spec: LineageSpec
-    contract_hash: str
-    adapter: str = ""
+    update: UpdateSpec = Field(default_factory=UpdateSpec)
     successor_contract_hash: str | None = None
 
 
@@ -63,7 +61,8 @@ class TrainAdapterInput(BaseModel):
 
     lineage_id: str
     generation: int
-    spec: LineageSpec
+    update: UpdateSpec
+    runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     adapter_name: str
     groups: list[SelectedGroup]
     parent_adapter_path: str | None = None
@@ -128,15 +127,16 @@ class HandOffInput(BaseModel):
 
     lineage_id: str
     generation: int
-    spec: LineageSpec
+    runtime: RuntimeSpec
+    serving_urls: list[str] = Field(default_factory=list)
     adapter_name: str
     adapter_dir: str
 
 
 class HandOffResult(BaseModel):
-    """One ``mindforge.policy.handoff.HandoffRecord`` (as JSON) per endpoint."""
+    """What each endpoint answered, in order (the policy endpoint first)."""
 
-    endpoints: list[dict]
+    endpoints: list[HandoffRecord]
 
 
 class PlanPromotionInput(BaseModel):
@@ -149,7 +149,9 @@ class PlanPromotionInput(BaseModel):
 
     lineage_id: str
     generation: int
-    spec: LineageSpec
+    runtime: RuntimeSpec
+    evaluation: EvaluationSpec
+    update: UpdateSpec
     without: PairRef
     with_adapter: PairRef
 
@@ -161,14 +163,27 @@ class PromotionPlan(BaseModel):
     tasks: int = 0
 
 
+class ValidationFailure(BaseModel):
+    """Why adapter validation rejected a revision: the error's type and message."""
+
+    error: str
+    message: str
+
+
 class RecordUpdateInput(BaseModel):
-    """The Update's outcome and the next generation's pair, for the generation record."""
+    """The Update's outcome and the next generation's pair, for the generation record.
+
+    Attributes:
+        reason: why nothing was trained (``no_signal`` outcomes).
+        validation: why validation rejected the revision (``rejected`` outcomes).
+    """
 
     lineage_id: str
     generation: int
     outcome: UpdateOutcome
     next_pair: PairRef
-    detail: dict = Field(default_factory=dict)
+    reason: str = ""
+    validation: ValidationFailure | None = None
 
 
 class UpdateResult(BaseModel):

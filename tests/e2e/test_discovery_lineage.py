@@ -16,7 +16,7 @@ import pytest
 
 from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, assign_splits
 from mindforge.hcp import load_contract
-from mindforge.payloads import Stage
+from mindforge.payloads import DiscoverySpec, Stage
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool
@@ -50,8 +50,7 @@ def test_discovery_grows_the_pool_by_exactly_the_admitted_tasks(temporal_env, ra
         splits = SplitConfig(selection_fraction=0.25, sealed_fraction=0.25, min_tasks=5, allow_small_splits=True)
         spec = _spec("disc", policy.base_url, generations=2, attempts=1, splits=splits)
         spec.stages = [Stage.DISCOVERY, Stage.EXPANSION]
-        spec.discovery_count = 3
-        spec.discovery_attempts = 1
+        spec.discovery = DiscoverySpec(count=3, attempts=1)
         loop.run_until_complete(_run_in_process(env, settings, spec))
         loop.run_until_complete(save_histories(env, "disc"))
     records, gens, status = _stored(settings, "disc")

@@ -26,7 +26,16 @@ from __future__ import annotations
 import pytest
 
 from mindforge.evaluation import PoolSplit, SplitConfig
-from mindforge.payloads import LineageSpec, SearchBudgetSpec, Stage, UpdateOutcome
+from mindforge.payloads import (
+    EvaluationSpec,
+    ExpansionSpec,
+    LineageSpec,
+    RuntimeSpec,
+    SearchBudgetSpec,
+    Stage,
+    UpdateOutcome,
+    UpdateSpec,
+)
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, trials
 from mindforge.trainer.config import TrainerConfig
@@ -88,20 +97,20 @@ def _spec(name: str, tasks: list[str], policy_url: str, contract: str, sealed: b
         name=name,
         tasks=[str(BUNDLED_TASKS / t) for t in tasks],
         contract_path=contract,
-        policy_url=policy_url,
         stages=[Stage.EXPANSION, Stage.UPDATE],
-        search=SearchBudgetSpec(max_attempts=24, cells_per_step=8, seed=0),
-        attempts=4,
-        splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=2, overrides=overrides),
-        trial_batch_size=8,
-        heartbeat_timeout_sec=120,
-        base_model_path=str(ensure_tiny_model()),
-        trainer=TrainerConfig(
-            lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
-            batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
+        runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=8, heartbeat_timeout_sec=120),
+        expansion=ExpansionSpec(attempts=4, search=SearchBudgetSpec(max_attempts=24, cells_per_step=8, seed=0)),
+        update=UpdateSpec(
+            base_model_path=str(ensure_tiny_model()),
+            trainer=TrainerConfig(
+                lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
+                batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
+            ),
+            max_rank=8,
         ),
-        max_rank=8,
-        eval_attempts=2,
+        evaluation=EvaluationSpec(
+            splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=2, overrides=overrides), attempts=2
+        ),
     )
 
 

@@ -20,8 +20,11 @@ import pytest
 from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, assign_splits
 from mindforge.payloads import (
     ORCHESTRATION_QUEUE,
+    EvaluationSpec,
+    ExpansionSpec,
     LineageInput,
     LineageSpec,
+    RuntimeSpec,
     SearchBudgetSpec,
     Stage,
 )
@@ -55,16 +58,29 @@ def policy():
 NO_SPLITS = SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1)
 
 
-def _spec(name: str, policy_url: str, **kw) -> LineageSpec:
-    kw.setdefault("search", SearchBudgetSpec(enabled=False))  # these tests are about orchestration
-    kw.setdefault("splits", NO_SPLITS)
+def _spec(
+    name: str,
+    policy_url: str,
+    *,
+    generations: int = 1,
+    attempts: int = 2,
+    trial_batch_size: int = 16,
+    heartbeat_timeout_sec: float = 60.0,
+    search: SearchBudgetSpec | None = None,
+    splits: SplitConfig = NO_SPLITS,
+) -> LineageSpec:
+    """An Expansion-only lineage on :data:`TASKS` (search off unless given: these tests are about orchestration)."""
     return LineageSpec(
         name=name,
         tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
         contract_path=str(CONTRACT),
-        policy_url=policy_url,
+        generations=generations,
         stages=[Stage.EXPANSION],
-        **kw,
+        runtime=RuntimeSpec(
+            policy_url=policy_url, trial_batch_size=trial_batch_size, heartbeat_timeout_sec=heartbeat_timeout_sec
+        ),
+        expansion=ExpansionSpec(attempts=attempts, search=search or SearchBudgetSpec(enabled=False)),
+        evaluation=EvaluationSpec(splits=splits),
     )
 
 

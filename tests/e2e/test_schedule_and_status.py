@@ -54,8 +54,9 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
     assert desc.schedule.action.workflow == "LineageWorkflow"
     [arg] = desc.schedule.action.args  # the LineageInput each firing starts with
     spec = json.loads(arg.data)["spec"]
-    assert spec["audit_judge"] is True and spec["search"]["enabled"] is False
-    assert spec["splits"]["selection_fraction"] == 0.0 and spec["splits"]["min_tasks"] == 1
+    assert spec["expansion"]["audit_judge"] is True and spec["expansion"]["search"]["enabled"] is False
+    splits = spec["evaluation"]["splits"]
+    assert splits["selection_fraction"] == 0.0 and splits["min_tasks"] == 1
     listed = _cli("schedule", "list", env=cli_env)
     assert "schedule-nightly" in listed.stdout
     as_json = _cli("schedule", "list", "--json", env=cli_env)

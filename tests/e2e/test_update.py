@@ -27,11 +27,15 @@ import pytest
 from mindforge.evaluation import PoolSplit, SplitConfig
 from mindforge.payloads import (
     ORCHESTRATION_QUEUE,
+    EvaluationSpec,
+    ExpansionSpec,
     LineageInput,
     LineageSpec,
+    RuntimeSpec,
     SearchBudgetSpec,
     Stage,
     UpdateOutcome,
+    UpdateSpec,
 )
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, registry, trials
@@ -149,21 +153,20 @@ def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_se
                 name=LINEAGE,
                 tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
                 contract_path=str(contract_path),
-                policy_url=policy.base_url,
                 stages=[Stage.EXPANSION, Stage.UPDATE],
-                search=SearchBudgetSpec(enabled=False),  # this test is about Update
-                attempts=ATTEMPTS,
-                splits=_pinned(SEARCH, SELECTION, SEALED),
-                trial_batch_size=6,
-                heartbeat_timeout_sec=120,
-                base_model_path=str(ensure_tiny_model()),
-                trainer=TrainerConfig(
-                    lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
-                    batch_size=4, micro_batch_size=2, max_steps=2, use_bf16=False,
+                runtime=RuntimeSpec(policy_url=policy.base_url, trial_batch_size=6, heartbeat_timeout_sec=120),
+                # this test is about Update: no search
+                expansion=ExpansionSpec(attempts=ATTEMPTS, search=SearchBudgetSpec(enabled=False)),
+                update=UpdateSpec(
+                    base_model_path=str(ensure_tiny_model()),
+                    trainer=TrainerConfig(
+                        lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
+                        batch_size=4, micro_batch_size=2, max_steps=2, use_bf16=False,
+                    ),
+                    max_rank=8,
+                    serving_urls=[tiny.base_url],  # besides the policy endpoint, which always gets it
                 ),
-                max_rank=8,
-                eval_attempts=2,
-                serving_urls=[tiny.base_url],  # besides the policy endpoint, which always gets it
+                evaluation=EvaluationSpec(splits=_pinned(SEARCH, SELECTION, SEALED), attempts=2),
             )
             (result,) = loop.run_until_complete(_run(env, settings, [spec]))
             served_scripted = served_adapters(policy.base_url)
@@ -234,7 +237,7 @@ def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_se
     promotion = update["promotion"]
     assert promotion["decided_on"] == "selection" and promotion["lift"]["measured_on"] == "selection"
     assert promotion["promoted"] and result.outcome == UpdateOutcome.PROMOTED and result.adapter == ADAPTER
-    assert len(selection) == 2 * len(SELECTION) * spec.eval_attempts
+    assert len(selection) == 2 * len(SELECTION) * spec.evaluation.attempts
     assert set(promotion["trial_ids"]) == {r.trial_id for r in selection}
     assert {split_of[r.task_hash] for r in selection} == {PoolSplit.SELECTION}
     assert {(r.contract_hash, r.adapter) for r in selection} == {(root.hash, ""), (result.contract_hash, ADAPTER)}
@@ -242,7 +245,7 @@ def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_se
     assert update["next_pair"] == {"contract_hash": result.contract_hash, "adapter": ADAPTER}
 
     # sealed: both pairs, same tasks and attempts; the lift agrees with the trials and is measurement only
-    assert len(sealed) == 2 * len(SEALED) * spec.eval_attempts
+    assert len(sealed) == 2 * len(SEALED) * spec.evaluation.attempts
     assert {r.task_hash for r in sealed} == sealed_tasks
     assert {(r.contract_hash, r.adapter) for r in sealed} == {(root.hash, ""), (result.contract_hash, ADAPTER)}
     lift = record["sealed_lift"]
@@ -287,17 +290,24 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
         "tasks": [str(BUNDLED_TASKS / task)],
         "contract_path": str(contract_path),
         "stages": [Stage.EXPANSION, Stage.UPDATE],
-        "search": SearchBudgetSpec(enabled=False),
-        "splits": SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1),
-        "heartbeat_timeout_sec": 120,
-        "base_model_path": str(ensure_tiny_model()),
-        "trainer": TrainerConfig(lora_rank=4, lora_alpha=8, target_modules=["q_proj"], learning_rate=1e-3, max_steps=1),
-        "max_rank": 2,
+        "update": UpdateSpec(
+            base_model_path=str(ensure_tiny_model()),
+            trainer=TrainerConfig(lora_rank=4, lora_alpha=8, target_modules=["q_proj"], learning_rate=1e-3, max_steps=1),
+            max_rank=2,
+        ),
+        "evaluation": EvaluationSpec(splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1)),
     }
+
+    def spec(name: str, url: str, attempts: int) -> LineageSpec:
+        return LineageSpec(
+            name=name, runtime=RuntimeSpec(policy_url=url, heartbeat_timeout_sec=120),
+            expansion=ExpansionSpec(attempts=attempts, search=SearchBudgetSpec(enabled=False)), **common,
+        )
+
     flat_script = {"default": _action("finish"), "base_models": ["tiny"], "return_token_ids": False}
     with start_scripted_policy(flat_script) as flat, start_scripted_policy(_script([task], seed=0)) as mixed:
-        flat_spec = LineageSpec(name="upd-flat", policy_url=flat.base_url, attempts=2, **common)
-        rank_spec = LineageSpec(name="upd-rank", policy_url=mixed.base_url, attempts=4, **common)
+        flat_spec = spec("upd-flat", flat.base_url, 2)
+        rank_spec = spec("upd-rank", mixed.base_url, 4)
         flat_result, rank_result = loop.run_until_complete(_run(env, settings, [flat_spec, rank_spec]))
 
     record, adapters = _stored_update(settings, "upd-flat")
@@ -340,22 +350,20 @@ def test_two_generations_decide_on_selection_only_and_the_report_shows_three_spl
                 name=name,
                 tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
                 contract_path=str(contract_path),
-                policy_url=policy.base_url,
                 stages=[Stage.EXPANSION, Stage.UPDATE],
-                search=SearchBudgetSpec(enabled=False),
                 generations=2,
-                attempts=ATTEMPTS,
-                splits=_pinned(SEARCH, SELECTION, SEALED),
-                trial_batch_size=6,
-                heartbeat_timeout_sec=120,
-                base_model_path=str(ensure_tiny_model()),
-                trainer=TrainerConfig(
-                    lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
-                    batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
+                runtime=RuntimeSpec(policy_url=policy.base_url, trial_batch_size=6, heartbeat_timeout_sec=120),
+                expansion=ExpansionSpec(attempts=ATTEMPTS, search=SearchBudgetSpec(enabled=False)),
+                update=UpdateSpec(
+                    base_model_path=str(ensure_tiny_model()),
+                    trainer=TrainerConfig(
+                        lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
+                        batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
+                    ),
+                    max_rank=8,
+                    serving_urls=[tiny.base_url],
                 ),
-                max_rank=8,
-                eval_attempts=2,
-                serving_urls=[tiny.base_url],
+                evaluation=EvaluationSpec(splits=_pinned(SEARCH, SELECTION, SEALED), attempts=2),
             )
             (last,) = loop.run_until_complete(_run(env, settings, [spec]))
             loop.run_until_complete(save_histories(env, name))

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from mindforge.hcp import load_contract
-from mindforge.payloads import AuditJudge, LineageSpec, StageTrialsInput
+from mindforge.payloads import (
+    AuditJudge,
+    AuditTrialsInput,
+    ExpansionSpec,
+    LineageSpec,
+    RuntimeSpec,
+    TrialStage,
+)
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.store import (
     LineageCreate,
@@ -88,9 +95,9 @@ def _audits(engine, lineage_id: str) -> dict[str, tuple[str, str, dict]]:
 
 def test_rules_only_by_default_and_they_see_the_contracts_cap(stored) -> None:
     engine, lineage_id = stored
-    counts = SearchActivities(engine)._audit_stage(StageTrialsInput(lineage_id=lineage_id, generation=0, stage="expansion"))
+    counts = SearchActivities(engine)._audit_stage(AuditTrialsInput(lineage_id=lineage_id, generation=0, stage=TrialStage.EXPANSION))
     audits = _audits(engine, lineage_id)
-    assert counts == {"model": 1, "config": 1}
+    assert counts.by_owner == {"model": 1, "config": 1}
     assert {judged for _, judged, _ in audits.values()} == {"rules"}
     cut = audits["cut"][2]
     assert cut["rule"] == "config.output_cut"
@@ -100,13 +107,16 @@ def test_rules_only_by_default_and_they_see_the_contracts_cap(stored) -> None:
 def test_the_judge_decides_only_what_rules_flag_and_is_recorded(stored) -> None:
     engine, lineage_id = stored
     with start_scripted_policy({**JUDGE_SCRIPT, "base_models": [BASELINE.model.id]}) as judge:
-        spec = LineageSpec(name="audited", tasks=[], contract_path="x", policy_url=judge.base_url, audit_judge=True)
-        inp = StageTrialsInput(lineage_id=lineage_id, generation=0, stage="expansion", judge=AuditJudge.of(spec))
+        spec = LineageSpec(
+            name="audited", tasks=[], contract_path="x", runtime=RuntimeSpec(policy_url=judge.base_url),
+            expansion=ExpansionSpec(audit_judge=True),
+        )
+        inp = AuditTrialsInput(lineage_id=lineage_id, generation=0, stage=TrialStage.EXPANSION, judge=AuditJudge.of(spec.expansion, spec.runtime))
         counts = SearchActivities(engine)._audit_stage(inp)
         again = SearchActivities(engine)._audit_stage(inp)  # a retried activity asks nobody twice
         asked = judge.app.state.policy.requests
     audits = _audits(engine, lineage_id)
-    assert counts == again == {"task": 1, "config": 1}
+    assert counts.by_owner == again.by_owner == {"task": 1, "config": 1}
     owner, judged_by, evidence = audits["on-errors"]
     assert (owner, judged_by) == ("task", f"judge:{BASELINE.model.id}")
     assert evidence["rules_rule"] == "model.finished_on_errors" and "Makefile" in evidence["judge_reason"]

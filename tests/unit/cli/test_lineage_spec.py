@@ -24,16 +24,16 @@ def _spec(contract: str, base_model: str | None):
 def test_tiny_contract_trains_on_the_tiny_model_the_server_serves(settings) -> None:
     pytest.importorskip("transformers")
     spec = _spec("tiny.toml", None)
-    assert spec.base_model_path == resolve_model("tiny").hf_dir == str(settings.data_dir / "models" / "tiny")
-    assert _spec("baseline.toml", "tiny").base_model_path == spec.base_model_path
+    assert spec.update.base_model_path == resolve_model("tiny").hf_dir == str(settings.data_dir / "models" / "tiny")
+    assert _spec("baseline.toml", "tiny").update.base_model_path == spec.update.base_model_path
 
 
 def test_hub_model_id_passes_through_and_a_directory_becomes_absolute(settings, tmp_path, monkeypatch) -> None:
-    assert _spec("baseline.toml", None).base_model_path == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert _spec("baseline.toml", None).update.base_model_path == "Qwen/Qwen2.5-0.5B-Instruct"
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(json.dumps({"model_type": "llama"}), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    assert _spec("baseline.toml", "./m").base_model_path == str((tmp_path / "m").resolve())
+    assert _spec("baseline.toml", "./m").update.base_model_path == str((tmp_path / "m").resolve())
 
 
 def test_unloadable_base_model_fails_at_start(settings, tmp_path: Path) -> None:

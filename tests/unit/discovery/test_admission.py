@@ -148,7 +148,7 @@ def test_admit_to_store_registers_moves_and_is_idempotent(tmp_path):
 
 
 def _staged(tmp_path, item: dict, task_id: str):
-    from mindforge.discovery.run import StagedProposal
+    from mindforge.discovery.records import StagedProposal
 
     prop = TaskProposal.model_validate(item)
     root = materialise(prop, tmp_path / "staging", task_id=task_id)
@@ -161,7 +161,8 @@ def _staged(tmp_path, item: dict, task_id: str):
 
 def test_admission_record_dedupes_parallel_verdicts_and_splits(tmp_path):
     """Verdicts as parallel checks would return them: both copies accepted; only the first is admitted."""
-    from mindforge.discovery.run import DiscoveryConfig, ProposalBatch, admission_record
+    from mindforge.discovery.records import ProposalBatch
+    from mindforge.discovery.run import DiscoveryConfig, admission_record
 
     first, v1 = _staged(tmp_path, VALID, "g4-region-totals")
     copy_, v2 = _staged(tmp_path, {**VALID, "task_id": "region-totals-again"}, "g4-region-totals-again")

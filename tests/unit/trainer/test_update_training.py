@@ -6,12 +6,13 @@ by a list-backed object with the same ``put_nowait`` (the function only puts).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from mindforge.atif import write_trajectory
+from mindforge.payloads import TrainAdapterResult
+from mindforge.payloads.ray_tasks import TrainingItem, TrainTaskInput
 from mindforge.trainer.config import TrainerConfig
 from workers.ray_trials import TRAIN_RECORD, train_adapter_payload
 
@@ -26,52 +27,46 @@ class Progress:
         self.messages.append(message)
 
 
-def _items(make_trajectory, root: Path, rewards: list[float], *, record: bool) -> list[dict]:
+def _items(make_trajectory, root: Path, rewards: list[float], *, record: bool) -> list[TrainingItem]:
     items = []
     for k, reward in enumerate(rewards):
         traj = make_trajectory([{"text": " yes" if reward else " no"}], session_id=f"s{k}", record=record)
         path = write_trajectory(traj, root / f"t{k}" / "trajectory.json")
-        items.append({"trial_id": f"t{k}", "trajectory": str(path), "reward": reward, "group_id": "g"})
+        items.append(TrainingItem(trial_id=f"t{k}", trajectory=str(path), reward=reward, group_id="g"))
     return items
 
 
 def test_trains_reports_progress_and_is_idempotent(make_trajectory, tiny_model_dir, tmp_path):
     items = _items(make_trajectory, tmp_path, [1.0, 0.0, 1.0, 0.0], record=False)
-    items.append({"trial_id": "gone", "trajectory": str(tmp_path / "missing.json"), "reward": 1.0, "group_id": "g"})
-    payload = {
-        "base_model_path": str(tiny_model_dir),
-        "items": items,
-        "config": CONFIG.model_dump(mode="json"),
-        "out_dir": str(tmp_path / "adapters" / "lin" / "lin-g0-r0"),
-        "parent_adapter": None,
-    }
+    items.append(TrainingItem(trial_id="gone", trajectory=str(tmp_path / "missing.json"), reward=1.0, group_id="g"))
+    payload = TrainTaskInput(
+        base_model_path=str(tiny_model_dir), items=items, config=CONFIG,
+        out_dir=str(tmp_path / "adapters" / "lin" / "lin-g0-r0"),
+    )
     progress = Progress()
     out = train_adapter_payload(payload, progress)
-    assert out["trained"] and out["samples_built"] == 4
-    assert out["samples_dropped"] == {"unreadable_trajectory": 1}
-    out_dir = Path(out["adapter_dir"])
+    assert out.trained and out.samples_built == 4
+    assert out.samples_dropped == {"unreadable_trajectory": 1}
+    out_dir = Path(out.adapter_dir)
     assert (out_dir / "adapter_model.safetensors").is_file() and (out_dir / TRAIN_RECORD).is_file()
     assert not [p for p in out_dir.parent.iterdir() if p.name.startswith(".")]  # no partial dir left
     steps = [m for m in progress.messages if m.get("step")]
-    assert [m["step"] for m in steps] == list(range(1, out["train"]["steps"] + 1))
+    assert [m["step"] for m in steps] == list(range(1, out.train.steps + 1))
     assert all({"loss", "tokens", "reward_mean", "reward_std"} <= m.keys() for m in steps)
     assert steps[0]["reward_mean"] == pytest.approx(0.5)
     # a retry finds the finished adapter and returns its record without training again
     before = (out_dir / "adapter_model.safetensors").stat().st_mtime_ns
     again = Progress()
-    assert train_adapter_payload(payload, again) == json.loads((out_dir / TRAIN_RECORD).read_text())
+    assert train_adapter_payload(payload, again) == TrainAdapterResult.model_validate_json((out_dir / TRAIN_RECORD).read_text())
     assert again.messages == [] and (out_dir / "adapter_model.safetensors").stat().st_mtime_ns == before
 
 
 def test_no_signal_after_tokenisation_is_an_outcome(make_trajectory, tiny_model_dir, tmp_path):
     items = _items(make_trajectory, tmp_path, [1.0, 1.0], record=False)
-    payload = {
-        "base_model_path": str(tiny_model_dir),
-        "items": items,
-        "config": CONFIG.model_dump(mode="json"),
-        "out_dir": str(tmp_path / "adapters" / "lin" / "lin-g0-r0"),
-        "parent_adapter": None,
-    }
+    payload = TrainTaskInput(
+        base_model_path=str(tiny_model_dir), items=items, config=CONFIG,
+        out_dir=str(tmp_path / "adapters" / "lin" / "lin-g0-r0"),
+    )
     out = train_adapter_payload(payload)
-    assert out["trained"] is False and "zero advantage" in out["reason"]
+    assert out.trained is False and "zero advantage" in out.reason
     assert not (tmp_path / "adapters" / "lin" / "lin-g0-r0").exists()

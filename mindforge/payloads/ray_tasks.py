@@ -1,0 +1,97 @@
+"""Inputs and results of the Ray tasks the sandbox-queue activities submit.
+
+Ray tasks take and return these pydantic models (pickled by Ray), never ``dict``
+payloads. Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no Ray.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from mindforge.trainer.config import TrainerConfig
+from mindforge.trainer.validate_adapter import AdapterReport
+from mindforge.trials.record import TrialRecord
+
+
+class RunTrialTaskInput(BaseModel):
+    """One trial for a Ray worker (``run_trial_task``).
+
+    Attributes:
+        task_path: the task directory.
+        trial_id / run_id / attempt: the trial's identity.
+        agent: ``model`` (the contract's harness on the policy), ``oracle`` or ``nop``.
+        contract_toml / contract_hash: the HCP contract (``model`` trials).
+        policy_url: the policy endpoint; None = the contract's env var / settings.
+    """
+
+    task_path: str
+    trial_id: str
+    run_id: str
+    attempt: int = 0
+    agent: Literal["model", "oracle", "nop"] = "model"
+    contract_toml: str = ""
+    contract_hash: str = ""
+    policy_url: str | None = None
+
+
+class RunTrialTaskResult(BaseModel):
+    """The trial's record (``worker`` names the host, Ray node and process that ran it)."""
+
+    record: TrialRecord
+
+
+class CheckProposalTaskInput(BaseModel):
+    """One staged Discovery proposal to check on a Ray node (``check_proposal_task``).
+
+    Attributes:
+        task_dir: the staged task directory.
+        pool_paths: the lineage's pool task directories (duplicate checks).
+        contract_toml: the proposing pair's contract (difficulty trials).
+        policy_url: the policy endpoint.
+        attempts: difficulty trials of the pair.
+        run_id: the run id of the validation and difficulty trials.
+    """
+
+    task_dir: str
+    pool_paths: list[str] = Field(default_factory=list)
+    contract_toml: str
+    policy_url: str | None = None
+    attempts: int = 2
+    run_id: str
+
+
+class TrainingItem(BaseModel):
+    """One selected trajectory: its trial, ATIF file, reward (0..1) and GRPO group."""
+
+    trial_id: str
+    trajectory: str
+    reward: float
+    group_id: str
+
+
+class TrainTaskInput(BaseModel):
+    """Train one adapter revision with GRPO on a Ray node (``train_adapter_task``).
+
+    Attributes:
+        base_model_path: the base model directory the trainer loads.
+        items: the selected trajectories, shape (n,).
+        config: GRPO/LoRA hyper-parameters.
+        out_dir: where the finished adapter goes (``<artifacts>/adapters/<lineage>/<name>``).
+        parent_adapter: the parent revision's directory to continue from, or None.
+    """
+
+    base_model_path: str
+    items: list[TrainingItem]
+    config: TrainerConfig
+    out_dir: str
+    parent_adapter: str | None = None
+
+
+class ValidateTaskResult(BaseModel):
+    """The validation report, or the validation error's class name and message."""
+
+    report: AdapterReport | None = None
+    error: str = ""
+    message: str = ""
