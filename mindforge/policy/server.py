@@ -114,7 +114,7 @@ def create_app(engine: Any) -> FastAPI:
     Handlers are plain functions, so FastAPI runs them in its thread pool; the engine's
     lock serialises model use.
     """
-    from mindforge.policy.engine import PolicyRequestError
+    from mindforge.policy.completion import PolicyRequestError
 
     app = FastAPI(title="MindForge policy server")
     app.state.engine = engine
