@@ -27,23 +27,42 @@ def serve(
         "--served-model-name",
         help="Name the base model answers to (as vLLM's flag), e.g. a contract's model.id; default --model.",
     ),
+    engine: str = typer.Option(
+        "transformers",
+        "--engine",
+        help="transformers (default; transformers + PEFT) or llamacpp (inference only, --model a .gguf file; "
+        "needs the optional 'llamacpp' extra).",
+    ),
 ) -> None:
     """Serve one base model and its LoRA adapters on /v1 (chat completions, models, load/unload adapter)."""
-    from mindforge.policy.server import HubUnreachableError, serve as run_server
+    from mindforge.policy.server import ENGINES, HubUnreachableError
+    from mindforge.policy.server import serve as run_server
 
     console = Console(stderr=True)
+    if engine not in ENGINES or (engine == "llamacpp" and not model.endswith(".gguf")):
+        why = f"unknown engine {engine!r} (choose {', '.join(ENGINES)})" if engine not in ENGINES else (
+            f"--engine llamacpp serves a GGUF file; --model {model!r} is not one"
+        )
+        console.print(f"[red]error:[/] {escape(why)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
     name = served_model_name or model
     console.print(
         f"loading {escape(model)} on {escape(device)}; serving it as {escape(name)} on http://{host}:{port}/v1",
         highlight=False,
     )
     try:
-        run_server(model, host, port, device, served_model_name)
+        run_server(model, host, port, device, served_model_name, engine)
     except HubUnreachableError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except FileNotFoundError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except ImportError as exc:
+        if engine != "llamacpp":
+            raise
+        msg = f"the llamacpp engine cannot be imported ({exc}); install the optional extra: pip install 'mindforge[llamacpp]'"
+        console.print(f"[red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
