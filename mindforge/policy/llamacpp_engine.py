@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections import deque
 import random
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field

@@ -197,7 +197,7 @@ def test_adapter_names_bind_weights_and_unload(server, client, hf_model, tmp_pat
     a = make_adapter(hf_model, tmp_path / "a", scale=0.05)
     b = make_adapter(hf_model, tmp_path / "b", scale=0.08)
     base_before = chat(client, "smol", max_tokens=1).choices[0].logprobs.content[0].logprob
-    load = lambda name, path: post(f"{url}/load_lora_adapter", {"lora_name": name, "lora_path": str(path)})  # noqa: E731
+    load = lambda name, path: post(f"{url}/load_lora_adapter", {"lora_name": name, "lora_path": str(path)})
     assert load("rev1", a).status_code == 200
     assert load("rev1", a).status_code == 200  # same weights: fine
     clash = load("rev1", b)
