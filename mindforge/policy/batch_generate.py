@@ -20,6 +20,7 @@ import torch
 from transformers import StoppingCriteria, StoppingCriteriaList, StopStringCriteria
 
 from mindforge.policy.completion import TokenLogprobs
+from mindforge.policy.prefix_cache import PrefixCache, batch_cache, row_states
 
 
 @dataclass
@@ -119,7 +120,14 @@ def row_logprobs(logits: Sequence[torch.Tensor], row: int, completion: Sequence[
 
 
 def generate_rows(
-    model: Any, rows: Sequence[Row], *, generation_config: Any, tokenizer: Any, eos_ids: Sequence[int], device: str
+    model: Any,
+    rows: Sequence[Row],
+    *,
+    generation_config: Any,
+    tokenizer: Any,
+    eos_ids: Sequence[int],
+    device: str,
+    prefix_cache: PrefixCache | None = None,
 ) -> list[RowResult]:
     """Run ``rows`` as one left-padded ``generate`` call.
 
@@ -133,6 +141,8 @@ def generate_rows(
         tokenizer: for stop strings.
         eos_ids: token ids that end a reply.
         device: where the tensors go.
+        prefix_cache: where to look up each row's cached prompt prefix and store its
+            states afterwards (:mod:`mindforge.policy.prefix_cache`); None for no reuse.
 
     Returns:
         one :class:`RowResult` per row, in order.
@@ -152,6 +162,11 @@ def generate_rows(
         kwargs["adapter_names"] = [r.adapter or "__base__" for r in rows]
     elif any(r.adapter for r in rows):
         raise ValueError("rows name adapters but the model has none loaded")
+    if prefix_cache is not None:
+        past, cols = batch_cache([prefix_cache.match(r.adapter, r.prompt) for r in rows], [len(r.prompt) for r in rows])
+        prefix_cache.hits.extend(max(0, cols - (width - len(r.prompt))) for r in rows)
+        if past is not None:
+            kwargs["cache"] = past  # transformers 5 name of past_key_values
     with torch.inference_mode():
         out = model.generate(
             input_ids=input_ids,
@@ -166,4 +181,8 @@ def generate_rows(
         completion = out.sequences[i, width:end].tolist()[: len(out.logits)]
         lps = None if row.top_logprobs is None else row_logprobs(out.logits, i, completion, row.top_logprobs)
         results.append(RowResult(completion, lps))
+        if prefix_cache is not None and completion:
+            # states of prompt + completion[:-1]: the last token was never fed back
+            seen = row.prompt + completion[:-1]
+            prefix_cache.put(row.adapter, seen, row_states(out.cache, i, width - len(row.prompt), len(seen)))
     return results

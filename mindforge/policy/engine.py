@@ -41,6 +41,7 @@ from mindforge.policy.completion import (
     reply_body,
     unknown_model,
 )
+from mindforge.policy.prefix_cache import PrefixCache, supports_prefix_cache
 from mindforge.policy.protocol import AdapterRegistry, ChatCompletionRequest, adapter_sha256
 
 __all__ = ["PolicyEngine", "PolicyRequestError", "resolve_device"]
@@ -73,12 +74,16 @@ class PolicyEngine:
         max_batch: most requests per ``generate`` call.
         batch_wait_sec: longest wait (seconds) for batch mates once concurrent requests
             were seen (see :mod:`mindforge.policy.batcher`).
+        prefix_cache_mb: memory for the KV states of recent replies, reused by a
+            request that extends one (MiB; 0 turns reuse off; also off for models with
+            sliding-window layers). See :mod:`mindforge.policy.prefix_cache`.
 
     Attributes:
         base_name: ``served_name``.
         max_model_len: context window in tokens (prompt + completion).
         adapters: the adapter registry (name -> path, sha256).
         batcher: the request batcher (``batcher.batch_sizes`` lists every batch's rows).
+        prefix_cache: the reply KV store, or None when off.
     """
 
     def __init__(
@@ -91,6 +96,7 @@ class PolicyEngine:
         gguf_file: str | None = None,
         max_batch: int = 8,
         batch_wait_sec: float = 0.25,
+        prefix_cache_mb: int = 512,
     ):
         self.device = resolve_device(device)
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
@@ -110,6 +116,8 @@ class PolicyEngine:
         if self.tokenizer.eos_token_id is not None:
             eos_ids.add(self.tokenizer.eos_token_id)
         self.eos_ids = sorted(eos_ids)
+        reuse = prefix_cache_mb > 0 and supports_prefix_cache(self.model)
+        self.prefix_cache = PrefixCache(prefix_cache_mb * 2**20) if reuse else None
         self.batcher: Batcher[_Job, Any] = Batcher(
             self._run_batch, key=_batch_key, max_batch=max_batch, wait_sec=batch_wait_sec, name="policy-batcher"
         )
@@ -165,6 +173,8 @@ class PolicyEngine:
                 raise PolicyRequestError(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError")
             self.model.delete_adapter(name)
             self.adapters.remove(name)
+            if self.prefix_cache is not None:
+                self.prefix_cache.drop(name)
             if not self.adapters.loaded:
                 # PEFT cannot run a PeftModel with no adapter: go back to the plain base model
                 self.model = self.model.unload().eval()
@@ -237,6 +247,7 @@ class PolicyEngine:
                 tokenizer=self.tokenizer,
                 eos_ids=self.eos_ids,
                 device=self.device,
+                prefix_cache=self.prefix_cache,
             )
         for i, res in zip(live, results):
             job = jobs[i]

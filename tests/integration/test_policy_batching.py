@@ -133,3 +133,49 @@ def test_unseeded_sampling_requests_share_a_batch(engine) -> None:
         choice = body["choices"][0]
         assert body["model"] == req.model and 1 <= len(choice["token_ids"]) <= req.max_tokens
         assert len(choice["logprobs"]["content"]) == len(choice["token_ids"])
+
+
+def second_turn(first: dict, content: str, question: str) -> list[dict]:
+    return [
+        {"role": "user", "content": content},
+        {"role": "assistant", "content": first["choices"][0]["message"]["content"]},
+        {"role": "user", "content": question},
+    ]
+
+
+def test_a_second_turn_reuses_the_first_turns_states_and_answers_the_same(engine) -> None:
+    """Turn 2 of two conversations (one per adapter) with the cached prefix, in one batch, equals turn 2 on an
+    engine without prefix reuse, and it took (at least) the whole turn-1 prompt from the store."""
+    from mindforge.policy.engine import PolicyEngine
+
+    cold = PolicyEngine(engine.model_path, served_name="tiny", device="cpu", batch_wait_sec=0.0, prefix_cache_mb=0)
+    cold.load_adapter("var", engine.adapters.loaded["var"][0])
+    try:
+        firsts = [
+            engine.chat(request("var", "List the files in /app.", max_tokens=10)),
+            engine.chat(request("tiny", "Say hello to the user, then list /etc.", max_tokens=6)),
+        ]
+        seconds = [
+            request("var", "", max_tokens=8),
+            request("tiny", "", max_tokens=5),
+        ]
+        seconds[0].messages = second_turn(firsts[0], "List the files in /app.", "Now /tmp.")
+        seconds[1].messages = second_turn(firsts[1], "Say hello to the user, then list /etc.", "Thanks!")
+        n_hits = len(engine.prefix_cache.hits)
+        warm = run_together(engine, seconds)
+        hits = engine.prefix_cache.hits[n_hits + 1 :]  # after the blocker's row
+        assert len(hits) == 2
+        assert all(hit >= len(f["prompt_token_ids"]) for hit, f in zip(hits, firsts))
+        for w, req in zip(warm, seconds):
+            same_reply(w, cold.chat(req))
+    finally:
+        cold.close()
+
+
+def test_an_unloaded_adapter_leaves_no_states_behind(engine, tmp_path) -> None:
+    path = engine.adapters.loaded["var"][0]
+    engine.load_adapter("var2", path)
+    engine.chat(request("var2", "List the files in /app.", max_tokens=3))
+    assert any(e.adapter == "var2" for e in engine.prefix_cache._entries.values())
+    engine.unload_adapter("var2")
+    assert not any(e.adapter == "var2" for e in engine.prefix_cache._entries.values())
