@@ -23,3 +23,10 @@ def test_unreachable_hub_says_so_and_exits_2(monkeypatch: pytest.MonkeyPatch) ->
 def test_missing_model_directory_exits_2(tmp_path) -> None:
     result = CliRunner().invoke(app, ["serve", "--model", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no such model directory" in result.output
+
+
+def test_llamacpp_engine_needs_a_gguf_file_and_unknown_engines_are_refused() -> None:
+    result = CliRunner().invoke(app, ["serve", "--engine", "llamacpp", "--model", "tiny", "--port", "0"])
+    assert result.exit_code == 2 and "--engine llamacpp serves a GGUF file; --model 'tiny' is not one" in result.output
+    result = CliRunner().invoke(app, ["serve", "--engine", "vllm", "--model", "tiny", "--port", "0"])
+    assert result.exit_code == 2 and "unknown engine 'vllm' (choose transformers, llamacpp)" in result.output
