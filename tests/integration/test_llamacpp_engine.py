@@ -8,7 +8,6 @@ with that reason, only when ``llama_cpp`` cannot be imported.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -17,10 +16,19 @@ import numpy as np
 import openai
 import pytest
 
+
+def _llama_cpp_missing() -> bool:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
 pytestmark = [
     pytest.mark.llamacpp,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None,
+        _llama_cpp_missing(),
         reason="llama-cpp-python is not installed (optional extra: pip install 'mindforge[llamacpp]')",
     ),
 ]
