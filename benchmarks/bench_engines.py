@@ -4,7 +4,7 @@ All figures come from one run on the same GGUF, so the ratios compare like with 
 
 - **1 vs 2 concurrent**: generated tokens per second (completion tokens over wall time)
   for requests sent one at a time, and for two sent at once (target: 2 concurrent at
-  least 1.5x of 1);
+  least 1.5x of 1); also four at once;
 - **against llama.cpp**: each engine's tokens/s over llama.cpp's at the same concurrency
   (target for the engine the main job uses: at least 0.5x);
 - **second turn**: latency of an 8-token turn that extends a first turn of ~900 prompt
@@ -107,7 +107,8 @@ def measure_engines(gguf: Path | None = None, *, max_tokens: int = 64, rounds: i
         filler_words: length of the second-turn benchmark's first prompt (about 6 tokens a word).
 
     Returns:
-        ``{config: {"tps1", "tps2", "turn2_sec"}}`` plus, for the transformers configs,
+        ``{config: {"tps1", "tps2", "tps4", "turn2_sec"}}`` (tokens/s at 1, 2 and 4
+        concurrent requests; seconds) plus, for the transformers configs,
         ``"turn2_sec_no_prefix_cache"`` (the same engine settings with prefix reuse off).
     """
     from mindforge.policy.engine import PolicyEngine
@@ -138,6 +139,7 @@ def measure_engines(gguf: Path | None = None, *, max_tokens: int = 64, rounds: i
                 got = samples[label]
                 got.setdefault("tps1", []).append(tokens_per_sec(engine, "m", 1, max_tokens))
                 got.setdefault("tps2", []).append(tokens_per_sec(engine, "m", 2, max_tokens))
+                got.setdefault("tps4", []).append(tokens_per_sec(engine, "m", 4, max_tokens))
                 got.setdefault("turn2_sec", []).append(second_turn_sec(engine, "m", 32, filler_words))
                 if cold is not None:
                     got.setdefault("turn2_sec_no_prefix_cache", []).append(second_turn_sec(cold, "m", 32, filler_words))
@@ -152,12 +154,12 @@ def report(results: dict) -> str:
     """The figures as a table, with ratios against the default llama.cpp configuration."""
     ref = results[next(k for k in results if k.startswith("llamacpp") and "default" in k)]
     header = f"{'engine':34} {'tok/s 1':>8} {'tok/s 2':>8} {'2 vs 1':>7} {'1 vs llama.cpp':>15} {'2 vs llama.cpp':>15}"
-    lines = [header + f" {'turn 2 s':>9} {'(no reuse)':>10}"]
+    lines = [header + f" {'tok/s 4':>8} {'turn 2 s':>9} {'(no reuse)':>10}"]
     for key, r in results.items():
         cold = r.get("turn2_sec_no_prefix_cache")
         lines.append(
             f"{key:34} {r['tps1']:8.1f} {r['tps2']:8.1f} {r['tps2'] / r['tps1']:6.2f}x"
-            f" {r['tps1'] / ref['tps1']:14.2f}x {r['tps2'] / ref['tps2']:14.2f}x {r['turn2_sec']:9.2f}"
+            f" {r['tps1'] / ref['tps1']:14.2f}x {r['tps2'] / ref['tps2']:14.2f}x {r['tps4']:8.1f} {r['turn2_sec']:9.2f}"
             + (f" {cold:10.2f}" if cold is not None else "")
         )
     lines.append("targets: 2 concurrent >= 1.5x of 1; the main job's engine >= 0.5x llama.cpp")
