@@ -29,25 +29,47 @@ def serve(
         help="Name the base model answers to (as vLLM's flag), e.g. a contract's model.id; default the model's "
         "stable name (tiny, SmolLM2-135M-Instruct.Q4_1, a GGUF file's stem, else --model).",
     ),
+    engine: str = typer.Option(
+        "transformers",
+        "--engine",
+        help="transformers (default; transformers + PEFT) or llamacpp (inference only, --model a .gguf file; "
+        "needs the optional 'llamacpp' extra).",
+    ),
 ) -> None:
     """Serve one base model and its LoRA adapters on /v1 (chat completions, models, load/unload adapter)."""
     from mindforge.errors import MindForgeError
     from mindforge.policy.models import resolve_model
+    from mindforge.policy.server import ENGINES
     from mindforge.policy.server import serve as run_server
 
     console = Console(stderr=True)
+    if engine not in ENGINES:
+        why = f"unknown engine {engine!r} (choose {', '.join(ENGINES)})"
+        console.print(f"[red]error:[/] {escape(why)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
     try:
         resolved = resolve_model(model)  # converts a GGUF file on first use; the server reuses the copy
+        if engine == "llamacpp" and not resolved.gguf_path:
+            why = f"--engine llamacpp serves a GGUF file; --model {model!r} is not one"
+            console.print(f"[red]error:[/] {escape(why)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2)
         name = served_model_name or resolved.name
+        where = resolved.gguf_path if engine == "llamacpp" else resolved.hf_dir
         console.print(
-            f"loading {escape(model)} ({resolved.source}, {escape(resolved.hf_dir)}) on {escape(device)}; "
+            f"loading {escape(model)} ({resolved.source}, {escape(str(where))}) with {engine} on {escape(device)}; "
             f"serving it as {escape(name)} on http://{host}:{port}/v1",
             highlight=False,
             soft_wrap=True,
         )
-        run_server(model, host, port, device, served_model_name)
+        run_server(model, host, port, device, served_model_name, engine)
     except MindForgeError as exc:  # HubUnreachableError, ModelSpecError
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except ImportError as exc:
+        if engine != "llamacpp":
+            raise
+        msg = f"the llamacpp engine cannot be imported ({exc}); install the optional extra: pip install 'mindforge[llamacpp]'"
+        console.print(f"[red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 

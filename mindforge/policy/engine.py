@@ -3,15 +3,28 @@
 This module imports torch, transformers and peft at the top: import it lazily (the
 server does so inside :func:`mindforge.policy.server.load_engine`).
 
-Requests are serialised with a lock: one model, one request at a time (adapters are
-switched per request with ``set_adapter`` / ``disable_adapter``, which mutate the model).
+Concurrent requests are batched: a :class:`~mindforge.policy.batcher.Batcher` thread
+collects the requests that arrive together (or while the model is busy) and runs each
+group with the same sampling settings as one left-padded ``generate`` call
+(:mod:`mindforge.policy.batch_generate`), rows with different adapters together through
+PEFT's mixed-adapter batch inference. Budgets, stop strings and EOS stay exact per row.
+Grouping is by sampling settings (greedy; or temperature and top-p), because
+``generate`` takes one generation config per call; a seeded sampling request runs alone,
+since rows of one batch draw from one random stream and its sample would depend on its
+batch mates. Adapter loads and unloads take the same lock as a running batch.
+
+Why not transformers' continuous batching (``init_continuous_batching``, 5.x): it returns
+only the chosen token's logprob, of the processed (temperature/top-p) distribution, has
+no top logprobs, no stop strings and no per-request PEFT adapter, all of which the API
+serves.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import threading
+from collections.abc import Hashable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +32,19 @@ import torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from mindforge.policy.protocol import (
-    AdapterRegistry,
-    ChatCompletionRequest,
-    adapter_sha256,
-    completion_body,
-    logprob_entry,
-    message_text,
-    parse_tool_calls,
+from mindforge.policy.batch_generate import Row, generate_rows
+from mindforge.policy.batcher import Batcher
+from mindforge.policy.completion import (
+    PolicyRequestError,
+    completion_budget,
+    prompt_token_ids,
+    reply_body,
+    unknown_model,
 )
+from mindforge.policy.prefix_cache import PrefixCache, supports_prefix_cache
+from mindforge.policy.protocol import AdapterRegistry, ChatCompletionRequest, adapter_sha256
 
-
-class PolicyRequestError(Exception):
-    """A request the engine refuses; carries the HTTP status and OpenAI error type."""
-
-    def __init__(self, status: int, message: str, err_type: str = "BadRequestError", param: str | None = None):
-        super().__init__(message)
-        self.status = status
-        self.err_type = err_type
-        self.param = param
+__all__ = ["PolicyEngine", "PolicyRequestError", "resolve_device"]
 
 
 def resolve_device(device: str) -> str:
@@ -47,26 +54,11 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def _template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as chat templates expect them: text content, tool-call arguments as dicts."""
-    out = []
-    for msg in messages:
-        msg = dict(msg)
-        msg["content"] = message_text(msg.get("content"))
-        calls = []
-        for call in msg.get("tool_calls") or []:
-            call = copy.deepcopy(call)
-            fn = call.get("function", {})
-            if isinstance(fn.get("arguments"), str):
-                try:
-                    fn["arguments"] = json.loads(fn["arguments"])
-                except ValueError:
-                    pass  # keep the raw string; templates print it as is or quoted
-            calls.append(call)
-        if calls:
-            msg["tool_calls"] = calls
-        out.append(msg)
-    return out
+@dataclass
+class _Job:
+    req: ChatCompletionRequest
+    prompt: list[int]
+    max_new: int
 
 
 class PolicyEngine:
@@ -77,18 +69,40 @@ class PolicyEngine:
         served_name: the base model's name in ``/v1/models`` and requests.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
         local_files_only: never contact the hub.
+        gguf_file: a GGUF file name inside ``model_path`` to load (dequantised by
+            transformers) instead of safetensors weights.
+        max_batch: most requests per ``generate`` call.
+        batch_wait_sec: longest wait (seconds) for batch mates once concurrent requests
+            were seen (see :mod:`mindforge.policy.batcher`).
+        prefix_cache_mb: memory for the KV states of recent replies, reused by a
+            request that extends one (MiB; 0 turns reuse off; also off for models with
+            sliding-window layers). See :mod:`mindforge.policy.prefix_cache`.
 
     Attributes:
         base_name: ``served_name``.
         max_model_len: context window in tokens (prompt + completion).
         adapters: the adapter registry (name -> path, sha256).
+        batcher: the request batcher (``batcher.batch_sizes`` lists every batch's rows).
+        prefix_cache: the reply KV store, or None when off.
     """
 
-    def __init__(self, model_path: str, *, served_name: str, device: str = "auto", local_files_only: bool = False):
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        served_name: str,
+        device: str = "auto",
+        local_files_only: bool = False,
+        gguf_file: str | None = None,
+        max_batch: int = 8,
+        batch_wait_sec: float = 0.25,
+        prefix_cache_mb: int = 512,
+    ):
         self.device = resolve_device(device)
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=local_files_only)
-        base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, local_files_only=local_files_only)
+        extra = {"gguf_file": gguf_file} if gguf_file else {}
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=local_files_only, **extra)
+        base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, local_files_only=local_files_only, **extra)
         self.model: Any = base.to(self.device).eval()
         self.base_name = served_name
         self.model_path = str(model_path)
@@ -102,6 +116,15 @@ class PolicyEngine:
         if self.tokenizer.eos_token_id is not None:
             eos_ids.add(self.tokenizer.eos_token_id)
         self.eos_ids = sorted(eos_ids)
+        reuse = prefix_cache_mb > 0 and supports_prefix_cache(self.model)
+        self.prefix_cache = PrefixCache(prefix_cache_mb * 2**20) if reuse else None
+        self.batcher: Batcher[_Job, Any] = Batcher(
+            self._run_batch, key=_batch_key, max_batch=max_batch, wait_sec=batch_wait_sec, name="policy-batcher"
+        )
+
+    def close(self) -> None:
+        """Stop the batcher thread (requests already queued are answered first)."""
+        self.batcher.close()
 
     # ----------------------------------------------------------------- adapters
 
@@ -150,6 +173,8 @@ class PolicyEngine:
                 raise PolicyRequestError(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError")
             self.model.delete_adapter(name)
             self.adapters.remove(name)
+            if self.prefix_cache is not None:
+                self.prefix_cache.drop(name)
             if not self.adapters.loaded:
                 # PEFT cannot run a PeftModel with no adapter: go back to the plain base model
                 self.model = self.model.unload().eval()
@@ -161,36 +186,8 @@ class PolicyEngine:
 
     # ---------------------------------------------------------------- completion
 
-    def _prompt_ids(self, req: ChatCompletionRequest) -> list[int]:
-        try:
-            text = self.tokenizer.apply_chat_template(
-                _template_messages(req.messages), tools=req.tools or None, add_generation_prompt=True, tokenize=False
-            )
-        except Exception as exc:  # jinja2 TemplateError and friends
-            raise PolicyRequestError(400, f"chat template failed: {exc}", param="messages") from exc
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def _generation_config(self, req: ChatCompletionRequest, max_new: int):
-        cfg = copy.deepcopy(self.model.generation_config)
-        cfg.max_new_tokens = max_new
-        cfg.min_new_tokens = None
-        cfg.max_length = None
-        cfg.eos_token_id = self.eos_ids
-        cfg.pad_token_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        temperature = req.temperature if req.temperature is not None else (cfg.temperature or 1.0)
-        if temperature <= 0.0:
-            cfg.do_sample, cfg.temperature, cfg.top_p, cfg.top_k = False, None, None, None
-        else:
-            cfg.do_sample, cfg.temperature = True, temperature
-            if req.top_p is not None:
-                cfg.top_p = req.top_p
-        cfg.stop_strings = req.stop_list or None
-        cfg.output_logits = True
-        cfg.return_dict_in_generate = True
-        return cfg
-
     def chat(self, req: ChatCompletionRequest) -> dict[str, Any]:
-        """Answer one chat completion request.
+        """Answer one chat completion request (blocks until its batch has run).
 
         Logprobs are those of the raw model distribution (before temperature and top-p),
         as vLLM returns by default; the stop token (EOS) is included in ``token_ids``.
@@ -205,66 +202,82 @@ class PolicyEngine:
             PolicyRequestError: 404 for an unknown model, 400 for a prompt that does not
                 fit the context window or a template failure.
         """
-        prompt = self._prompt_ids(req)
-        room = self.max_model_len - len(prompt)
-        if room < 1:
-            raise PolicyRequestError(
-                400,
-                f"This model's maximum context length is {self.max_model_len} tokens. However, your messages "
-                f"resulted in {len(prompt)} tokens. Please reduce the length of the messages.",
-                param="messages",
-            )
-        max_new = min(req.token_limit or room, room)
-        with self.lock:
-            if req.model != self.base_name and req.model not in self.adapters.loaded:
-                raise PolicyRequestError(404, f"The model `{req.model}` does not exist.", "NotFoundError", "model")
-            cfg = self._generation_config(req, max_new)
-            if req.seed is not None:
-                torch.manual_seed(req.seed)
-            input_ids = torch.tensor([prompt], device=self.device)
-            kwargs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "generation_config": cfg}
-            with torch.inference_mode():
-                if req.model == self.base_name and isinstance(self.model, PeftModel):
-                    with self.model.disable_adapter():
-                        out = self.model.generate(**kwargs, tokenizer=self.tokenizer)
-                else:
-                    if req.model != self.base_name:
-                        self.model.set_adapter(req.model)
-                    out = self.model.generate(**kwargs, tokenizer=self.tokenizer)
-        completion = out.sequences[0, len(prompt) :].tolist()
-        return self._body(req, prompt, completion, out.logits, max_new)
+        prompt = prompt_token_ids(self.tokenizer, req)
+        max_new = completion_budget(req, len(prompt), self.max_model_len)
+        if req.model != self.base_name and req.model not in self.adapters.loaded:
+            raise unknown_model(req.model)
+        return self.batcher.submit(_Job(req, prompt, max_new))
 
-    def _body(self, req: ChatCompletionRequest, prompt: list[int], completion: list[int], logits, max_new: int):
-        # generate pads nothing for a single sequence, but be safe about trailing pads
-        completion = completion[: len(logits)]
-        text = self.tokenizer.decode(completion, skip_special_tokens=True)
-        finish = "stop"
-        cut = [text.find(s) for s in req.stop_list if s in text]
-        if cut:
-            text = text[: min(cut)]
-        elif not (completion and completion[-1] in self.eos_ids) and len(completion) >= max_new:
-            finish = "length"
-        content, calls = parse_tool_calls(text)
-        if calls and finish == "stop":
-            finish = "tool_calls"
-        entries = None
-        if req.logprobs:
-            entries = []
-            k = req.top_logprobs or 0
-            for step, token_id in enumerate(completion):
-                row = torch.log_softmax(logits[step][0].float(), dim=-1)
-                top = []
-                if k:
-                    vals, idx = torch.topk(row, k)
-                    top = [(self.tokenizer.decode([i]), float(v)) for v, i in zip(vals.tolist(), idx.tolist())]
-                entries.append(logprob_entry(self.tokenizer.decode([token_id]), float(row[token_id]), top))
-        return completion_body(
-            model=req.model,
-            content=content,
-            tool_calls=calls,
-            finish_reason=finish,
-            prompt_token_ids=prompt,
-            completion_token_ids=completion,
-            logprobs=entries,
-            return_token_ids=req.return_token_ids,
+    def _generation_config(self, req: ChatCompletionRequest):
+        cfg = copy.deepcopy(self.model.generation_config)
+        cfg.min_new_tokens = None
+        cfg.max_length = None
+        cfg.eos_token_id = self.eos_ids
+        cfg.pad_token_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
+        temperature = req.temperature if req.temperature is not None else (cfg.temperature or 1.0)
+        if temperature <= 0.0:
+            cfg.do_sample, cfg.temperature, cfg.top_p, cfg.top_k = False, None, None, None
+        else:
+            cfg.do_sample, cfg.temperature = True, temperature
+            if req.top_p is not None:
+                cfg.top_p = req.top_p
+        cfg.stop_strings = None  # per row, see batch_generate.RowStops
+        return cfg
+
+    def _run_batch(self, jobs: list[_Job]) -> list[Any]:
+        """Generate for one group of jobs with equal sampling settings (the batcher's callback)."""
+        with self.lock:
+            out: list[Any] = [None] * len(jobs)
+            live = []
+            for i, job in enumerate(jobs):
+                if job.req.model != self.base_name and job.req.model not in self.adapters.loaded:
+                    out[i] = unknown_model(job.req.model)  # unloaded while it was queued
+                else:
+                    live.append(i)
+            if not live:
+                return out
+            rows = [self._row(jobs[i]) for i in live]
+            first = jobs[live[0]].req
+            if first.seed is not None:
+                torch.manual_seed(first.seed)
+            results = generate_rows(
+                self.model,
+                rows,
+                generation_config=self._generation_config(first),
+                tokenizer=self.tokenizer,
+                eos_ids=self.eos_ids,
+                device=self.device,
+                prefix_cache=self.prefix_cache,
+            )
+        for i, res in zip(live, results):
+            job = jobs[i]
+            out[i] = reply_body(
+                job.req,
+                prompt=job.prompt,
+                completion=res.completion,
+                tokenizer=self.tokenizer,
+                eos_ids=self.eos_ids,
+                max_new=job.max_new,
+                logprobs=res.logprobs,
+            )
+        return out
+
+    def _row(self, job: _Job) -> Row:
+        req = job.req
+        return Row(
+            prompt=job.prompt,
+            max_new=job.max_new,
+            stop=req.stop_list,
+            adapter=None if req.model == self.base_name else req.model,
+            top_logprobs=(req.top_logprobs or 0) if req.logprobs else None,
         )
+
+
+def _batch_key(job: _Job) -> Hashable:
+    """Requests with equal keys share a ``generate`` call: same sampling settings, no seed."""
+    req = job.req
+    if req.temperature is not None and req.temperature <= 0.0:
+        return ("greedy",)
+    if req.seed is not None:
+        return ("seeded", id(job))  # alone: its sample must not depend on batch mates
+    return ("sample", req.temperature, req.top_p)

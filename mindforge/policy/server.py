@@ -63,28 +63,46 @@ def _hub_reachable(timeout_sec: float = 5.0) -> bool:
     return True
 
 
-def load_engine(model: str, device: str = "auto", served_name: str | None = None):
+ENGINES = ("transformers", "llamacpp")
+
+
+def load_engine(model: str, device: str = "auto", served_name: str | None = None, engine: str = "transformers"):
     """Load the base model behind the server.
 
     Args:
         model: a model spec (see :func:`mindforge.policy.models.resolve_model`):
             ``tiny``, ``smollm2``, a local ``.gguf`` file, a local model directory, or a
             hub id (used from the local cache, else downloaded).
-        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (transformers engine only).
         served_name: name in ``/v1/models``; default the resolved model's stable name
             (``tiny``, ``SmolLM2-135M-Instruct.Q4_1``, the GGUF file's stem, or
             ``model`` as given for a directory or hub id).
+        engine: ``transformers`` (training-grade: transformers + PEFT, the default) or
+            ``llamacpp`` (inference only, on the model's GGUF file; the optional
+            ``llamacpp`` extra). Both serve the same weights: the trainer's copy is the
+            GGUF file dequantised.
 
     Returns:
-        a :class:`mindforge.policy.engine.PolicyEngine`.
+        a :class:`mindforge.policy.engine.PolicyEngine` or a
+        :class:`mindforge.policy.llamacpp_engine.LlamaCppEngine`.
 
     Raises:
         HubUnreachableError: a hub id that is not cached while the hub cannot be reached.
         ModelSpecError: ``model`` names no loadable local model (the reason says why).
+        ValueError: an unknown ``engine``, or ``llamacpp`` with a model that has no GGUF file.
+        ImportError: ``llamacpp`` without ``llama-cpp-python`` installed.
     """
     from mindforge.policy.models import ModelSource, resolve_model
 
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     resolved = resolve_model(model)
+    if engine == "llamacpp":
+        if not resolved.gguf_path:
+            raise ValueError(f"the llamacpp engine serves a GGUF file; {model!r} resolves to none")
+        from mindforge.policy.llamacpp_engine import LlamaCppEngine
+
+        return LlamaCppEngine(Path(resolved.gguf_path), served_name=served_name or resolved.name)
     local_only = True
     if resolved.source == ModelSource.TINY:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the tiny model never needs the hub
@@ -109,12 +127,13 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
 
 
 def create_app(engine: Any) -> FastAPI:
-    """The FastAPI app over a loaded :class:`~mindforge.policy.engine.PolicyEngine`.
+    """The FastAPI app over a loaded engine (:func:`load_engine`).
 
-    Handlers are plain functions, so FastAPI runs them in its thread pool; the engine's
-    lock serialises model use.
+    Handlers are plain functions, so FastAPI runs them in its thread pool; concurrent
+    chat requests meet in the engine (batched by the transformers engine, spread over
+    slots by the llama.cpp one).
     """
-    from mindforge.policy.engine import PolicyRequestError
+    from mindforge.policy.completion import PolicyRequestError
 
     app = FastAPI(title="MindForge policy server")
     app.state.engine = engine
@@ -151,7 +170,13 @@ def create_app(engine: Any) -> FastAPI:
 
 
 def start_policy_server(
-    model: str = TINY, host: str = "127.0.0.1", port: int = 0, *, device: str = "auto", served_name: str | None = None
+    model: str = TINY,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    device: str = "auto",
+    served_name: str | None = None,
+    engine: str = "transformers",
 ) -> ServerHandle:
     """Load ``model`` and serve it from a background thread of this process.
 
@@ -162,6 +187,7 @@ def start_policy_server(
         device: see :func:`load_engine`.
         served_name: the base model's name in requests; default the resolved name (see
             :func:`load_engine`).
+        engine: see :func:`load_engine`.
 
     Returns:
         a handle with ``.base_url`` (``http://host:port/v1``), ``.app.state.engine`` and
@@ -170,27 +196,30 @@ def start_policy_server(
     Raises:
         HubUnreachableError, ModelSpecError: see :func:`load_engine`.
     """
-    return ServerHandle(create_app(load_engine(model, device, served_name)), host, port)
+    return ServerHandle(create_app(load_engine(model, device, served_name, engine)), host, port)
 
 
-def serve(model: str, host: str, port: int, device: str = "auto", served_name: str | None = None) -> None:
+def serve(
+    model: str, host: str, port: int, device: str = "auto", served_name: str | None = None, engine: str = "transformers"
+) -> None:
     """Load ``model`` and serve it in the foreground until interrupted.
 
     Args:
         served_name: the base model's name in requests and ``/v1/models`` (vLLM's
             ``--served-model-name``); default the resolved name (see :func:`load_engine`).
+        engine: ``transformers`` or ``llamacpp`` (see :func:`load_engine`).
 
     Raises:
         HubUnreachableError, ModelSpecError: see :func:`load_engine`.
     """
     import uvicorn
 
-    app = create_app(load_engine(model, device, served_name))
+    app = create_app(load_engine(model, device, served_name, engine))
     uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mindforge.policy.server --model M --host H --port P [--device D] [--served-model-name N]``."""
+    """``python -m mindforge.policy.server --model M --host H --port P [--device D] [--served-model-name N] [--engine E]``."""
     import argparse
     import sys
 
@@ -200,9 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--served-model-name", default=None)
+    parser.add_argument("--engine", choices=ENGINES, default="transformers")
     ns = parser.parse_args(argv)
     try:
-        serve(ns.model, ns.host, ns.port, ns.device, ns.served_model_name)
+        serve(ns.model, ns.host, ns.port, ns.device, ns.served_model_name, ns.engine)
     except MindForgeError as exc:  # HubUnreachableError, ModelSpecError
         print(exc, file=sys.stderr)
         return 2

@@ -29,3 +29,10 @@ def test_missing_model_directory_exits_2(tmp_path) -> None:
 def test_directory_without_config_exits_2(tmp_path) -> None:
     result = CliRunner().invoke(app, ["serve", "--model", str(tmp_path)])
     assert result.exit_code == 2 and "not a Hugging Face model directory (no config.json)" in result.output
+
+
+def test_llamacpp_engine_needs_a_gguf_file_and_unknown_engines_are_refused() -> None:
+    result = CliRunner().invoke(app, ["serve", "--engine", "llamacpp", "--model", "tiny", "--port", "0"])
+    assert result.exit_code == 2 and "--engine llamacpp serves a GGUF file; --model 'tiny' is not one" in result.output
+    result = CliRunner().invoke(app, ["serve", "--engine", "vllm", "--model", "tiny", "--port", "0"])
+    assert result.exit_code == 2 and "unknown engine 'vllm' (choose transformers, llamacpp)" in result.output
