@@ -30,11 +30,13 @@ from mindforge.payloads import (
     HandOffInput,
     HandOffResult,
     PlanPromotionInput,
+    PlanTrialsResult,
     PromotionPlan,
     RecordUpdateInput,
     RegisterAdapterInput,
     RegisterAdapterResult,
     SelectTrajectoriesResult,
+    TrialSpec,
     TrialStage,
     UpdateInput,
 )
@@ -45,13 +47,13 @@ from mindforge.policy.handoff import (
     versioned_adapter_name,
 )
 from mindforge.store import engine as store_engine
-from mindforge.store import lineages, registry, trials
+from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.models import AdapterRevisionCreate
 from mindforge.trainer.selection import select_groups
 from workers.evaluation_activities import plan_pair_trials, split_records, split_tasks
 
-#: the trial stages training reads (on search-split tasks): base evaluation and search
-TRAINED_STAGES = frozenset({TrialStage.EXPANSION.value, TrialStage.SEARCH.value})
+#: the trial stages training reads (on search-split tasks): base evaluation, search, rollouts
+TRAINED_STAGES = frozenset({TrialStage.EXPANSION.value, TrialStage.SEARCH.value, TrialStage.ROLLOUT.value})
 
 
 def non_retryable_error(exc: Exception) -> ApplicationError:
@@ -97,6 +99,34 @@ class UpdateActivities:
         self.artifact_root = Path(artifact_root)
 
     # ------------------------------------------------------------ orchestration queue
+    @activity.defn(name="plan_rollout_trials")
+    async def plan_rollout_trials(self, inp: UpdateInput) -> PlanTrialsResult:
+        """``update.rollout_attempts`` trials of every search task under the next pair's contract and the parent's adapter.
+
+        Deterministic ids (stage ``rollout``), so a retried workflow runs none twice.
+        """
+
+        def work() -> PlanTrialsResult:
+            contract_hash = inp.successor_contract_hash or inp.contract_hash
+            with store_engine.session_scope(self.engine) as s:
+                tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
+                return PlanTrialsResult(
+                    trials=[
+                        TrialSpec(
+                            trial_id=trials.make_trial_id(
+                                lineage_id=inp.lineage_id, generation_index=inp.generation,
+                                stage=TrialStage.ROLLOUT.value, task_hash=t.id, contract_hash=contract_hash,
+                                adapter=inp.adapter, attempt=a,
+                            ),
+                            task_path=t.path, task_hash=t.id, attempt=a,
+                        )
+                        for t in tasks
+                        for a in range(inp.update.rollout_attempts)
+                    ]
+                )
+
+        return await asyncio.to_thread(work)
+
     @activity.defn(name="select_trajectories")
     async def select_trajectories(self, inp: UpdateInput) -> SelectTrajectoriesResult:
         """Build GRPO groups from the generation's trials; record the counts; name the new revision.
@@ -299,6 +329,7 @@ class UpdateActivities:
     def orchestration_activities(self) -> list[Any]:
         """Activities of the orchestration queue (store and HTTP only)."""
         return [
+            self.plan_rollout_trials,
             self.select_trajectories,
             self.register_adapter,
             self.hand_off_adapter,

@@ -1,6 +1,8 @@
-"""UpdateWorkflow: selection -> training -> validation -> registration -> hand-off -> promotion gate.
+"""UpdateWorkflow: [rollouts] -> selection -> training -> validation -> registration -> hand-off -> promotion gate.
 
-Each step is an activity called by stable name. Training reads search-split trials only,
+Each step is an activity called by stable name. With ``update.rollout_attempts`` the stage
+first rolls the next pair's contract out on the search split (on-policy GRPO groups).
+Training reads search-split trials only,
 and runs with validation on the sandbox queue (Ray tasks; training asks for a GPU when
 the cluster has one and heartbeats step, loss and reward statistics). The candidate pair
 is the new adapter revision plus the successor contract (Expansion's pick, or the
@@ -27,13 +29,16 @@ with workflow.unsafe.imports_passed_through():
         HandOffInput,
         HandOffResult,
         PlanPromotionInput,
+        PlanTrialsResult,
         PromotionPlan,
         RecordUpdateInput,
         RegisterAdapterInput,
         RegisterAdapterResult,
+        RunTrialsInput,
         SelectTrajectoriesResult,
         TrainAdapterInput,
         TrainAdapterResult,
+        TrialStage,
         UpdateInput,
         UpdateOutcome,
         UpdateResult,
@@ -59,6 +64,8 @@ class UpdateWorkflow:
         heartbeat = inp.runtime.heartbeat_timeout_sec
         # the next pair when the new adapter is not promoted: Expansion's contract, the parent's adapter
         kept = PairRef(contract_hash=inp.successor_contract_hash or inp.contract_hash, adapter=inp.adapter)
+        if inp.update.rollout_attempts:
+            await self._rollouts(inp, kept)
         sel: SelectTrajectoriesResult = await o.store_activity(o.SELECT_TRAJECTORIES, inp, SelectTrajectoriesResult)
         counts = {"selected_groups": sel.report.kept_groups, "selected_trials": sel.report.kept_trials}
         if not sel.report.groups:
@@ -120,6 +127,24 @@ class UpdateWorkflow:
         outcome = UpdateOutcome.PROMOTED if decision.promoted else UpdateOutcome.NOT_PROMOTED
         record = self._record(inp, outcome, successor if decision.promoted else kept)
         return await self._finish(record, counts, adapter_revision_id=reg.adapter_revision_id, promotion=decision)
+
+    async def _rollouts(self, inp: UpdateInput, pair: PairRef) -> None:
+        """On-policy rollouts of the next pair's contract on the search split (GRPO groups)."""
+        plan: PlanTrialsResult = await o.store_activity(o.PLAN_ROLLOUT_TRIALS, inp, PlanTrialsResult)
+        size = inp.runtime.trial_batch_size
+        await asyncio.gather(
+            *(
+                o.run_trials(
+                    RunTrialsInput(
+                        lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.ROLLOUT,
+                        contract_hash=pair.contract_hash, adapter=pair.adapter, policy_url=inp.runtime.policy_url,
+                        trials=plan.trials[i : i + size],
+                    ),
+                    inp.runtime.heartbeat_timeout_sec,
+                )
+                for i in range(0, len(plan.trials), size)
+            )
+        )
 
     async def _promotion(self, inp: UpdateInput, without: PairRef, with_adapter: PairRef) -> PromotionDecision:
         """Run both pairs on the selection split (same tasks and attempts), then decide."""

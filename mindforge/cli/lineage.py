@@ -82,7 +82,7 @@ def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
 
 def build_spec(
     name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
-    search_attempts=None, audit_judge=False,
+    search_attempts=None, audit_judge=False, rollout_attempts=0,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
@@ -137,7 +137,7 @@ def build_spec(
         stages=stage_list,
         runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=batch_size),
         expansion=ExpansionSpec(attempts=attempts, audit_judge=audit_judge, search=search),
-        update=UpdateSpec(base_model_path=base_model_path),
+        update=UpdateSpec(base_model_path=base_model_path, rollout_attempts=rollout_attempts),
         evaluation=EvaluationSpec(splits=splits, seed=seed),
     )
 
@@ -221,6 +221,10 @@ def start(
     audit_judge: bool = typer.Option(
         False, "--audit-judge", help="Ask the policy model to judge failures the audit rules cannot decide."
     ),
+    rollout_attempts: int = typer.Option(
+        0, "--rollout-attempts", min=0,
+        help="Update: trials per search task under the next pair's contract before training (GRPO groups; 0: none).",
+    ),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
 ) -> None:
     """Start a lineage and print its Temporal Web UI link."""
@@ -230,7 +234,7 @@ def start(
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     spec = build_spec(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
-        search_attempts, audit_judge,
+        search_attempts, audit_judge, rollout_attempts,
     )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")

@@ -2,9 +2,17 @@
 
 Brings the dev stack up, serves the policy (the embedded server, unless ``--policy-url``
 points at one that runs already, e.g. vLLM), runs a worker, starts a one-generation
-lineage on a few bundled tasks, waits for it with progress, and prints where the results
-and the Temporal Web UI are. The worker and the policy server it started are stopped at
-the end; Temporal, Ray and Docker stay up (``mindforge dev down`` stops them).
+lineage on a subset of the micro task suite (``tasks/micro``), waits for it with
+progress, and prints what the generation found - the base contract's success rate,
+search-set coverage, the successor chosen on the selection split, the Update's outcome
+and the sealed lift with its interval - and where the report, the artifacts and the
+Temporal Web UI are. The worker and the policy server it started are stopped at the end;
+Temporal, Ray and Docker stay up (``mindforge dev down`` stops them).
+
+By default the model is SmolLM2-135M-Instruct (``--model smollm2``, bundled as a GGUF
+file) served by llama.cpp for generation, while the Update stage trains its LoRA adapter
+on the same weights with transformers + PEFT; ``--model tiny`` is a one-minute smoke run
+on random weights that exercises the loop and solves nothing.
 """
 
 from __future__ import annotations
@@ -25,14 +33,32 @@ from mindforge.settings import REPO_ROOT
 
 console = make_console()
 
-DEFAULT_TASKS = ["log-5xx-report", "fix-invoice-totals", "sqlite-revenue-report", "jsonl-to-csv"]
+#: the main job's tasks: four skill categories of tasks/micro, five each (20 tasks: with
+#: --selection 0.25 --sealed 0.25, five selection and five sealed tasks, ten to search)
+MAIN_JOB_TASKS = [
+    # files
+    "make-directory", "write-hello-file", "copy-file", "rename-file", "create-empty-file",
+    # text
+    "first-lines", "last-lines", "sort-names", "uppercase-text", "grep-error-lines",
+    # counting
+    "count-lines", "count-words", "count-files", "count-matching-lines", "count-unique-lines",
+    # permissions
+    "make-executable", "private-key-mode", "directory-mode", "remove-group-write", "change-owner",
+]  # fmt: skip
 
 
 def quickstart_command(
     model: str = typer.Option(
-        "tiny", "--model",
-        help="Model for the embedded policy server and the Update stage: 'tiny' (offline, random weights), 'smollm2' "
-        "(bundled SmolLM2-135M-Instruct), a local .gguf file, a model directory or a hub id.",
+        "smollm2", "--model",
+        help="Model for the embedded policy server and the Update stage: 'smollm2' (bundled SmolLM2-135M-Instruct), "
+        "'tiny' (offline random weights: a smoke run that solves nothing), a local .gguf file, a model directory "
+        "or a hub id.",
+    ),
+    engine: str = typer.Option(
+        "auto", "--engine",
+        help="Generation engine of the embedded server: 'llamacpp' (a GGUF model on llama.cpp), 'transformers', "
+        "or 'auto' (llamacpp for a GGUF model when llama-cpp-python is installed, else transformers). Training "
+        "always runs on transformers + PEFT.",
     ),
     contract: Path = typer.Option(
         None,
@@ -40,22 +66,25 @@ def quickstart_command(
         help="Root HCP contract; default tiny.toml / smollm2.toml for those models, else baseline.toml.",
     ),
     policy_url: str = typer.Option(None, "--policy-url", help="Use this running endpoint (e.g. vLLM) instead of the embedded server."),
-    tasks: list[Path] = typer.Option(None, "--tasks", help="Tasks to run (default: three bundled tasks)."),
+    tasks: list[Path] = typer.Option(None, "--tasks", help="Tasks to run (default: 20 tasks of tasks/micro)."),
     name: str = typer.Option(None, "--name", help="Lineage name (default quickstart-<time>)."),
     generations: int = typer.Option(1, "--generations", min=1),
-    attempts: int = typer.Option(2, "--attempts", min=1),
+    attempts: int = typer.Option(2, "--attempts", min=1, help="Base-evaluation trials per search task."),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
-    selection: float = typer.Option(0.2, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split (decisions)."),
-    sealed: float = typer.Option(0.2, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split (the reported lift)."),
+    selection: float = typer.Option(0.25, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split (decisions)."),
+    sealed: float = typer.Option(0.25, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split (the reported lift)."),
     min_split_tasks: int = typer.Option(5, "--min-split-tasks", min=0, help="Fewest tasks each split must hold."),
     allow_small_splits: bool = typer.Option(
         False, "--allow-small-splits", help="Run even with a split below the minimum (the report flags it)."
     ),
-    search_attempts: int = typer.Option(16, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."),
+    search_attempts: int = typer.Option(64, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."),
+    rollout_attempts: int = typer.Option(
+        4, "--rollout-attempts", min=0,
+        help="Update: trials per search task under the chosen contract before training (GRPO groups; 0: none).",
+    ),
 ) -> None:
-    """Run one generation of a lineage end to end on this machine."""
+    """Run one generation of a lineage end to end on this machine and print what it found."""
     from mindforge.cli.lineage import (
-        _print_store_status,
         build_spec,
         split_config,
         start_lineage,
@@ -70,6 +99,7 @@ def quickstart_command(
 
     # SIGTERM runs the clean-up below (worker and policy server stopped), as Ctrl-C does
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.monotonic()
     settings = get_settings()
     dev_up(settings, say=lambda m: console.print(f"[dim]{m}[/]"))
     get_settings.cache_clear()
@@ -77,6 +107,7 @@ def quickstart_command(
     # the embedded server's model, resolved once here (a GGUF file is converted now): the
     # server and the trainer reuse the copy; with --policy-url the contract's model.id rules
     resolved = None if policy_url else resolve_model(model)
+    engine = _engine(engine, resolved) if resolved is not None else "external"
     shipped = bundled_contract(resolved.name if resolved else model) or "baseline.toml"
     contract = contract or REPO_ROOT / "hcp_contracts" / shipped
     hcp = load_contract(contract)
@@ -84,19 +115,28 @@ def quickstart_command(
         raise InputError(
             contract, "model.id", f"is {hcp.model.id!r} but the embedded server will serve {resolved.name!r}"
         )
-    task_paths = tasks or [REPO_ROOT / "tasks" / t for t in DEFAULT_TASKS]
+    task_paths = tasks or [REPO_ROOT / "tasks" / "micro" / t for t in MAIN_JOB_TASKS]
     name = name or f"quickstart-{time.strftime('%Y%m%d-%H%M%S')}"
+    splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
+    # checks the pool's splits before anything starts
+    spec = build_spec(
+        name, task_paths, contract, generations, attempts, splits, 0, policy_url, stages, 16,
+        base_model=resolved.spec if resolved else None, search_attempts=search_attempts,
+        rollout_attempts=rollout_attempts,
+    )
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     server = None
     worker = None
     try:
         if not policy_url:
-            console.print(f"serving {model} as {resolved.name} (log {logs / 'policy.log'}) ...")
+            console.print(f"serving {model} as {resolved.name} on {engine} (log {logs / 'policy.log'}) ...")
             server = PolicyServerProcess(
-                "mindforge.policy.server", ["--model", model], log_path=logs / "policy.log", ready_timeout_sec=600
+                "mindforge.policy.server", ["--model", model, "--engine", engine], log_path=logs / "policy.log",
+                ready_timeout_sec=600,
             ).start()
             policy_url = server.base_url
+        spec.runtime.policy_url = policy_url
         console.print(f"policy endpoint {policy_url}")
         worker_log = logs / f"worker-{name}.log"
         worker = subprocess.Popen(
@@ -105,18 +145,16 @@ def quickstart_command(
             stderr=subprocess.STDOUT,
             env={**os.environ},
         )
-        splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
-        spec = build_spec(
-            name, task_paths, contract, generations, attempts, splits, 0, policy_url, stages, 16,
-            base_model=resolved.spec if resolved else None, search_attempts=search_attempts,
-        )
         wid = asyncio.run(start_lineage(spec, settings))
         console.print(f"started lineage [bold]{name}[/]\nWeb UI: {ui_link(settings, wid)}")
         final = asyncio.run(wait_lineage(settings, wid, worker=worker, worker_log=worker_log))
         console.print(f"lineage {name}: {final.get('state')}")
-        _print_store_status(name)
-        console.print(f"artifacts: {settings.artifacts / 'runs'}\nstore: {settings.db_url}")
-        _report(name)
+        page = _report(name)
+        _print_results(name)
+        console.print(
+            f"report: {page}\nartifacts: {settings.artifacts / 'runs'}\nstore: {settings.db_url}\n"
+            f"Web UI: {ui_link(settings, wid)}\nwall time {time.monotonic() - started:.0f} s"
+        )
     finally:
         if worker and worker.poll() is None:
             worker.terminate()
@@ -125,11 +163,48 @@ def quickstart_command(
             server.stop()
 
 
-def _report(name: str) -> None:
-    """Write the lineage's HTML report and say where it is."""
-    from mindforge.cli.report import report_command
+def _engine(choice: str, resolved) -> str:
+    """The embedded server's engine: ``auto`` picks llama.cpp for a GGUF model when it is installed.
 
-    report_command(name, "html", None)
+    Raises:
+        InputError: an unknown choice, or ``llamacpp`` for a model without a GGUF file or
+            without the ``llamacpp`` extra installed.
+    """
+    import importlib.util
+
+    have_llamacpp = importlib.util.find_spec("llama_cpp") is not None
+    if choice == "auto":
+        return "llamacpp" if resolved.gguf_path and have_llamacpp else "transformers"
+    if choice not in ("llamacpp", "transformers"):
+        raise InputError("--engine", "engine", f"unknown engine {choice!r}; choose auto, llamacpp or transformers")
+    if choice == "llamacpp" and not resolved.gguf_path:
+        raise InputError("--engine", "engine", f"llamacpp serves a GGUF file; --model {resolved.spec!r} has none")
+    if choice == "llamacpp" and not have_llamacpp:
+        raise InputError("--engine", "engine", "llama-cpp-python is not installed: pip install -e '.[llamacpp]'")
+    return choice
+
+
+def _report(name: str) -> Path:
+    """Write the lineage's HTML report; returns its path."""
+    from mindforge.cli.report import write_report
+
+    return write_report(name, "html")
+
+
+def _print_results(name: str) -> None:
+    """What the generation(s) found, each figure under its own name (see :func:`mindforge.cli.results.results_lines`)."""
+    from mindforge.cli.results import results_lines
+    from mindforge.settings import get_settings
+    from mindforge.store import engine as se
+    from mindforge.store import lineages
+
+    eng = se.init_db(get_settings().db_url)
+    with se.session_scope(eng) as s:
+        lin = lineages.get_lineage(session=s, lineage_id=name)
+        if lin is None:
+            raise InputError("lineage", "name", f"no lineage {name!r} in the store")
+        for line in results_lines(s, lin.id):
+            console.print(line, highlight=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

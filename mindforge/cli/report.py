@@ -19,18 +19,31 @@ def report_command(
         typer.Option("--out", "-o", help="Output file; default: html under the artifact root, md/json to stdout."),
     ] = None,
 ) -> None:
-    """Write a lineage report: coverage curve, best single contract vs adaptive search, audits, spend, lineage.
+    """Write a lineage report: splits, search-set coverage, selection decisions, sealed lift, audits, spend.
 
     Raises:
         InputError: an unknown format or lineage (printed as one line by ``mindforge``).
+    """
+    if out is None and format != "html":
+        typer.echo(render_lineage_report(lineage, format), nl=False)
+        return
+    path = write_report(lineage, format, out)
+    make_console(stderr=True).print(f"report written to {path}", highlight=False)
+
+
+def render_lineage_report(lineage: str, fmt: str) -> str:
+    """A lineage's report as text (``html``, ``md`` or ``json``), from the settings' store.
+
+    Raises:
+        InputError: an unknown format or lineage.
     """
     from mindforge.reports import FORMATS, gather_report_data, render_report
     from mindforge.settings import get_settings
     from mindforge.store import init_db, session_scope
     from mindforge.store.errors import NotFoundError
 
-    if format not in FORMATS:
-        raise InputError("--format", "format", f"{format!r} is not one of {', '.join(FORMATS)}")
+    if fmt not in FORMATS:
+        raise InputError("--format", "format", f"{fmt!r} is not one of {', '.join(FORMATS)}")
     settings = get_settings()
     engine = init_db(settings.db_url)
     try:
@@ -40,11 +53,19 @@ def report_command(
         raise InputError(settings.db_url, "LINEAGE", f"no lineage named or with id {lineage!r}") from None
     finally:
         engine.dispose()
-    text = render_report(data, format)
-    if out is None and format != "html":
-        typer.echo(text, nl=False)
-        return
-    path = out or settings.artifacts / "reports" / f"{data.lineage_name}.html"
+    return render_report(data, fmt)
+
+
+def write_report(lineage: str, fmt: str = "html", out: Path | None = None) -> Path:
+    """Write a lineage's report to ``out`` (default ``<artifacts>/reports/<lineage>.<fmt>``); returns the path.
+
+    Raises:
+        InputError: an unknown format or lineage.
+    """
+    from mindforge.settings import get_settings
+
+    text = render_lineage_report(lineage, fmt)
+    path = out or get_settings().artifacts / "reports" / f"{lineage}.{fmt}"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    make_console(stderr=True).print(f"report written to {path}", highlight=False)
+    return path

@@ -30,13 +30,15 @@ class Stage(StrEnum):
 class TrialStage(StrEnum):
     """Where a stored trial ran (its ``stage``); the split of its task follows from it.
 
-    ``expansion`` and ``search`` trials run on search tasks; ``selection`` trials run on
-    selection tasks and feed decisions only (successor contract, adapter promotion);
-    ``sealed`` trials run on sealed tasks and feed the reported lift only.
+    ``expansion``, ``search`` and ``rollout`` trials run on search tasks (the last are the
+    Update's rollouts of the next pair's contract, for GRPO groups); ``selection`` trials
+    run on selection tasks and feed decisions only (successor contract, adapter
+    promotion); ``sealed`` trials run on sealed tasks and feed the reported lift only.
     """
 
     EXPANSION = "expansion"
     SEARCH = "search"
+    ROLLOUT = "rollout"
     SELECTION = "selection"
     SEALED = "sealed"
 
@@ -117,6 +119,11 @@ class UpdateSpec(BaseModel):
             policy endpoint, which always gets it.
         promotion_min_lift: the least selection lift (reward units) that promotes a new
             adapter revision into the next generation's pair.
+        rollout_attempts: before selection, run this many trials of every search task
+            under the next pair's contract (Expansion's successor, or the parent's) with
+            the parent's adapter, so GRPO groups hold on-policy attempts with contrast
+            (GRPO samples a group per prompt from the policy being trained; DeepSeekMath,
+            Shao et al. 2024); 0 = train on the Expansion and search trials only.
     """
 
     base_model_path: str | None = None
@@ -126,6 +133,7 @@ class UpdateSpec(BaseModel):
     max_trials_per_group: int = Field(default=16, ge=2)
     serving_urls: list[str] = Field(default_factory=list)
     promotion_min_lift: float = 0.0
+    rollout_attempts: int = Field(default=0, ge=0)
 
 
 class EvaluationSpec(BaseModel):

@@ -42,7 +42,11 @@ from mindforge.policy.completion import (
     unknown_model,
 )
 from mindforge.policy.prefix_cache import PrefixCache, supports_prefix_cache
-from mindforge.policy.protocol import AdapterRegistry, ChatCompletionRequest, adapter_sha256
+from mindforge.policy.protocol import (
+    AdapterRegistry,
+    ChatCompletionRequest,
+    adapter_sha256,
+)
 
 __all__ = ["PolicyEngine", "PolicyRequestError", "resolve_device"]
 

@@ -53,7 +53,11 @@ from mindforge.policy.completion import (
     unknown_model,
 )
 from mindforge.policy.gguf_lora import AdapterConversionError, peft_to_gguf_lora
-from mindforge.policy.protocol import AdapterRegistry, ChatCompletionRequest, adapter_sha256
+from mindforge.policy.protocol import (
+    AdapterRegistry,
+    ChatCompletionRequest,
+    adapter_sha256,
+)
 
 
 @dataclass

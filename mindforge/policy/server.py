@@ -18,6 +18,7 @@ vLLM without touching the callers.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI

@@ -39,6 +39,10 @@ from mindforge.store.errors import NotFoundError
 from mindforge.trials.record import utcnow
 
 
+#: trial stages that make up search-set coverage
+COVERAGE_STAGES = frozenset({"expansion", "search"})
+
+
 class ContractInfo(BaseModel):
     """A contract in the lineage: identity, parent, edit and diff against the parent.
 
@@ -267,7 +271,12 @@ def _is_model(trial: Trial) -> bool:
 
 
 def _coverage(index: int, base: str | None, trials: list[Trial], splits: dict[str, PoolSplit]) -> GenerationCoverage:
-    rows = [t for t in trials if _is_model(t) and splits.get(t.task_hash, PoolSplit.SEARCH) == PoolSplit.SEARCH]
+    # the base evaluation and the search's own trials: the Update's rollouts of the chosen
+    # contract run on search tasks too, but they are training data, not search coverage
+    rows = [
+        t for t in trials
+        if _is_model(t) and t.stage in COVERAGE_STAGES and splits.get(t.task_hash, PoolSplit.SEARCH) == PoolSplit.SEARCH
+    ]
     rows.sort(key=lambda t: (t.started_at, t.trial_id))
     records = [t.to_record() for t in rows]
     ledger = Ledger.from_records(records)

@@ -124,13 +124,13 @@ def _summary(data: ReportData) -> Section:
     else:
         s.text("No model trials recorded yet.")
     for ev in data.evidence:
-        s.text(f"Generation {ev.index}: sealed lift {_sealed_text(ev.sealed_lift, ev.sealed_lift_reason)}.")
+        s.text(f"Generation {ev.index}: sealed lift {sealed_text(ev.sealed_lift, ev.sealed_lift_reason)}.")
     if data.split_warnings:
         s.text("Small splits (started with --allow-small-splits): " + "; ".join(data.split_warnings) + ".")
     return s
 
 
-def _sealed_text(lift: dict | None, reason: str = "") -> str:
+def sealed_text(lift: dict | None, reason: str = "") -> str:
     """A reported lift as ``+0.200 (95% CI -0.100..+0.500) on N tasks, M trials``, or the reason there is none."""
     if not lift or lift.get("mean") is None:
         return f"not measured ({reason or 'no figure'})"
@@ -376,7 +376,7 @@ def _sealed(data: ReportData, with_plots: bool) -> Section:
         "on the sealed split, mean reward difference with a 95% bootstrap interval clustered by task."
     )
     rows = [
-        [ev.index, _sealed_text(ev.sealed_lift, ev.sealed_lift_reason), _sealed_text(ev.sealed_lift_vs_root, "generation 0")]
+        [ev.index, sealed_text(ev.sealed_lift, ev.sealed_lift_reason), sealed_text(ev.sealed_lift_vs_root, "generation 0")]
         for ev in data.evidence
     ]
     s.table(["generation", "sealed lift over parent", "sealed lift over generation 0"], rows)

@@ -47,6 +47,9 @@ from mindforge.search.state import SearchConfig, SearchState
 REFINE_PER_CLUSTER = 8
 #: stepping stones (progress without a pass) refined per cluster and step
 STEPPING_STONES_PER_CLUSTER = 2
+#: how much an attempt that made progress (past the harness failure, not passing) counts
+#: for the candidates that extend it, relative to a success
+PROGRESS_CREDIT = 0.5
 
 
 class Arms:
@@ -178,7 +181,9 @@ def _posterior(ctx: _Context, task: int, cand: Candidate, index: int | None) -> 
     the cell's own attempts (weight 1), the candidate's attempts on other tasks of the same
     cluster (``cluster_weight``) and of other clusters (``global_weight``), and, at half
     those weights, the successes of candidates whose edits are a subset of its edits (a
-    composed candidate inherits its parts' wins).
+    composed candidate inherits its parts' wins) and their progress at
+    :data:`PROGRESS_CREDIT` (a refined stepping stone inherits the evidence that its base
+    got past the harness failure).
     """
     state, config = ctx.state, ctx.state.config
     cluster = state.tasks[task].cluster
@@ -198,9 +203,11 @@ def _posterior(ctx: _Context, task: int, cand: Candidate, index: int | None) -> 
     for sub in subs:
         if sub == index:
             continue
-        for where, (_usable, wins, _progress) in ctx.evidence.get(sub, {}).items():
+        for where, (_usable, wins, progress) in ctx.evidence.get(sub, {}).items():
             weight = config.cluster_weight if where == cluster else config.global_weight
-            alpha += 0.5 * weight * wins
+            # a part's wins, and (at half weight) the attempts where it got past the harness
+            # failure without passing: a refined stepping stone is worth trying early
+            alpha += 0.5 * weight * (wins + PROGRESS_CREDIT * progress)
     return alpha, max(beta, 1e-6)
 
 

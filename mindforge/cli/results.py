@@ -1,0 +1,124 @@
+"""What a lineage's generations found, as plain lines: each figure under its own name.
+
+``mindforge quickstart`` prints these after the lineage ends. The three kinds of
+evidence stay apart (DESIGN.md, "Three splits"): the base evaluation and the search-set
+coverage (search split; coverage is an upper bound across contracts, not skill), the
+decisions (selection split), and the sealed lift with its interval and counts. Everything
+comes from :func:`mindforge.reports.gather_report_data`, the report's own numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session
+
+from mindforge.reports import ReportData, gather_report_data
+from mindforge.reports.sections import sealed_text
+
+
+def _rate(part: int, whole: int) -> str:
+    return f"{part}/{whole}" + (f" ({100 * part / whole:.0f}%)" if whole else "")
+
+
+def _discovery(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return None
+    reasons: dict[str, int] = {}
+    for r in record.get("rejected", []):
+        reasons[r.get("reason", "?")] = reasons.get(r.get("reason", "?"), 0) + 1
+    why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "-"
+    return (
+        f"  Discovery: asked for {record.get('requested', 0)}, proposed {record.get('proposed', 0)}, "
+        f"admitted {len(record.get('admitted', []))}; rejected by reason: {why}"
+    )
+
+
+def _base(data: ReportData, index: int) -> list[str]:
+    cov = next((c for c in data.coverage if c.index == index), None)
+    if cov is None:
+        return ["  base evaluation: no model trials on the search split"]
+    base = cov.matrix
+    wins = sum(cells.get(cov.base_contract or "", [0, 0, 0])[0] for cells in base.values())
+    usable = sum(cells.get(cov.base_contract or "", [0, 0, 0])[1] for cells in base.values())
+    best = data.contract_ref(cov.failing_single_contract)
+    edit = data.contract_edit(cov.failing_single_contract) or "-"
+    return [
+        f"  base contract {data.contract_ref(cov.base_contract)}: solved {_rate(cov.base_solved, cov.summary.tasks)} "
+        f"search tasks; {_rate(wins, usable)} of its trials passed",
+        f"  search-set coverage of the {cov.failing} tasks it failed: adaptive search {cov.failing_covered} "
+        f"(cumulative), best single contract {cov.failing_single} ({best}: {edit}); an upper bound on the searched "
+        "tasks, not skill",
+    ]
+
+
+def _decisions(data: ReportData, decisions: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for d in decisions:
+        if d["kind"] == "successor_contract":
+            verb = "promoted" if d.get("promoted") else "kept"
+            out.append(
+                f"  successor contract (decided on {d.get('decided_on')}, {len(d.get('trial_ids') or [])} trials): "
+                f"{verb} {data.contract_ref(d.get('contract_hash'))} - {d.get('reason', '')}"
+            )
+        else:
+            out.append(
+                f"  adapter promotion (decided on {d.get('decided_on')}, {len(d.get('trial_ids') or [])} trials): "
+                f"{'promoted' if d.get('promoted') else 'not promoted'} - {d.get('reason', '')}"
+            )
+    return out
+
+
+def _update(record: dict[str, Any]) -> list[str]:
+    update = record.get("update") or {}
+    if not update:
+        return []
+    sel = update.get("selection") or {}
+    lines = [
+        f"  Update: {update.get('outcome', '?')}; selection kept {sel.get('kept_groups', 0)} group(s), "
+        f"{sel.get('kept_trials', 0)} trials with contrast"
+        + (f" ({update['reason']})" if update.get("reason") else "")
+    ]
+    adapter = update.get("adapter")
+    if adapter:
+        training = update.get("training") or {}
+        handoff = ", ".join(h.get("load", "?") for h in update.get("handoff") or []) or "-"
+        lines.append(
+            f"  adapter {adapter.get('name')} (rank {adapter.get('rank')}): trained on {adapter.get('trials')} trials "
+            f"in {training.get('steps', '?')} steps, validated (max |logit diff| {adapter.get('max_abs_logit_diff', 0):.3g}), "
+            f"registered, hand-off: {handoff}"
+        )
+    if update.get("validation"):
+        lines.append(f"  validation rejected it: {update['validation'].get('message', '')}")
+    return lines
+
+
+def results_lines(session: Session, lineage_id: str) -> list[str]:
+    """Lines describing each generation of a lineage: splits, base evaluation, coverage, decisions, Update, sealed lift.
+
+    Args:
+        session: an open store session.
+        lineage_id: the lineage's id or name.
+
+    Raises:
+        NotFoundError: no such lineage.
+    """
+    data = gather_report_data(session, lineage_id)
+    lines = [f"lineage {data.lineage_name}: {data.status}"]
+    if data.split_warnings:
+        lines.append("  flagged: " + "; ".join(data.split_warnings))
+    for g, ev in zip(data.generations, data.evidence, strict=True):
+        splits = ev.splits
+        lines.append(
+            f"generation {g['index']} ({g['status']}): tasks search {splits.get('search', 0)} / "
+            f"selection {splits.get('selection', 0)} / sealed {splits.get('sealed', 0)}"
+        )
+        if (line := _discovery(data.discovery.get(g["index"]))) is not None:
+            lines.append(line)
+        lines += _base(data, g["index"])
+        lines += _decisions(data, ev.decisions)
+        lines += _update(g["record"])
+        lines.append(f"  sealed lift over the parent pair: {sealed_text(ev.sealed_lift, ev.sealed_lift_reason)}")
+        if ev.sealed_lift_vs_root:
+            lines.append(f"  sealed lift over generation 0: {sealed_text(ev.sealed_lift_vs_root)}")
+    return lines
