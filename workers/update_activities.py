@@ -103,12 +103,28 @@ class UpdateActivities:
     async def plan_rollout_trials(self, inp: UpdateInput) -> PlanTrialsResult:
         """``update.rollout_attempts`` trials of every search task under the next pair's contract and the parent's adapter.
 
+        None when that contract passed no search-split trial this generation (base
+        evaluation or search): its rollouts could not hold a group with contrast.
         Deterministic ids (stage ``rollout``), so a retried workflow runs none twice.
         """
 
         def work() -> PlanTrialsResult:
             contract_hash = inp.successor_contract_hash or inp.contract_hash
             with store_engine.session_scope(self.engine) as s:
+                search_stages = (TrialStage.EXPANSION.value, TrialStage.SEARCH.value)
+                passed = [
+                    r for r in trials.list_trials(
+                        session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
+                        contract_hash=contract_hash, passed=True,
+                    )
+                    if r.stage in search_stages
+                ]
+                if not passed:
+                    merge_update_record(
+                        s, inp.lineage_id, inp.generation,
+                        {"rollouts": "skipped: the next pair's contract passed no search trial this generation"},
+                    )
+                    return PlanTrialsResult()
                 tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
                 return PlanTrialsResult(
                     trials=[

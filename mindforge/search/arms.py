@@ -260,17 +260,22 @@ def _singles_tried(
     or more), or all single edits when it relates to none. Composed and refined
     candidates are only tried on a task after that: they are for tasks that one fitting
     edit did not solve. With ``top_only`` only the best-fitting singles (the highest
-    affinity level) count: refined stepping stones wait for those alone.
+    affinity level) count, and an attempt on any task of the task's cluster counts:
+    refined stepping stones wait for those alone - the tasks of a cluster failed the
+    same way, so trying every best-fitting edit on each of them first would spend the
+    budget before any stepping stone is refined.
     """
     table = ctx.tables[task]
     singles = [(p, c) for p, c in enumerate(all_arms) if len(c.edits) == 1]
     levels = {p: affinity(table, ctx.arm(c)[0]) for p, c in singles}
     top = max(levels.values(), default=0)
     floor = top if top_only else (1 if top >= 1 else 0)
+    cluster = ctx.state.tasks[task].cluster
+    peers = [t for t, entry in enumerate(ctx.state.tasks) if entry.cluster == cluster] if top_only else [task]
     for position, _cand in singles:
         if levels[position] < floor:
             continue
-        if position >= existing or ctx.state.cell(task, position).attempts == 0:
+        if position >= existing or all(ctx.state.cell(t, position).attempts == 0 for t in peers):
             return False
     return True
 
