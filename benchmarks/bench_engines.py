@@ -130,7 +130,7 @@ def measure_engines(gguf: Path | None = None, *, max_tokens: int = 64, rounds: i
     configs[f"llamacpp 1 slot x {cpus} thr"] = (LlamaCppEngine(gguf, served_name="m", slots=1, n_threads=cpus), None, None)
     samples: dict[str, dict[str, list[float]]] = {k: {} for k in configs}
     try:
-        for label, (engine, threads, cold) in configs.items():
+        for engine, threads, _cold in configs.values():
             _set_torch_threads(threads)
             tokens_per_sec(engine, "m", 2, 8)  # warm-up
         for _ in range(rounds):

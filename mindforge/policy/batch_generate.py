@@ -116,7 +116,7 @@ def row_logprobs(logits: Sequence[torch.Tensor], row: int, completion: Sequence[
     if not k:
         return [(lp, []) for lp in chosen]
     vals, idx = torch.topk(steps, k, dim=-1)
-    return [(lp, list(zip(i, v))) for lp, i, v in zip(chosen, idx.tolist(), vals.tolist())]
+    return [(lp, list(zip(i, v, strict=True))) for lp, i, v in zip(chosen, idx.tolist(), vals.tolist(), strict=True)]
 
 
 def generate_rows(

@@ -253,7 +253,7 @@ class PolicyEngine:
                 device=self.device,
                 prefix_cache=self.prefix_cache,
             )
-        for i, res in zip(live, results):
+        for i, res in zip(live, results, strict=True):
             job = jobs[i]
             out[i] = reply_body(
                 job.req,

@@ -43,7 +43,7 @@ class _Entry:
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):  # the shorter list bounds the common prefix
         if x != y:
             break
         n += 1
@@ -127,14 +127,14 @@ def batch_cache(rows: Sequence[tuple[Layers | None, int]], prompt_lens: Sequence
     """
     width = max(prompt_lens)
     pads = [width - n for n in prompt_lens]
-    cols = min(a + c for a, (_, c) in zip(pads, rows))
+    cols = min(a + c for a, (_, c) in zip(pads, rows, strict=True))
     template = next((layers for layers, c in rows if layers is not None), None)
     if cols <= 0 or template is None:
         return None, 0
     data = []
     for layer_idx, (k0, _) in enumerate(template):
         keys, values = [], []
-        for a, (layers, _) in zip(pads, rows):
+        for a, (layers, _) in zip(pads, rows, strict=True):
             real = cols - a
             k_pad = k0.new_zeros((1, k0.shape[1], cols - max(real, 0), k0.shape[3]))
             if real > 0:
