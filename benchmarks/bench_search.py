@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         "adaptive, no audits": lambda s: SearchConfig(seed=s, use_audits=False),
         "random": lambda s: SearchConfig(seed=s, strategy="random"),
     }
-    print(f"{len(tasks)} tasks ({len(failing)} failing under the base), {len(set(t.kind for t in tasks))} unlock kinds, "
+    print(f"{len(tasks)} tasks ({len(failing)} failing under the base), "
+          f"{len(set(t.kind for t in tasks))} unlock kinds, "
           f"p = {args.p}, {args.seeds} seeds, edit space {len(operator_edits(root))} single edits")  # fmt: skip
     print(f"best single contract: {single_key} (unlocks {single_unlocks}/{len(tasks)} tasks)\n")
     full: dict[str, list[int | None]] = {}
@@ -189,10 +190,12 @@ def main(argv: list[str] | None = None) -> int:
         ratios = [a / r for a, r in zip(adaptive, rand, strict=True)]
         mean_ratio = statistics.mean(adaptive) / statistics.mean(rand)
         print(
-            f"adaptive / random attempts to full coverage: mean {mean_ratio:.3f}; per seed {min(ratios):.3f}..{max(ratios):.3f}"
+            f"adaptive / random attempts to full coverage: mean {mean_ratio:.3f}; "
+            f"per seed {min(ratios):.3f}..{max(ratios):.3f}"
         )
         print(
-            f"target (adaptive needs at most half the attempts of random search): {'met' if max(ratios) <= 0.5 else 'NOT met'}"
+            "target (adaptive needs at most half the attempts of random search): "
+            f"{'met' if max(ratios) <= 0.5 else 'NOT met'}"
         )
         ablation = full["adaptive, no audits"]
         if all(a is not None for a in ablation):

@@ -88,7 +88,8 @@ class DiscoveryActivities:
             solved, failed, classes = set(), set(), {}
             if inp.generation > 0:
                 for r in trials.list_trials(
-                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation - 1, stage=TrialStage.EXPANSION.value
+                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation - 1,
+                    stage=TrialStage.EXPANSION.value,
                 ):
                     (solved if r.reward is not None and r.reward >= 1.0 else failed).add(r.task_id)
                     if r.failure_class:
@@ -180,13 +181,17 @@ class DiscoveryActivities:
                 existing=pool.category_split_counts(session=s, lineage_id=inp.lineage_id, exclude=new),
             )
             record = admission_record(batch, verdicts, config)
-            admitted = admit_to_store(s, inp.lineage_id, inp.generation, record.admitted, artifact_root=self.artifact_root)
+            admitted = admit_to_store(
+                s, inp.lineage_id, inp.generation, record.admitted, artifact_root=self.artifact_root
+            )
             record = record.model_copy(update={"admitted": admitted})
             lineages.update_generation(
-                session=s, lineage_id=inp.lineage_id, index=inp.generation, record={"discovery": record.model_dump(mode="json")}
+                session=s, lineage_id=inp.lineage_id, index=inp.generation,
+                record={"discovery": record.model_dump(mode="json")},
             )
         return DiscoveryResult(
-            requested=record.requested, proposed=record.proposed, admitted=len(record.admitted), rejected=len(record.rejected)
+            requested=record.requested, proposed=record.proposed, admitted=len(record.admitted),
+            rejected=len(record.rejected),
         )
 
     def all(self) -> list[Any]:

@@ -91,10 +91,14 @@ class SearchActivities:
     def _audit_stage(self, inp: AuditTrialsInput) -> AuditTrialsResult:
         stage = inp.stage.value
         with store_engine.session_scope(self.engine) as s:
-            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage)
+            rows = trials.list_trials(
+                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage
+            )
             self._audit_records(s, [r.to_record() for r in rows], inp.judge)
             counts: dict[str, int] = defaultdict(int)
-            for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage):
+            for a in trials.list_audits(
+                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage
+            ):
                 counts[str(a.owner)] += 1
             return AuditTrialsResult(by_owner=dict(counts))
 
@@ -130,7 +134,9 @@ class SearchActivities:
             if result.needs_judge and judge is not None and judge.enabled and contract is not None:
                 url, key = resolve_endpoint(contract, judge.policy_url)
                 model = rec.adapter or contract.model.adapter or contract.model.id
-                result = judge_audit(rec, events, result, base_url=url, model=model, api_key=key, timeout_sec=JUDGE_TIMEOUT_SEC)
+                result = judge_audit(
+                    rec, events, result, base_url=url, model=model, api_key=key, timeout_sec=JUDGE_TIMEOUT_SEC
+                )
             trials.record_audit(session=s, **result.store_fields())
             out[rec.trial_id] = result
         return out
@@ -160,7 +166,9 @@ class SearchActivities:
                 lineages.update_generation(
                     session=s, lineage_id=inp.lineage_id, index=inp.generation, record={"search": {"disabled": True}}
                 )
-            return SearchStartResult(job_id="", running=False, failing_tasks=0, note="search disabled in the lineage spec")
+            return SearchStartResult(
+                job_id="", running=False, failing_tasks=0, note="search disabled in the lineage spec"
+            )
         budget = SearchBudget(max_attempts=b.max_attempts, max_tokens=b.max_tokens, max_wall_sec=b.max_wall_sec)
         with store_engine.session_scope(self.engine) as s:
             job = search_repo.get_search_job(session=s, job_id=job_id)
@@ -266,7 +274,11 @@ class SearchActivities:
             audits = self._audit_records(s, list(records.values()), inp.judge)
             results = StepResults(
                 step=inp.plan.step,
-                results=[cell_result_from_record(records[c.trial_id], c, audits.get(c.trial_id)) for c in cells if c.trial_id in records],
+                results=[
+                    cell_result_from_record(records[c.trial_id], c, audits.get(c.trial_id))
+                    for c in cells
+                    if c.trial_id in records
+                ],
                 prompt_edits=list(inp.plan.prompt_edits),
                 prompt_rejections=inp.plan.prompt_rejections,
                 wall_sec=inp.wall_sec,

@@ -1,4 +1,7 @@
-"""``mindforge report LINEAGE``: the lineage's coverage, audits, spend and contract lineage as HTML, Markdown or JSON."""
+"""``mindforge report LINEAGE``: a lineage's coverage, audits, spend and contract lineage.
+
+The report is written as HTML, Markdown or JSON.
+"""
 
 from __future__ import annotations
 

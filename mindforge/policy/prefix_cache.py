@@ -93,7 +93,10 @@ class PrefixCache:
         return self._entries[best].layers, best_len
 
     def put(self, adapter: str | None, tokens: list[int], layers: Layers) -> None:
-        """Store ``layers`` (states of ``tokens``); entries it extends are dropped, then the oldest past ``max_bytes``."""
+        """Store ``layers`` (states of ``tokens``).
+
+        Entries it extends are dropped, then the oldest past ``max_bytes``.
+        """
         nbytes = sum(k.nbytes + v.nbytes for k, v in layers)
         if nbytes > self.max_bytes or not tokens:
             return
@@ -115,7 +118,9 @@ class PrefixCache:
         self._bytes -= self._entries.pop(key).nbytes
 
 
-def batch_cache(rows: Sequence[tuple[Layers | None, int]], prompt_lens: Sequence[int]) -> tuple[DynamicCache | None, int]:
+def batch_cache(
+    rows: Sequence[tuple[Layers | None, int]], prompt_lens: Sequence[int]
+) -> tuple[DynamicCache | None, int]:
     """One left-padded ``DynamicCache`` for a batch from each row's cached prefix (see the module docstring).
 
     Args:

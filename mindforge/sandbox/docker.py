@@ -303,7 +303,9 @@ class DockerSandbox(Sandbox):
             stream.close()
         duration = time.monotonic() - start
         if expired.is_set():
-            raise InfraError(f"the engine gave no result {timeout_sec + EXEC_GRACE_SEC:g} s into a {timeout_sec:g} s command")
+            raise InfraError(
+                f"the engine gave no result {timeout_sec + EXEC_GRACE_SEC:g} s into a {timeout_sec:g} s command"
+            )
         raw = b"".join(out)
         parsed = parse_exec_output(raw, head_n, tail_n)
         if parsed is None:
