@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from mindforge.agent.endpoint import resolve_endpoint
 from mindforge.evaluation import PairRef, PoolSplit, SuccessorChoice
@@ -157,7 +158,7 @@ class SearchActivities:
         from mindforge.search import init_search, search_tasks_from_audits
         from mindforge.search.allocator import SearchRefused
         from mindforge.search.state import CostEstimate, SearchBudget, SearchConfig
-        from mindforge.store.search_state import commit_state, load_state
+        from mindforge.store.search_state import commit_state, require_state
 
         job_id = f"{inp.lineage_id}-g{inp.generation}-search"
         b = inp.expansion.search
@@ -173,7 +174,7 @@ class SearchActivities:
         with store_engine.session_scope(self.engine) as s:
             job = search_repo.get_search_job(session=s, job_id=job_id)
             if job is not None and job.state:  # started by an earlier attempt of this activity
-                existing = load_state(session=s, job_id=job_id)
+                existing = require_state(session=s, job_id=job_id)
                 return SearchStartResult(job_id=job_id, running=not existing.done, failing_tasks=len(existing.tasks))
             if job is not None and job.stop_reason:  # refused by an earlier attempt
                 return SearchStartResult(job_id=job_id, running=False, failing_tasks=0, note=job.stop_reason)
@@ -188,7 +189,14 @@ class SearchActivities:
                 tokens_per_attempt=sum(r.prompt_tokens + r.completion_tokens for r in real) / max(1, len(real)),
                 wall_sec_per_attempt=sum(r.timings.total_sec for r in real) / max(1, len(real)),
             )
-            root = loads_contract(registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text)
+            row = registry.get_contract(session=s, content_hash=inp.contract_hash)
+            if row is None:
+                raise ApplicationError(
+                    f"contract {inp.contract_hash} is not registered in the store",
+                    type="InputError",
+                    non_retryable=True,
+                )
+            root = loads_contract(row.toml_text)
             search_repo.create_search_job(
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
                 budget=budget.model_dump(exclude_none=True), job_id=job_id,
@@ -215,10 +223,10 @@ class SearchActivities:
     def _plan(self, inp: SearchStepInput) -> SearchPlanResult:
         from mindforge.search import plan_step, propose_prompt_edit
         from mindforge.search.allocator import root_contract
-        from mindforge.store.search_state import load_state, register_candidates
+        from mindforge.store.search_state import register_candidates, require_state
 
         with store_engine.session_scope(self.engine) as s:
-            state = load_state(session=s, job_id=inp.job_id)
+            state = require_state(session=s, job_id=inp.job_id)
             plan = plan_step(state)
             root = root_contract(state)
             register_candidates(session=s, job_id=inp.job_id, root=root, candidates=plan.new_candidates)
@@ -259,10 +267,10 @@ class SearchActivities:
     def _observe(self, inp: SearchObserveInput) -> SearchObserveResult:
         from mindforge.search import cell_result_from_record, observe
         from mindforge.search.state import StepResults
-        from mindforge.store.search_state import commit_state, load_state
+        from mindforge.store.search_state import commit_state, require_state
 
         with store_engine.session_scope(self.engine) as s:
-            state = load_state(session=s, job_id=inp.job_id)
+            state = require_state(session=s, job_id=inp.job_id)
             if state.step != inp.plan.step:
                 return SearchObserveResult(done=state.done)
             cells = inp.plan.cells
@@ -293,13 +301,13 @@ class SearchActivities:
 
         def work() -> None:
             from mindforge.search.summary import search_summary
-            from mindforge.store.search_state import load_state
+            from mindforge.store.search_state import require_state
 
             with store_engine.session_scope(self.engine) as s:
                 job = search_repo.get_search_job(session=s, job_id=inp.job_id)
                 if job is None or not job.state:  # refused or never started: search_start recorded why
                     return
-                state = load_state(session=s, job_id=inp.job_id)
+                state = require_state(session=s, job_id=inp.job_id)
                 lineages.update_generation(
                     session=s, lineage_id=inp.lineage_id, index=inp.generation, record={"search": search_summary(state)}
                 )

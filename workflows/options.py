@@ -119,7 +119,7 @@ def search_attributes(
     lineage_id: str, generation: int | None = None, stage: str | None = None
 ) -> TypedSearchAttributes:
     """Typed search attributes that make a run findable in the Web UI."""
-    pairs = [SearchAttributePair(KEY_LINEAGE, lineage_id)]
+    pairs: list[SearchAttributePair] = [SearchAttributePair(KEY_LINEAGE, lineage_id)]
     if generation is not None:
         pairs.append(SearchAttributePair(KEY_GENERATION, generation))
     if stage is not None:

@@ -132,7 +132,7 @@ def transcript_to_atif(
             add(
                 timestamp=ev["ts"], source="user", message=ev["content"], extra={MINDFORGE_EXTRA_KEY: {"harness": True}}
             )
-    end = next((e for e in reversed(events) if e["event"] == "end"), {})
+    end: dict[str, Any] = next((e for e in reversed(events) if e["event"] == "end"), {})
     agent_steps = [s for s in steps if s.source == "agent" and not s.is_copied_context]
     return Trajectory(
         session_id=session_id or f"{task_id}-{contract.content_hash[:12]}",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList, StopStringCriteria
@@ -86,7 +86,7 @@ class RowStops(StoppingCriteria):
                 ):
                     self.ends[i] = length
             done[i] = self.ends[i] is not None
-        return done
+        return cast(torch.BoolTensor, done)  # a bool-dtype tensor, which transformers annotates as BoolTensor
 
 
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -143,6 +143,8 @@ def batch_cache(
             real = cols - a
             k_pad = k0.new_zeros((1, k0.shape[1], cols - max(real, 0), k0.shape[3]))
             if real > 0:
+                if layers is None:  # real <= c, and a row without cached layers has c = 0
+                    raise ValueError(f"a row with {real} cached columns has no cached layers")
                 k, v = layers[layer_idx]
                 keys.append(torch.cat([k_pad, k[:, :, :real]], dim=2))
                 values.append(torch.cat([k_pad, v[:, :, :real]], dim=2))
@@ -154,9 +156,17 @@ def batch_cache(
 
 
 def row_states(cache: DynamicCache, row: int, start: int, length: int) -> Layers:
-    """Row ``row``'s states for columns ``[start, start + length)``, copied out of the batch cache."""
-    return [
-        (layer.keys[row : row + 1, :, start : start + length].clone(),
-         layer.values[row : row + 1, :, start : start + length].clone())
-        for layer in cache.layers
-    ]
+    """Row ``row``'s states for columns ``[start, start + length)``, copied out of the batch cache.
+
+    Raises:
+        TypeError: a layer is not a filled full-attention layer (see :func:`supports_prefix_cache`).
+    """
+    out: Layers = []
+    for layer in cache.layers:
+        if not isinstance(layer, DynamicLayer) or layer.keys is None or layer.values is None:
+            raise TypeError(f"prefix reuse needs filled full-attention cache layers, not {type(layer).__name__}")
+        out.append(
+            (layer.keys[row : row + 1, :, start : start + length].clone(),
+             layer.values[row : row + 1, :, start : start + length].clone())
+        )
+    return out

@@ -37,6 +37,7 @@ from mindforge.search.candidates import (
     Candidate,
     CandidateError,
     CandidatePool,
+    Origin,
     compose_edits,
     make_candidate,
 )
@@ -67,11 +68,11 @@ class Arms:
         self.potential: list[Candidate] = []
         self.capacity = state.config.max_candidates - len(state.candidates)
 
-    def offer(self, edits: list[Edit], origin: str) -> None:
+    def offer(self, edits: list[Edit], origin: Origin) -> None:
         if len(self.potential) >= self.capacity:
             return
         try:
-            candidate = make_candidate(self.root, edits, origin=origin, step=self.state.step)  # type: ignore[arg-type]
+            candidate = make_candidate(self.root, edits, origin=origin, step=self.state.step)
         except CandidateError:
             return
         if self.pool.duplicate_of(candidate) is None and all(
@@ -110,7 +111,7 @@ def _fitting(singles: list[Edit], table: dict[str, int], root: HCPContract, take
     return [e for level, _i, e in sorted(levels, key=lambda x: (-x[0], x[1])) if level >= 1]
 
 
-def _refine(arms: Arms, base: list[Edit], fitting: list[Edit], origin: str) -> None:
+def _refine(arms: Arms, base: list[Edit], fitting: list[Edit], origin: Origin) -> None:
     for edit in fitting[:REFINE_PER_CLUSTER]:
         try:
             arms.offer(compose_edits(base, [edit]), origin)
