@@ -85,7 +85,7 @@ class DockerComponent(Component):
             return None
         try:
             return str(client.version().get("Version", "?"))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - any failure means "does not answer"
             return None
         finally:
             client.close()
@@ -183,7 +183,7 @@ class BaseImageComponent(Component):
             return True
         except docker.errors.ImageNotFound:
             return False
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - no answer: unknown
             return None
         finally:
             client.close()

@@ -142,7 +142,7 @@ class PolicyServerProcess:
             InfraError: it exited or did not answer within ``ready_timeout_sec``.
         """
         cmd = [sys.executable, "-m", self.module, *self.args, "--host", self.host, "--port", str(self.port)]
-        log = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115
+        log = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115 - closed below, once the child has it
         out = log if log is not None else subprocess.DEVNULL
         try:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env})

@@ -44,8 +44,7 @@ def insert_ignore(session: Session, row: SQLModel) -> bool:
     insert = _INSERTS.get(bind.dialect.name)
     if insert is None:
         raise StoreError(f"unsupported database dialect {bind.dialect.name!r}: use SQLite or Postgres")
-    # SQLModel sets __table__ on table=True classes only, so the SQLModel base does not declare it
-    table = type(row).__table__  # type: ignore[attr-defined]
+    table = type(row).__table__  # type: ignore[attr-defined]  # set on table=True models; SQLModel does not declare it
     values = {column.name: getattr(row, column.name) for column in table.columns}
     statement = insert(table).values(**values).on_conflict_do_nothing()
     # rowcount of an INSERT is only kept when asked for (SQLAlchemy 2.0.28+)
