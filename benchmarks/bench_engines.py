@@ -97,7 +97,9 @@ def _set_torch_threads(n: int | None) -> None:
         torch.set_num_threads(n)
 
 
-def measure_engines(gguf: Path | None = None, *, max_tokens: int = 64, rounds: int = 3, filler_words: int = 150) -> dict:
+def measure_engines(
+    gguf: Path | None = None, *, max_tokens: int = 64, rounds: int = 3, filler_words: int = 150
+) -> dict:
     """Measure every engine configuration, interleaved round by round (the load drifts on a shared machine).
 
     Args:
@@ -118,7 +120,9 @@ def measure_engines(gguf: Path | None = None, *, max_tokens: int = 64, rounds: i
     cpus = os.cpu_count() or 1
 
     def transformers_engine(**kw: Any) -> PolicyEngine:
-        return PolicyEngine(str(gguf.parent), served_name="m", device="cpu", local_files_only=True, gguf_file=gguf.name, **kw)
+        return PolicyEngine(
+            str(gguf.parent), served_name="m", device="cpu", local_files_only=True, gguf_file=gguf.name, **kw
+        )
 
     # label -> (engine, torch threads while it runs, engine without prefix reuse or None)
     configs: dict[str, tuple[Any, int | None, Any]] = {}
@@ -126,11 +130,15 @@ def measure_engines(gguf: Path | None = None, *, max_tokens: int = 64, rounds: i
     configs[f"transformers, torch {cpus} threads"] = (hf, cpus, hf_cold)
     if cpus > 1:
         configs["transformers, torch 1 thread"] = (hf, 1, hf_cold)
-    configs[f"llamacpp 2 slots x {max(1, cpus // 2)} thr (default)"] = (LlamaCppEngine(gguf, served_name="m"), None, None)
-    configs[f"llamacpp 1 slot x {cpus} thr"] = (LlamaCppEngine(gguf, served_name="m", slots=1, n_threads=cpus), None, None)
+    configs[f"llamacpp 2 slots x {max(1, cpus // 2)} thr (default)"] = (
+        LlamaCppEngine(gguf, served_name="m"), None, None
+    )
+    configs[f"llamacpp 1 slot x {cpus} thr"] = (
+        LlamaCppEngine(gguf, served_name="m", slots=1, n_threads=cpus), None, None
+    )
     samples: dict[str, dict[str, list[float]]] = {k: {} for k in configs}
     try:
-        for label, (engine, threads, cold) in configs.items():
+        for engine, threads, _cold in configs.values():
             _set_torch_threads(threads)
             tokens_per_sec(engine, "m", 2, 8)  # warm-up
         for _ in range(rounds):

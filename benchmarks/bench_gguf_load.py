@@ -31,8 +31,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-PROMPT = [{"role": "user", "content": "Write a bash command that lists the files in /app, one per line."}]
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
+PROMPT: list[ChatCompletionMessageParam] = [
+    {"role": "user", "content": "Write a bash command that lists the files in /app, one per line."}
+]
 
 
 def _rss_mb() -> float:
@@ -79,6 +85,8 @@ def _serve(spec: str, cache: Path, max_tokens: int, repeats: int) -> dict:
             t0 = time.perf_counter()
             resp = client.chat.completions.create(model=name, messages=PROMPT, max_tokens=max_tokens, temperature=0)
             dt = time.perf_counter() - t0
+            if resp.usage is None:
+                raise RuntimeError("the policy server's reply has no usage (completion token count)")
             tokens.append(resp.usage.completion_tokens)
             rates.append(resp.usage.completion_tokens / dt)
             raw_rates.append(_raw_generate_rate(server.app.state.engine, max_tokens))

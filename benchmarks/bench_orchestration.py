@@ -31,11 +31,18 @@ TASKS = ["log-5xx-report", "fix-invoice-totals", "jsonl-to-csv", "regex-ipv4-ext
 
 
 def _script(model_id: str) -> dict:
-    return {"rules": [], "default": {"content": json.dumps({"tool": "finish", "arguments": {}})}, "base_models": [model_id]}
+    return {
+        "rules": [],
+        "default": {"content": json.dumps({"tool": "finish", "arguments": {}})},
+        "base_models": [model_id],
+    }
 
 
 async def run_lineage(name: str, tasks: list[Path], attempts: int, policy_url: str, db_url: str) -> float:
-    """One generation (Expansion's base evaluation, then audit; search off) through Temporal + the already initialised Ray; returns seconds."""
+    """One generation (Expansion's base evaluation, then audit; search off); returns seconds.
+
+    It runs through Temporal and the already initialised Ray.
+    """
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
 

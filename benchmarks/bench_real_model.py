@@ -37,7 +37,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mindforge.evaluation.lift import LiftReport  # noqa: E402 - after the repository is on the path
 
 REPO = Path(__file__).resolve().parents[1]
 SPLIT_KEY = "bench-real-model"
@@ -151,7 +155,19 @@ def _attempts_to_reach(curve: list[tuple[int, int]], covered: int) -> int | None
     return next((spent for spent, c in curve if c >= covered), None)
 
 
-def update(runner: Runner, server: Any, successor: Any, splits: dict[str, list[Any]], args: Any, resolved: Any) -> Any:
+class UpdateFigures(BaseModel):
+    """Figure 3: the adapter's sealed lift, or why there is none, and what it was trained on."""
+
+    lift: LiftReport | None = None
+    reason: str = ""
+    rollouts: int = 0
+    groups: int = 0
+    steps: int = 0
+
+
+def update(
+    runner: Runner, server: Any, successor: Any, splits: dict[str, list[Any]], args: Any, resolved: Any
+) -> UpdateFigures:
     """Rollouts -> GRPO -> hand-off -> sealed paired lift of the adapter under the successor contract."""
     from mindforge.evaluation import PairRef, PoolSplit, paired_lift
     from mindforge.hcp import derive
@@ -169,7 +185,7 @@ def update(runner: Runner, server: Any, successor: Any, splits: dict[str, list[A
     print(f"  rollouts: {len(rollouts)} trials, {sum(r.passed for r in rollouts)} passed; "
           f"selection kept {report.kept_groups} groups, {report.kept_trials} trials")
     if not report.groups:
-        return {"reason": "no rollout group had contrast", "rollouts": len(rollouts)}
+        return UpdateFigures(reason="no rollout group had contrast", rollouts=len(rollouts))
     by_id = {r.trial_id: r for r in rollouts}
     items = [
         TrainingItem(trial_id=t, trajectory=by_id[t].artifacts["trajectory"], reward=reward, group_id=g.group_id)
@@ -185,7 +201,7 @@ def update(runner: Runner, server: Any, successor: Any, splits: dict[str, list[A
     )
     print(f"  trained: {trained.trained} ({trained.reason}) in {time.monotonic() - started:.0f} s")
     if not trained.trained:
-        return {"reason": trained.reason, "rollouts": len(rollouts)}
+        return UpdateFigures(reason=trained.reason, rollouts=len(rollouts))
     name = f"{SPLIT_KEY}-r0-{int(time.time())}"
     hand_off(server.base_url, name, out_dir)
     with_adapter = derive(successor, revision=f"{successor.mindforge.revision}+{name}", edit=f"adapter -> {name}",
@@ -199,10 +215,16 @@ def update(runner: Runner, server: Any, successor: Any, splits: dict[str, list[A
     ]
     records = runner.run(jobs, run_id=f"{SPLIT_KEY}-sealed")
     lift = paired_lift(
-        records, PairRef(contract_hash=successor.content_hash), PairRef(contract_hash=with_adapter.content_hash, adapter=name),
-        {t.content_hash for t in sealed}, measured_on=PoolSplit.SEALED, resamples=4000, seed=0,
+        records,
+        PairRef(contract_hash=successor.content_hash),
+        PairRef(contract_hash=with_adapter.content_hash, adapter=name),
+        {t.content_hash for t in sealed},
+        measured_on=PoolSplit.SEALED,
+        resamples=4000,
+        seed=0,
     )
-    return {"lift": lift, "rollouts": len(rollouts), "groups": report.kept_groups, "steps": trained.train.steps}
+    steps = trained.train.steps if trained.train is not None else 0
+    return UpdateFigures(lift=lift, rollouts=len(rollouts), groups=report.kept_groups, steps=steps)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,9 +270,11 @@ def main(argv: list[str] | None = None) -> int:
 
             cand = next(c for c in adaptive.candidates if c.contract_hash == a_best)
             successor = materialize(root, cand.edits)
-        upd = update(runner, server, successor, splits, args, resolved) if successor is not None else {
-            "reason": "adaptive search solved no task: no successor contract to train for"
-        }
+        upd = (
+            update(runner, server, successor, splits, args, resolved)
+            if successor is not None
+            else UpdateFigures(reason="adaptive search solved no task: no successor contract to train for")
+        )
     finally:
         server.stop()
     engines = None
@@ -260,23 +284,30 @@ def main(argv: list[str] | None = None) -> int:
         engines = report(measure_engines())
 
     print("\n=== bench_real_model (SmolLM2-135M-Instruct, tasks/micro, one run) ===")
-    print(f"splits: search {len(splits['search'])}, selection {len(splits['selection'])}, sealed {len(splits['sealed'])}")
+    sizes = {k: len(v) for k, v in splits.items()}
+    print(f"splits: search {sizes['search']}, selection {sizes['selection']}, sealed {sizes['sealed']}")
     print(f"1. base contract success on the search split: {rate.successes}/{rate.n} = {rate.rate:.3f} "
           f"(95% CI {rate.lo:.3f}..{rate.hi:.3f})")
-    print(f"2. search on the {len(failing)} failing tasks, {args.budget} attempts each (search-set coverage, not skill):")
-    print(f"   adaptive: cumulative {a_cov}, best single contract {a_single}; random: cumulative {r_cov} (best single {r_single})")
+    print(
+        f"2. search on the {len(failing)} failing tasks, {args.budget} attempts each "
+        "(search-set coverage, not skill):"
+    )
+    print(
+        f"   adaptive: cumulative {a_cov}, best single contract {a_single}; "
+        f"random: cumulative {r_cov} (best single {r_single})"
+    )
     print(f"   adaptive / best single: {a_cov / max(a_single, 1):.2f}x (target >= 3x)")
     print(f"   attempts adaptive needed for random's final coverage ({r_cov}): {reach} of {args.budget} = "
           f"{(reach or 0) / args.budget:.2f}x (target <= 0.5x)" if reach is not None else
           f"   adaptive never reached random's coverage of {r_cov}")
-    lift = upd.get("lift")
+    lift = upd.lift
     if lift is not None and lift.mean is not None:
         print(f"3. sealed lift of the new adapter under the successor contract: {lift.mean:+.3f} "
               f"(95% CI {lift.lo:+.3f}..{lift.hi:+.3f}) on {lift.n_tasks} sealed tasks, {lift.n_trials} trials "
-              f"(base {lift.parent_score:.3f} -> adapter {lift.successor_score:.3f}); rollouts {upd['rollouts']}, "
-              f"{upd['groups']} groups, {upd['steps']} steps")
+              f"(base {lift.parent_score:.3f} -> adapter {lift.successor_score:.3f}); rollouts {upd.rollouts}, "
+              f"{upd.groups} groups, {upd.steps} steps")
     else:
-        print(f"3. no sealed lift: {upd.get('reason') or (lift.reason if lift else '')}")
+        print(f"3. no sealed lift: {upd.reason or (lift.reason if lift else '')}")
     if engines:
         print("4. engine throughput:\n" + engines)
     print(f"wall time {time.monotonic() - t0:.0f} s")

@@ -39,14 +39,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.simulate import (  # noqa: E402
+from benchmarks.simulate import (  # noqa: E402 - after the sys.path insert
     UNLOCKS,
     UnlockOracle,
     base_search_tasks,
     make_unlock_tasks,
 )
-from mindforge.hcp import derive, load_contract  # noqa: E402
-from mindforge.search import (  # noqa: E402
+from mindforge.hcp import derive, load_contract  # noqa: E402 - after the sys.path insert
+from mindforge.search import (  # noqa: E402 - after the sys.path insert
     SearchBudget,
     SearchConfig,
     StepResults,
@@ -58,7 +58,7 @@ from mindforge.search import (  # noqa: E402
     plan_step,
     search_trial_id,
 )
-from mindforge.search.coverage import Ledger  # noqa: E402
+from mindforge.search.coverage import Ledger  # noqa: E402 - after the sys.path insert
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -129,6 +129,12 @@ def best_single_edit(root, tasks) -> tuple[str, int]:
     return best, count
 
 
+def _all_reached(attempts: list[int | None]) -> list[int] | None:
+    """Every run's attempts to full coverage, or None when some run never got there."""
+    reached = [a for a in attempts if a is not None]
+    return reached if len(reached) == len(attempts) else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=39, help="number of tasks (>= 30)")
@@ -147,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         "adaptive, no audits": lambda s: SearchConfig(seed=s, use_audits=False),
         "random": lambda s: SearchConfig(seed=s, strategy="random"),
     }
-    print(f"{len(tasks)} tasks ({len(failing)} failing under the base), {len(set(t.kind for t in tasks))} unlock kinds, "
+    print(f"{len(tasks)} tasks ({len(failing)} failing under the base), "
+          f"{len(set(t.kind for t in tasks))} unlock kinds, "
           f"p = {args.p}, {args.seeds} seeds, edit space {len(operator_edits(root))} single edits")  # fmt: skip
     print(f"best single contract: {single_key} (unlocks {single_unlocks}/{len(tasks)} tasks)\n")
     full: dict[str, list[int | None]] = {}
@@ -184,18 +191,20 @@ def main(argv: list[str] | None = None) -> int:
         cov = "".join(f"{statistics.mean(cover[name][b]):8.1f}" for b in budgets)
         print(f"{name:<22} {cell:<50}{cov}")
     print(f"(coverage columns: mean tasks covered of {len(tasks)} at that many attempts)\n")
-    adaptive, rand = full["adaptive"], full["random"]
-    if all(a is not None for a in adaptive + rand):
+    adaptive, rand = _all_reached(full["adaptive"]), _all_reached(full["random"])
+    if adaptive is not None and rand is not None:
         ratios = [a / r for a, r in zip(adaptive, rand, strict=True)]
         mean_ratio = statistics.mean(adaptive) / statistics.mean(rand)
         print(
-            f"adaptive / random attempts to full coverage: mean {mean_ratio:.3f}; per seed {min(ratios):.3f}..{max(ratios):.3f}"
+            f"adaptive / random attempts to full coverage: mean {mean_ratio:.3f}; "
+            f"per seed {min(ratios):.3f}..{max(ratios):.3f}"
         )
         print(
-            f"target (adaptive needs at most half the attempts of random search): {'met' if max(ratios) <= 0.5 else 'NOT met'}"
+            "target (adaptive needs at most half the attempts of random search): "
+            f"{'met' if max(ratios) <= 0.5 else 'NOT met'}"
         )
-        ablation = full["adaptive, no audits"]
-        if all(a is not None for a in ablation):
+        ablation = _all_reached(full["adaptive, no audits"])
+        if ablation is not None:
             print(
                 f"adaptive without audit priors / random: mean {statistics.mean(ablation) / statistics.mean(rand):.3f}"
             )

@@ -46,7 +46,10 @@ def docker_cli_trial(image: str, task_dir: Path) -> float:
         return subprocess.run(["docker", *args], check=True, capture_output=True, text=True).stdout.strip()
 
     t0 = time.perf_counter()
-    cid = sh("create", "--init", "--network", "none", "--cpus", "1", "--memory", "512m", "--pids-limit", "512", image, "sleep", "infinity")
+    cid = sh(
+        "create", "--init", "--network", "none", "--cpus", "1", "--memory", "512m", "--pids-limit", "512",
+        image, "sleep", "infinity",
+    )
     try:
         sh("start", cid)
         sh("cp", str(task_dir / "solution"), f"{cid}:/solution")
@@ -73,7 +76,10 @@ def main() -> None:
         ours, floor = [], []
         for i in range(args.trials + 1):  # the first pair is a warm-up
             t0 = time.perf_counter()
-            rec = run_trial(task, OracleAgent(), engine, run_id="bench-trial", trial_id=f"t{i}", artifact_root=Path(tmp) / "art", image_map=image_map)
+            rec = run_trial(
+                task, OracleAgent(), engine, run_id="bench-trial", trial_id=f"t{i}",
+                artifact_root=Path(tmp) / "art", image_map=image_map,
+            )
             took = time.perf_counter() - t0
             assert rec.reward == 1.0, (rec.failure_class, rec.failure_detail)
             f = docker_cli_trial(task.image_tag, task.path)

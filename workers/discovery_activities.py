@@ -26,6 +26,7 @@ from mindforge.payloads import (
 from mindforge.payloads.ray_tasks import CheckProposalTaskInput
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
+from mindforge.store.errors import StoreError
 from mindforge.store.models import TaskSource
 
 
@@ -33,6 +34,24 @@ def _pool_tasks(session, lineage_id: str, split: PoolSplit | None = None):
     from mindforge.tasks.loader import load_task
 
     return [load_task(Path(t.path)) for t in pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=split)]
+
+
+def _discovered_in(session, lineage_id: str, generation: int) -> set[str]:
+    """Content hashes of the discovered tasks that joined the pool in ``generation``.
+
+    Raises:
+        StoreError: a pool entry names no registered task (the store is inconsistent).
+    """
+    out = set()
+    for entry in pool.list_pool(session=session, lineage_id=lineage_id):
+        if entry.added_generation != generation:
+            continue
+        task = pool.get_task(session=session, content_hash=entry.task_hash)
+        if task is None:
+            raise StoreError(f"pool entry {entry.task_hash} of lineage {lineage_id} names no registered task")
+        if task.source == TaskSource.DISCOVERED:
+            out.add(entry.task_hash)
+    return out
 
 
 def _contract_toml(session, content_hash: str) -> str:
@@ -85,10 +104,13 @@ class DiscoveryActivities:
             # the proposer sees the search split only: selection and sealed tasks stay out of its prompt
             tasks = _pool_tasks(s, inp.lineage_id, PoolSplit.SEARCH)
             taken = {t.task_id for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
-            solved, failed, classes = set(), set(), {}
+            solved: set[str] = set()
+            failed: set[str] = set()
+            classes: dict[str, int] = {}
             if inp.generation > 0:
                 for r in trials.list_trials(
-                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation - 1, stage=TrialStage.EXPANSION.value
+                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation - 1,
+                    stage=TrialStage.EXPANSION.value,
                 ):
                     (solved if r.reward is not None and r.reward >= 1.0 else failed).add(r.task_id)
                     if r.failure_class:
@@ -166,11 +188,7 @@ class DiscoveryActivities:
         verdicts = inp.verdicts
         with store_engine.session_scope(self.engine) as s:
             # tasks this Discovery already admitted (a retried activity), not the lineage's starting pool
-            new = {
-                a.task_hash for a in pool.list_pool(session=s, lineage_id=inp.lineage_id)
-                if a.added_generation == inp.generation
-                and pool.get_task(session=s, content_hash=a.task_hash).source == TaskSource.DISCOVERED
-            }
+            new = _discovered_in(s, inp.lineage_id, inp.generation)
             config = DiscoveryConfig(
                 count=max(1, batch.requested),
                 generation=inp.generation,
@@ -180,13 +198,17 @@ class DiscoveryActivities:
                 existing=pool.category_split_counts(session=s, lineage_id=inp.lineage_id, exclude=new),
             )
             record = admission_record(batch, verdicts, config)
-            admitted = admit_to_store(s, inp.lineage_id, inp.generation, record.admitted, artifact_root=self.artifact_root)
+            admitted = admit_to_store(
+                s, inp.lineage_id, inp.generation, record.admitted, artifact_root=self.artifact_root
+            )
             record = record.model_copy(update={"admitted": admitted})
             lineages.update_generation(
-                session=s, lineage_id=inp.lineage_id, index=inp.generation, record={"discovery": record.model_dump(mode="json")}
+                session=s, lineage_id=inp.lineage_id, index=inp.generation,
+                record={"discovery": record.model_dump(mode="json")},
             )
         return DiscoveryResult(
-            requested=record.requested, proposed=record.proposed, admitted=len(record.admitted), rejected=len(record.rejected)
+            requested=record.requested, proposed=record.proposed, admitted=len(record.admitted),
+            rejected=len(record.rejected),
         )
 
     def all(self) -> list[Any]:

@@ -17,6 +17,7 @@ from typing import Any
 from temporalio import activity
 
 from mindforge.evaluation import PairRef, PoolSplit, paired_lift
+from mindforge.evaluation.lift import Baseline, LiftReport
 from mindforge.payloads import (
     EvaluationSpec,
     RuntimeSpec,
@@ -159,7 +160,7 @@ class EvaluationActivities:
             records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SEALED)
             out = SealedLiftResult()
 
-            def lift(parent: PairRef, baseline: str):
+            def lift(parent: PairRef, baseline: Baseline) -> LiftReport:
                 return paired_lift(
                     records, parent, inp.successor, tasks, measured_on=PoolSplit.SEALED, baseline=baseline,
                     resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,

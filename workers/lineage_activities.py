@@ -156,7 +156,8 @@ class LineageActivities:
         def work() -> None:
             with store_engine.session_scope(self.engine) as s:
                 lineages.create_generation(
-                    session=s, lineage_id=event.lineage_id, index=event.index, contract_hash=event.contract_hash, exist_ok=True
+                    session=s, lineage_id=event.lineage_id, index=event.index, contract_hash=event.contract_hash,
+                    exist_ok=True,
                 )
                 running = event.status == RunStatus.RUNNING
                 lineages.update_generation(
@@ -210,7 +211,8 @@ class LineageActivities:
         def work() -> ExpansionResult:
             with store_engine.session_scope(self.engine) as s:
                 rows = trials.list_trials(
-                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=TrialStage.EXPANSION.value
+                    session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
+                    stage=TrialStage.EXPANSION.value,
                 )
                 n_tasks = len(pool.list_pool(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH))
                 passed = [r for r in rows if r.reward is not None and r.reward >= 1.0]
@@ -267,7 +269,9 @@ class LineageActivities:
         with store_engine.session_scope(self.engine) as s:
             contract = registry.get_contract(session=s, content_hash=inp.contract_hash)
             if contract is None:
-                raise ApplicationError(f"contract {inp.contract_hash} is not registered", type="InputError", non_retryable=True)
+                raise ApplicationError(
+                    f"contract {inp.contract_hash} is not registered", type="InputError", non_retryable=True
+                )
             todo = [t for t in inp.trials if not trials.trial_exists(session=s, trial_id=t.trial_id)]
             return todo, len(inp.trials) - len(todo), contract.toml_text
 

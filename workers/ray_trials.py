@@ -43,14 +43,18 @@ def run_trial_payload(payload: RunTrialTaskInput) -> RunTrialTaskResult:
     Args:
         payload: the trial (task, ids, agent kind, contract, endpoint).
     """
+    from pathlib import Path
+
+    from mindforge.agent.base import Agent
     from mindforge.agent.simple import NopAgent, OracleAgent
     from mindforge.settings import get_settings
     from mindforge.tasks.loader import load_task
     from mindforge.trials.run import run_trial
 
     engine, image_map = _engine()
-    task = load_task(payload.task_path)
+    task = load_task(Path(payload.task_path))
     kind = payload.agent
+    agent: Agent
     if kind == "model":
         from mindforge.agent.loop import ModelAgent
         from mindforge.hcp import loads_contract
@@ -83,7 +87,7 @@ def run_trial_payload(payload: RunTrialTaskInput) -> RunTrialTaskResult:
 def warm() -> str:
     """Load the trial code and open the Docker engine in this worker process (see ``warm_up_ray``)."""
     import mindforge.agent.loop  # noqa: F401 - imports are the point
-    import mindforge.trials.run  # noqa: F401
+    import mindforge.trials.run  # noqa: F401 - imports are the point
 
     _engine()
     return f"{socket.gethostname()}/{os.getpid()}"
@@ -168,7 +172,7 @@ def train_adapter_payload(payload: TrainTaskInput, progress: Any = None) -> Trai
     from collections import Counter
     from pathlib import Path
 
-    from mindforge.atif import read_trajectory
+    from mindforge.atif import Trajectory, read_trajectory
     from mindforge.errors import InputError
     from mindforge.trainer import build_samples
     from mindforge.trainer.errors import NoTrainingSignalError
@@ -181,7 +185,8 @@ def train_adapter_payload(payload: TrainTaskInput, progress: Any = None) -> Trai
     config = payload.config
     base_path = Path(payload.base_model_path)
     _report(progress, {"phase": "building_samples", "trajectories": len(payload.items)})
-    items, dropped = [], Counter()
+    items: list[tuple[Trajectory, float, str]] = []
+    dropped: Counter[str] = Counter()
     for item in payload.items:
         try:
             items.append((read_trajectory(Path(item.trajectory)), float(item.reward), item.group_id))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from mindforge.agent.endpoint import resolve_endpoint
 from mindforge.evaluation import PairRef, PoolSplit, SuccessorChoice
@@ -91,10 +92,14 @@ class SearchActivities:
     def _audit_stage(self, inp: AuditTrialsInput) -> AuditTrialsResult:
         stage = inp.stage.value
         with store_engine.session_scope(self.engine) as s:
-            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage)
+            rows = trials.list_trials(
+                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage
+            )
             self._audit_records(s, [r.to_record() for r in rows], inp.judge)
             counts: dict[str, int] = defaultdict(int)
-            for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage):
+            for a in trials.list_audits(
+                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=stage
+            ):
                 counts[str(a.owner)] += 1
             return AuditTrialsResult(by_owner=dict(counts))
 
@@ -130,7 +135,9 @@ class SearchActivities:
             if result.needs_judge and judge is not None and judge.enabled and contract is not None:
                 url, key = resolve_endpoint(contract, judge.policy_url)
                 model = rec.adapter or contract.model.adapter or contract.model.id
-                result = judge_audit(rec, events, result, base_url=url, model=model, api_key=key, timeout_sec=JUDGE_TIMEOUT_SEC)
+                result = judge_audit(
+                    rec, events, result, base_url=url, model=model, api_key=key, timeout_sec=JUDGE_TIMEOUT_SEC
+                )
             trials.record_audit(session=s, **result.store_fields())
             out[rec.trial_id] = result
         return out
@@ -151,7 +158,7 @@ class SearchActivities:
         from mindforge.search import init_search, search_tasks_from_audits
         from mindforge.search.allocator import SearchRefused
         from mindforge.search.state import CostEstimate, SearchBudget, SearchConfig
-        from mindforge.store.search_state import commit_state, load_state
+        from mindforge.store.search_state import commit_state, require_state
 
         job_id = f"{inp.lineage_id}-g{inp.generation}-search"
         b = inp.expansion.search
@@ -160,12 +167,14 @@ class SearchActivities:
                 lineages.update_generation(
                     session=s, lineage_id=inp.lineage_id, index=inp.generation, record={"search": {"disabled": True}}
                 )
-            return SearchStartResult(job_id="", running=False, failing_tasks=0, note="search disabled in the lineage spec")
+            return SearchStartResult(
+                job_id="", running=False, failing_tasks=0, note="search disabled in the lineage spec"
+            )
         budget = SearchBudget(max_attempts=b.max_attempts, max_tokens=b.max_tokens, max_wall_sec=b.max_wall_sec)
         with store_engine.session_scope(self.engine) as s:
             job = search_repo.get_search_job(session=s, job_id=job_id)
             if job is not None and job.state:  # started by an earlier attempt of this activity
-                existing = load_state(session=s, job_id=job_id)
+                existing = require_state(session=s, job_id=job_id)
                 return SearchStartResult(job_id=job_id, running=not existing.done, failing_tasks=len(existing.tasks))
             if job is not None and job.stop_reason:  # refused by an earlier attempt
                 return SearchStartResult(job_id=job_id, running=False, failing_tasks=0, note=job.stop_reason)
@@ -180,7 +189,14 @@ class SearchActivities:
                 tokens_per_attempt=sum(r.prompt_tokens + r.completion_tokens for r in real) / max(1, len(real)),
                 wall_sec_per_attempt=sum(r.timings.total_sec for r in real) / max(1, len(real)),
             )
-            root = loads_contract(registry.get_contract(session=s, content_hash=inp.contract_hash).toml_text)
+            row = registry.get_contract(session=s, content_hash=inp.contract_hash)
+            if row is None:
+                raise ApplicationError(
+                    f"contract {inp.contract_hash} is not registered in the store",
+                    type="InputError",
+                    non_retryable=True,
+                )
+            root = loads_contract(row.toml_text)
             search_repo.create_search_job(
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
                 budget=budget.model_dump(exclude_none=True), job_id=job_id,
@@ -207,10 +223,10 @@ class SearchActivities:
     def _plan(self, inp: SearchStepInput) -> SearchPlanResult:
         from mindforge.search import plan_step, propose_prompt_edit
         from mindforge.search.allocator import root_contract
-        from mindforge.store.search_state import load_state, register_candidates
+        from mindforge.store.search_state import register_candidates, require_state
 
         with store_engine.session_scope(self.engine) as s:
-            state = load_state(session=s, job_id=inp.job_id)
+            state = require_state(session=s, job_id=inp.job_id)
             plan = plan_step(state)
             root = root_contract(state)
             register_candidates(session=s, job_id=inp.job_id, root=root, candidates=plan.new_candidates)
@@ -251,10 +267,10 @@ class SearchActivities:
     def _observe(self, inp: SearchObserveInput) -> SearchObserveResult:
         from mindforge.search import cell_result_from_record, observe
         from mindforge.search.state import StepResults
-        from mindforge.store.search_state import commit_state, load_state
+        from mindforge.store.search_state import commit_state, require_state
 
         with store_engine.session_scope(self.engine) as s:
-            state = load_state(session=s, job_id=inp.job_id)
+            state = require_state(session=s, job_id=inp.job_id)
             if state.step != inp.plan.step:
                 return SearchObserveResult(done=state.done)
             cells = inp.plan.cells
@@ -266,7 +282,11 @@ class SearchActivities:
             audits = self._audit_records(s, list(records.values()), inp.judge)
             results = StepResults(
                 step=inp.plan.step,
-                results=[cell_result_from_record(records[c.trial_id], c, audits.get(c.trial_id)) for c in cells if c.trial_id in records],
+                results=[
+                    cell_result_from_record(records[c.trial_id], c, audits.get(c.trial_id))
+                    for c in cells
+                    if c.trial_id in records
+                ],
                 prompt_edits=list(inp.plan.prompt_edits),
                 prompt_rejections=inp.plan.prompt_rejections,
                 wall_sec=inp.wall_sec,
@@ -281,13 +301,13 @@ class SearchActivities:
 
         def work() -> None:
             from mindforge.search.summary import search_summary
-            from mindforge.store.search_state import load_state
+            from mindforge.store.search_state import require_state
 
             with store_engine.session_scope(self.engine) as s:
                 job = search_repo.get_search_job(session=s, job_id=inp.job_id)
                 if job is None or not job.state:  # refused or never started: search_start recorded why
                     return
-                state = load_state(session=s, job_id=inp.job_id)
+                state = require_state(session=s, job_id=inp.job_id)
                 lineages.update_generation(
                     session=s, lineage_id=inp.lineage_id, index=inp.generation, record={"search": search_summary(state)}
                 )

@@ -95,7 +95,9 @@ class TrainingActivities:
                     if not path:
                         missing["no_trajectory"] += 1
                         continue
-                    items.append(TrainingItem(trial_id=trial_id, trajectory=path, reward=reward, group_id=group.group_id))
+                    items.append(
+                        TrainingItem(trial_id=trial_id, trajectory=path, reward=reward, group_id=group.group_id)
+                    )
         return items, missing
 
     def _record_training(self, inp: TrainAdapterInput, result: TrainAdapterResult) -> None:

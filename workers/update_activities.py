@@ -101,11 +101,12 @@ class UpdateActivities:
     # ------------------------------------------------------------ orchestration queue
     @activity.defn(name="plan_rollout_trials")
     async def plan_rollout_trials(self, inp: UpdateInput) -> PlanTrialsResult:
-        """``update.rollout_attempts`` trials of every search task under the next pair's contract and the parent's adapter.
+        """``update.rollout_attempts`` trials of every search task under the next pair's contract.
 
         None when that contract passed no search-split trial this generation (base
-        evaluation or search): its rollouts could not hold a group with contrast.
-        Deterministic ids (stage ``rollout``), so a retried workflow runs none twice.
+        evaluation or search): its rollouts could not hold a group with contrast. They
+        run with the parent's adapter. Deterministic ids (stage ``rollout``), so a retried
+        workflow runs none twice.
         """
 
         def work() -> PlanTrialsResult:
@@ -161,7 +162,9 @@ class UpdateActivities:
             raise InputError(f"lineage {inp.lineage_id} spec", "base_model_path", reason)
         with store_engine.session_scope(self.engine) as s:
             # selection and sealed tasks are never trained on
-            not_search = split_tasks(s, inp.lineage_id, PoolSplit.SELECTION) | split_tasks(s, inp.lineage_id, PoolSplit.SEALED)
+            not_search = (
+                split_tasks(s, inp.lineage_id, PoolSplit.SELECTION) | split_tasks(s, inp.lineage_id, PoolSplit.SEALED)
+            )
             rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
             records = [r.to_record() for r in rows if r.stage in TRAINED_STAGES]
             audits = {

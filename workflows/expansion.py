@@ -71,7 +71,9 @@ class ExpansionWorkflow:
         )
         result: ExpansionResult = await o.store_activity(o.SUMMARIZE_EXPANSION, inp, ExpansionResult)
         judge = AuditJudge.of(inp.expansion, inp.runtime)
-        audited = AuditTrialsInput(lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.EXPANSION, judge=judge)
+        audited = AuditTrialsInput(
+            lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.EXPANSION, judge=judge
+        )
         await o.store_activity(o.AUDIT_TRIALS, audited, AuditTrialsResult)
         step = SearchStepInput(**inp.model_dump())
         start: SearchStartResult = await o.store_activity(o.START_SEARCH, step, SearchStartResult)

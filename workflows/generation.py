@@ -47,11 +47,15 @@ class GenerationWorkflow:
         ran: list[str] = []
         result = GenerationResult(index=inp.index, stages_run=ran, contract_hash=inp.contract_hash, adapter=inp.adapter)
         if Stage.DISCOVERY in inp.spec.stages:
-            disc: DiscoveryResult = await self._stage(inp, Stage.DISCOVERY, DiscoveryWorkflow.run, DiscoveryInput, DiscoveryResult)
+            disc: DiscoveryResult = await self._stage(
+                inp, Stage.DISCOVERY, DiscoveryWorkflow.run, DiscoveryInput, DiscoveryResult
+            )
             ran.append(Stage.DISCOVERY.value)
             result.admitted_tasks = disc.admitted
         if Stage.EXPANSION in inp.spec.stages:
-            exp: ExpansionResult = await self._stage(inp, Stage.EXPANSION, ExpansionWorkflow.run, ExpansionInput, ExpansionResult)
+            exp: ExpansionResult = await self._stage(
+                inp, Stage.EXPANSION, ExpansionWorkflow.run, ExpansionInput, ExpansionResult
+            )
             ran.append(Stage.EXPANSION.value)
             result.trials, result.passed, result.solved_tasks = exp.trials, exp.passed, exp.solved_tasks
             result.successor_contract_hash = exp.successor_contract_hash

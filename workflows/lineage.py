@@ -99,7 +99,8 @@ class LineageWorkflow:
         self._child = await workflow.start_child_workflow(
             GenerationWorkflow.run,
             GenerationInput(
-                lineage_id=inp.lineage_id, index=gen, spec=inp.spec, contract_hash=inp.contract_hash, adapter=inp.adapter,
+                lineage_id=inp.lineage_id, index=gen, spec=inp.spec, contract_hash=inp.contract_hash,
+                adapter=inp.adapter,
                 root=PairRef(contract_hash=inp.root_contract_hash or inp.contract_hash, adapter=inp.root_adapter),
             ),
             id=o.child_id(inp.lineage_id, gen),

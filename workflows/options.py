@@ -57,8 +57,9 @@ MEASURE_SEALED_LIFT = "measure_sealed_lift"
 
 #: every activity name the workflows call
 ACTIVITY_NAMES = frozenset(
-    value for key, value in dict(globals()).items() if key.isupper() and isinstance(value, str) and key != "SANDBOX_QUEUE"
-    and not key.startswith("SA_")
+    value
+    for key, value in dict(globals()).items()
+    if key.isupper() and isinstance(value, str) and key != "SANDBOX_QUEUE" and not key.startswith("SA_")
 )
 
 # ------------------------------------------------------------------------------ timeouts
@@ -114,9 +115,11 @@ KEY_GENERATION = SearchAttributeKey.for_int(SA_GENERATION)
 KEY_STAGE = SearchAttributeKey.for_keyword(SA_STAGE)
 
 
-def search_attributes(lineage_id: str, generation: int | None = None, stage: str | None = None) -> TypedSearchAttributes:
+def search_attributes(
+    lineage_id: str, generation: int | None = None, stage: str | None = None
+) -> TypedSearchAttributes:
     """Typed search attributes that make a run findable in the Web UI."""
-    pairs = [SearchAttributePair(KEY_LINEAGE, lineage_id)]
+    pairs: list[SearchAttributePair] = [SearchAttributePair(KEY_LINEAGE, lineage_id)]
     if generation is not None:
         pairs.append(SearchAttributePair(KEY_GENERATION, generation))
     if stage is not None:

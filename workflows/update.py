@@ -81,11 +81,13 @@ class UpdateWorkflow:
         if not train.trained or train.train is None:
             return await self._finish(self._record(inp, UpdateOutcome.NO_SIGNAL, kept, reason=train.reason), counts)
         validation = ValidateAdapterInput(
-            adapter_dir=train.adapter_dir, base_model_path=inp.update.base_model_path or "", max_rank=inp.update.max_rank
+            adapter_dir=train.adapter_dir, base_model_path=inp.update.base_model_path or "",
+            max_rank=inp.update.max_rank,
         )
         try:
             report: AdapterReport = await o.sandbox_activity(
-                o.VALIDATE_ADAPTER, validation, AdapterReport, timeout=o.VALIDATE_TIMEOUT, heartbeat_timeout_sec=heartbeat
+                o.VALIDATE_ADAPTER, validation, AdapterReport,
+                timeout=o.VALIDATE_TIMEOUT, heartbeat_timeout_sec=heartbeat,
             )
         except ActivityError as err:
             cause = err.cause

@@ -64,7 +64,9 @@ def _context_steps(messages: list[dict[str, Any]], ts: str, add: Any) -> None:
             add(timestamp=ts, source="system" if role == "system" else "user", message=content)
 
 
-def transcript_to_atif(events: list[dict[str, Any]], *, contract: Any, task_id: str, session_id: str = "") -> Trajectory:
+def transcript_to_atif(
+    events: list[dict[str, Any]], *, contract: Any, task_id: str, session_id: str = ""
+) -> Trajectory:
     """Build the trajectory of one trial.
 
     Args:
@@ -108,19 +110,29 @@ def transcript_to_atif(events: list[dict[str, Any]], *, contract: Any, task_id: 
             )
             pending_calls = {}
         elif kind == "action" and last_agent is not None:
-            call = ToolCall(tool_call_id=ev["call_id"] or f"call_{last_agent.step_id}", function_name=ev["tool"], arguments=ev["arguments"])
+            call = ToolCall(
+                tool_call_id=ev["call_id"] or f"call_{last_agent.step_id}",
+                function_name=ev["tool"],
+                arguments=ev["arguments"],
+            )
             last_agent.tool_calls = [*(last_agent.tool_calls or []), call]
             pending_calls[call.tool_call_id] = call
         elif kind == "observation" and last_agent is not None:
             call_id = ev["call_id"] or f"call_{last_agent.step_id}"
-            result = ObservationResult(source_call_id=call_id if call_id in pending_calls else None, content=ev["content"])
+            result = ObservationResult(
+                source_call_id=call_id if call_id in pending_calls else None, content=ev["content"]
+            )
             results = (last_agent.observation.results if last_agent.observation else []) + [result]
             last_agent.observation = Observation(results=results)
         elif kind == "unusable_reply" and last_agent is not None:
-            last_agent.extra = {MINDFORGE_EXTRA_KEY: {"unusable_reply": {"failure_class": ev["failure_class"], "reason": ev["reason"]}}}
+            last_agent.extra = {
+                MINDFORGE_EXTRA_KEY: {"unusable_reply": {"failure_class": ev["failure_class"], "reason": ev["reason"]}}
+            }
         elif kind == "harness":
-            add(timestamp=ev["ts"], source="user", message=ev["content"], extra={MINDFORGE_EXTRA_KEY: {"harness": True}})
-    end = next((e for e in reversed(events) if e["event"] == "end"), {})
+            add(
+                timestamp=ev["ts"], source="user", message=ev["content"], extra={MINDFORGE_EXTRA_KEY: {"harness": True}}
+            )
+    end: dict[str, Any] = next((e for e in reversed(events) if e["event"] == "end"), {})
     agent_steps = [s for s in steps if s.source == "agent" and not s.is_copied_context]
     return Trajectory(
         session_id=session_id or f"{task_id}-{contract.content_hash[:12]}",

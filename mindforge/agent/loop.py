@@ -154,7 +154,9 @@ class ModelAgent(Agent):
             return client.chat.completions.create(**kwargs)
         except openai.APITimeoutError:
             if time.monotonic() >= deadline:
-                raise _Stop(FailureClass.AGENT_TIMEOUT, "agent timeout during a model call", LimitFired.AGENT_TIMEOUT)
+                raise _Stop(
+                    FailureClass.AGENT_TIMEOUT, "agent timeout during a model call", LimitFired.AGENT_TIMEOUT
+                ) from None
             raise _Stop(FailureClass.ENDPOINT_ERROR, "model call timed out") from None
         except openai.BadRequestError as exc:
             text = str(exc).lower()
@@ -172,7 +174,7 @@ class ModelAgent(Agent):
         deadline: float,
         tr: TranscriptWriter,
         out: AgentOutcome,
-        state: "_State",
+        state: _State,
     ) -> None:
         c = self.contract
         max_turns = c.workspace.max_turns

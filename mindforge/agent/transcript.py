@@ -11,7 +11,7 @@ derived from the same events at the end of the trial (``mindforge.agent.atif_exp
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ class TranscriptWriter:
 
     def write(self, event: str, **fields: Any) -> int:
         """Append one event; returns its 1-based line number."""
-        rec = {"event": event, "ts": datetime.now(timezone.utc).isoformat(), **fields}
+        rec = {"event": event, "ts": datetime.now(UTC).isoformat(), **fields}
         self.events.append(rec)
         self._fh.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
         self._fh.flush()

@@ -24,7 +24,9 @@ def _pool_results(path: Path) -> tuple[set[str], set[str], dict[str, int]]:
         raise InputError(path, "", f"cannot read results: {exc.strerror or exc}") from exc
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        raise InputError(path, ".".join(map(str, err["loc"])), f"not a `mindforge eval` results file: {err['msg']}") from exc
+        raise InputError(
+            path, ".".join(map(str, err["loc"])), f"not a `mindforge eval` results file: {err['msg']}"
+        ) from exc
     solved = {r.task_id for r in summary.records if r.passed}
     failed = {r.task_id for r in summary.records} - solved
     classes: dict[str, int] = {}
@@ -38,14 +40,28 @@ def discover_command(
     contract: Path = typer.Option(..., "--contract", "-c", help="HCP contract TOML file of the proposing pair."),
     count: int = typer.Option(..., "--count", "-k", min=1, help="Tasks to ask the model for."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for admitted tasks (and the discovery record JSON)."),
-    tasks: Path = typer.Option(None, "--tasks", "-t", help="The pool: a folder of task directories (default: the bundled tasks)."),
-    base_url: str = typer.Option(None, "--base-url", help="Policy endpoint (.../v1); default from the contract's base_url_env or settings."),
-    attempts: int = typer.Option(2, "--attempts", "-n", min=1, help="Trials of the pair per valid proposal (difficulty estimate)."),
-    results: Path = typer.Option(None, "--results", help="`mindforge eval` results JSON on the pool: which tasks the pair solves and fails."),
+    tasks: Path = typer.Option(
+        None, "--tasks", "-t", help="The pool: a folder of task directories (default: the bundled tasks)."
+    ),
+    base_url: str = typer.Option(
+        None, "--base-url", help="Policy endpoint (.../v1); default from the contract's base_url_env or settings."
+    ),
+    attempts: int = typer.Option(
+        2, "--attempts", "-n", min=1, help="Trials of the pair per valid proposal (difficulty estimate)."
+    ),
+    results: Path = typer.Option(
+        None, "--results", help="`mindforge eval` results JSON on the pool: which tasks the pair solves and fails."
+    ),
     generation: int = typer.Option(1, "--generation", min=0, help="Generation number used in the ids (g<N>-...)."),
-    selection: float = typer.Option(0.0, "--selection", min=0.0, max=0.99, help="Share of admitted tasks put on the selection split."),
-    sealed: float = typer.Option(0.0, "--sealed", min=0.0, max=0.99, help="Share of admitted tasks put on the sealed split."),
-    split_key: str = typer.Option("standalone", "--split-key", help="Key of the split assignment (a lineage uses its id)."),
+    selection: float = typer.Option(
+        0.0, "--selection", min=0.0, max=0.99, help="Share of admitted tasks put on the selection split."
+    ),
+    sealed: float = typer.Option(
+        0.0, "--sealed", min=0.0, max=0.99, help="Share of admitted tasks put on the sealed split."
+    ),
+    split_key: str = typer.Option(
+        "standalone", "--split-key", help="Key of the split assignment (a lineage uses its id)."
+    ),
 ) -> None:
     """Ask the pair for new tasks, validate them, and write the admitted ones to --out.
 

@@ -17,7 +17,9 @@ def eval_command(
     contract: Path = typer.Option(..., "--contract", "-c", help="HCP contract TOML file."),
     attempts: int = typer.Option(1, "--attempts", "-n", min=1, help="Trials per task."),
     concurrency: int = typer.Option(1, "--concurrency", "-j", min=1, help="Trials at once."),
-    base_url: str = typer.Option(None, "--base-url", help="Policy endpoint (.../v1); default from the contract's base_url_env or settings."),
+    base_url: str = typer.Option(
+        None, "--base-url", help="Policy endpoint (.../v1); default from the contract's base_url_env or settings."
+    ),
     model: str = typer.Option(
         None, "--model", "-m",
         help="Serve this model in-process for the run instead of using an endpoint: smollm2, tiny, a .gguf file, "

@@ -18,7 +18,9 @@ from rich.table import Table
 from mindforge.cli.output import make_console, print_json
 from mindforge.errors import InfraError, InputError
 
-app = typer.Typer(help="Lineages: N generations of a model-harness pair, run durably on Temporal.", no_args_is_help=True)
+app = typer.Typer(
+    help="Lineages: N generations of a model-harness pair, run durably on Temporal.", no_args_is_help=True
+)
 # tables stay readable when the output goes to a file or a pipe (Rich assumes 80 columns there)
 console = make_console()
 
@@ -204,10 +206,16 @@ def start(
     contract: Path = typer.Option(..., "--contract", help="Root HCP contract (TOML)."),
     generations: int = typer.Option(1, "--generations", min=1),
     attempts: int = typer.Option(2, "--attempts", min=1, help="Trials per task per generation (group size)."),
-    selection: float = typer.Option(0.2, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split (decisions)."),
-    sealed: float = typer.Option(0.2, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split (the reported lift only)."),
+    selection: float = typer.Option(
+        0.2, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split (decisions)."
+    ),
+    sealed: float = typer.Option(
+        0.2, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split (the reported lift only)."
+    ),
     min_split_tasks: int = typer.Option(5, "--min-split-tasks", min=0, help="Fewest tasks each split must hold."),
-    allow_small_splits: bool = typer.Option(False, "--allow-small-splits", help="Start even with a split below the minimum (the report flags it)."),
+    allow_small_splits: bool = typer.Option(
+        False, "--allow-small-splits", help="Start even with a split below the minimum (the report flags it)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of bootstrap intervals and sampling."),
     policy_url: str = typer.Option(None, "--policy-url", help="OpenAI-compatible endpoint (.../v1)."),
     stages: str = typer.Option("discovery,expansion,update", "--stages", help="Stages to run, comma-separated."),
@@ -217,7 +225,9 @@ def start(
         "--base-model",
         help="Base model the Update stage trains on, as --model takes it (default: the contract's model.id).",
     ),
-    search_attempts: int = typer.Option(None, "--search-attempts", min=0, help="Search budget per generation in trials (0: no search)."),
+    search_attempts: int = typer.Option(
+        None, "--search-attempts", min=0, help="Search budget per generation in trials (0: no search)."
+    ),
     audit_judge: bool = typer.Option(
         False, "--audit-judge", help="Ask the policy model to judge failures the audit rules cannot decide."
     ),
@@ -343,7 +353,12 @@ def _generation_cells(record: dict) -> list[str]:
     succ_text = ("promoted " if succ.get("promoted") else "kept parent ") + succ.get("reason", "")[:60] if succ else ""
     return [
         f"{len(disc.get('admitted', []))}/{disc.get('proposed', 0)}" if disc else "",
-        f"{exp.get('solved_tasks', '')}/{exp.get('tasks', '')} ({exp.get('passed', '')}/{exp.get('trials', '')} trials)" if exp else "",
+        (
+            f"{exp.get('solved_tasks', '')}/{exp.get('tasks', '')} "
+            f"({exp.get('passed', '')}/{exp.get('trials', '')} trials)"
+            if exp
+            else ""
+        ),
         search_text,
         succ_text,
         str(upd.get("outcome", "")),
@@ -379,7 +394,9 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> 
         for col in ("name", "status", "generation", "workflow", "created"):
             table.add_column(col)
         for lin in found:
-            table.add_row(lin.name, str(lin.status), str(lin.current_generation), lin.workflow_id or "", str(lin.created_at)[:19])
+            table.add_row(
+                lin.name, str(lin.status), str(lin.current_generation), lin.workflow_id or "", str(lin.created_at)[:19]
+            )
     console.print(table)
 
 

@@ -42,6 +42,7 @@ def main() -> None:
 
     from mindforge.errors import MindForgeError
 
+    code: int | str | None
     try:
         app(standalone_mode=True)
         code = 0

@@ -8,7 +8,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-app = typer.Typer(help="The policy endpoint: an OpenAI-compatible server with runtime LoRA adapters.", no_args_is_help=True)
+app = typer.Typer(
+    help="The policy endpoint: an OpenAI-compatible server with runtime LoRA adapters.", no_args_is_help=True
+)
 
 
 @app.command()
@@ -68,7 +70,10 @@ def serve(
     except ImportError as exc:
         if engine != "llamacpp":
             raise
-        msg = f"the llamacpp engine cannot be imported ({exc}); install the optional extra: pip install 'mindforge[llamacpp]'"
+        msg = (
+            f"the llamacpp engine cannot be imported ({exc}); "
+            "install the optional extra: pip install 'mindforge[llamacpp]'"
+        )
         console.print(f"[red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 

@@ -65,19 +65,27 @@ def quickstart_command(
         "--contract",
         help="Root HCP contract; default tiny.toml / smollm2.toml for those models, else baseline.toml.",
     ),
-    policy_url: str = typer.Option(None, "--policy-url", help="Use this running endpoint (e.g. vLLM) instead of the embedded server."),
+    policy_url: str = typer.Option(
+        None, "--policy-url", help="Use this running endpoint (e.g. vLLM) instead of the embedded server."
+    ),
     tasks: list[Path] = typer.Option(None, "--tasks", help="Tasks to run (default: 20 tasks of tasks/micro)."),
     name: str = typer.Option(None, "--name", help="Lineage name (default quickstart-<time>)."),
     generations: int = typer.Option(1, "--generations", min=1),
     attempts: int = typer.Option(2, "--attempts", min=1, help="Base-evaluation trials per search task."),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
-    selection: float = typer.Option(0.25, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split (decisions)."),
-    sealed: float = typer.Option(0.25, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split (the reported lift)."),
+    selection: float = typer.Option(
+        0.25, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split (decisions)."
+    ),
+    sealed: float = typer.Option(
+        0.25, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split (the reported lift)."
+    ),
     min_split_tasks: int = typer.Option(5, "--min-split-tasks", min=0, help="Fewest tasks each split must hold."),
     allow_small_splits: bool = typer.Option(
         False, "--allow-small-splits", help="Run even with a split below the minimum (the report flags it)."
     ),
-    search_attempts: int = typer.Option(64, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."),
+    search_attempts: int = typer.Option(
+        64, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."
+    ),
     rollout_attempts: int = typer.Option(
         4, "--rollout-attempts", min=0,
         help="Update: trials per search task under the chosen contract before training (GRPO groups; 0: none).",
@@ -129,7 +137,7 @@ def quickstart_command(
     server = None
     worker = None
     try:
-        if not policy_url:
+        if resolved is not None:  # no --policy-url: the embedded server
             console.print(f"serving {model} as {resolved.name} on {engine} (log {logs / 'policy.log'}) ...")
             server = PolicyServerProcess(
                 "mindforge.policy.server", ["--model", model, "--engine", engine], log_path=logs / "policy.log",
@@ -192,7 +200,10 @@ def _report(name: str) -> Path:
 
 
 def _print_results(name: str) -> None:
-    """What the generation(s) found, each figure under its own name (see :func:`mindforge.cli.results.results_lines`)."""
+    """What the generation(s) found, each figure under its own name.
+
+    See :func:`mindforge.cli.results.results_lines`.
+    """
     from mindforge.cli.results import results_lines
     from mindforge.settings import get_settings
     from mindforge.store import engine as se

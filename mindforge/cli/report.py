@@ -1,4 +1,7 @@
-"""``mindforge report LINEAGE``: the lineage's coverage, audits, spend and contract lineage as HTML, Markdown or JSON."""
+"""``mindforge report LINEAGE``: a lineage's coverage, audits, spend and contract lineage.
+
+The report is written as HTML, Markdown or JSON.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from mindforge.errors import InputError
 
 def report_command(
     lineage: Annotated[str, typer.Argument(help="Lineage name or id.")],
-    format: Annotated[str, typer.Option("--format", "-f", help="html, md or json.")] = "html",  # noqa: A002
+    format: Annotated[str, typer.Option("--format", "-f", help="html, md or json.")] = "html",  # noqa: A002 - Typer names the option after it
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Output file; default: html under the artifact root, md/json to stdout."),

@@ -85,7 +85,8 @@ def _update(record: dict[str, Any]) -> list[str]:
         handoff = ", ".join(h.get("load", "?") for h in update.get("handoff") or []) or "-"
         lines.append(
             f"  adapter {adapter.get('name')} (rank {adapter.get('rank')}): trained on {adapter.get('trials')} trials "
-            f"in {training.get('steps', '?')} steps, validated (max |logit diff| {adapter.get('max_abs_logit_diff', 0):.3g}), "
+            f"in {training.get('steps', '?')} steps, "
+            f"validated (max |logit diff| {adapter.get('max_abs_logit_diff', 0):.3g}), "
             f"registered, hand-off: {handoff}"
         )
     if update.get("validation"):

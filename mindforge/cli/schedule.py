@@ -66,7 +66,9 @@ def create(
     contract: Path = typer.Option(..., "--contract"),
     generations: int = typer.Option(1, "--generations", min=1),
     attempts: int = typer.Option(2, "--attempts", min=1),
-    selection: float = typer.Option(0.2, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split."),
+    selection: float = typer.Option(
+        0.2, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split."
+    ),
     sealed: float = typer.Option(0.2, "--sealed", min=0.0, max=0.99, help="Share of tasks on the sealed split."),
     min_split_tasks: int = typer.Option(5, "--min-split-tasks", min=0, help="Fewest tasks each split must hold."),
     allow_small_splits: bool = typer.Option(False, "--allow-small-splits", help="Allow a split below the minimum."),

@@ -38,7 +38,9 @@ async def connect(settings: Settings) -> Client:
         ) from None
 
 
-def search_attributes(lineage_id: str, generation: int | None = None, stage: str | None = None) -> TypedSearchAttributes:
+def search_attributes(
+    lineage_id: str, generation: int | None = None, stage: str | None = None
+) -> TypedSearchAttributes:
     """The typed search attributes of a lineage's runs (:func:`workflows.options.search_attributes`)."""
     from workflows.options import search_attributes as build
 

@@ -85,7 +85,7 @@ class DockerComponent(Component):
             return None
         try:
             return str(client.version().get("Version", "?"))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - any failure means "does not answer"
             return None
         finally:
             client.close()
@@ -115,7 +115,8 @@ class DockerComponent(Component):
             raise DevStackError("no Docker engine answers and starting dockerd needs root: run `sudo mindforge dev up`")
         argv = self.dockerd_argv or ["dockerd"]
         if shutil.which(argv[0]) is None:
-            run_script("install_docker.sh", [], self.settings.data_dir / "logs" / "install_docker.log", say, "installing docker.io")
+            log = self.settings.data_dir / "logs" / "install_docker.log"
+            run_script("install_docker.sh", [], log, say, "installing docker.io")
         self._start_dockerd(argv, say)
         return self.status()
 
@@ -182,7 +183,7 @@ class BaseImageComponent(Component):
             return True
         except docker.errors.ImageNotFound:
             return False
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - no answer: unknown
             return None
         finally:
             client.close()
@@ -199,8 +200,11 @@ class BaseImageComponent(Component):
         if not present:
             if shutil.which("debootstrap") is None:
                 if not is_root():
-                    raise DevStackError("building the base image needs debootstrap: run `sudo deploy/install_docker.sh`")
-                run_script("install_docker.sh", [], self.settings.data_dir / "logs" / "install_docker.log", say, "installing debootstrap")
+                    raise DevStackError(
+                        "building the base image needs debootstrap: run `sudo deploy/install_docker.sh`"
+                    )
+                log = self.settings.data_dir / "logs" / "install_docker.log"
+                run_script("install_docker.sh", [], log, say, "installing debootstrap")
             run_script(
                 "build_base_image.sh",
                 [self.settings.base_image],

@@ -90,19 +90,29 @@ class TemporalComponent(Component):
     def status(self) -> ComponentStatus:
         host, port = self.host_port
         up = tcp_answers(host, port)
-        ui = tcp_answers(urlparse(self.settings.temporal_ui_url).hostname or "localhost", self._ui_port()) if up else False
+        ui = (
+            tcp_answers(urlparse(self.settings.temporal_ui_url).hostname or "localhost", self._ui_port())
+            if up
+            else False
+        )
         return ComponentStatus(
             name=self.name,
             address=self.settings.temporal_address,
             up=up,
-            detail=f"Web UI {self.settings.temporal_ui_url} {'answers' if ui else 'not answering'}" if up else "not answering",
+            detail=(
+                f"Web UI {self.settings.temporal_ui_url} {'answers' if ui else 'not answering'}"
+                if up
+                else "not answering"
+            ),
         )
 
     def up(self, say: Say) -> ComponentStatus:
         st = self.status()
         if st.up or not self.local:
             if not st.up:
-                raise DevStackError(f"Temporal at {self.settings.temporal_address} does not answer (remote: not started here)")
+                raise DevStackError(
+                    f"Temporal at {self.settings.temporal_address} does not answer (remote: not started here)"
+                )
             return st
         host, port = self.host_port
         data = self.settings.data_dir / "temporal"
@@ -185,7 +195,10 @@ class RayComponent(Component):
         # history); workers connect with the same token (workers.main.init_ray)
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
         with log_path.open("ab") as log:
-            subprocess.run([_tool("ray"), "get-auth-token", "--generate"], stdout=subprocess.DEVNULL, stderr=log, env=env, check=False)
+            subprocess.run(
+                [_tool("ray"), "get-auth-token", "--generate"],
+                stdout=subprocess.DEVNULL, stderr=log, env=env, check=False,
+            )
             proc = subprocess.run(
                 [
                     _tool("ray"), "start", "--head", "--node-ip-address", "127.0.0.1",

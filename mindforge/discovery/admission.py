@@ -139,7 +139,8 @@ def check_proposal(
         out.reason, out.detail = rejection.reason, rejection.detail
         return out
     validation = validate_task(
-        task, engine, artifact_root=artifact_root, image_map=image_map, oracle_runs=oracle_runs, run_id=run_id, on_trial=on_trial
+        task, engine, artifact_root=artifact_root, image_map=image_map, oracle_runs=oracle_runs, run_id=run_id,
+        on_trial=on_trial,
     )
     out.validation_verdict = validation.verdict.value
     out.oracle_rewards, out.nop_reward = validation.oracle_rewards, validation.nop_reward
@@ -185,7 +186,8 @@ def unique_task_id(proposed_id: str, generation: int, taken: set[str]) -> str:
 
 
 def make_provenance(
-    verdict: ProposalVerdict, *, proposed_id: str, pair: PairInfo, generation: int, run_id: str, lineage_id: str | None = None
+    verdict: ProposalVerdict, *, proposed_id: str, pair: PairInfo, generation: int, run_id: str,
+    lineage_id: str | None = None,
 ) -> dict[str, Any]:
     """The provenance JSON stored with an admitted task.
 

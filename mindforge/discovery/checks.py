@@ -45,7 +45,9 @@ MIN_ANSWER_CHARS = 16
 
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 _SOLUTION_REF = re.compile(r"/solution\b|\bsolve\.sh\b")
-_HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)\n[ \t]*\2[ \t]*$", re.DOTALL | re.MULTILINE)
+_HEREDOC = re.compile(
+    r"<<-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)\n[ \t]*\2[ \t]*$", re.DOTALL | re.MULTILINE
+)
 _QUOTED = re.compile(r"'([^']*)'|\"((?:[^\"\\]|\\.)*)\"", re.DOTALL)
 _MAX_TEXT_BYTES = 1 << 20
 
@@ -230,7 +232,10 @@ def find_answer_in_instruction(task: Task) -> Rejection | None:
             return Rejection(
                 task_id=task.id,
                 reason=RejectReason.ANSWER_IN_INSTRUCTION,
-                detail=f"the instruction contains {where}'s expected text verbatim ({len(lines)} lines from {lines[0][:60]!r})",
+                detail=(
+                    f"the instruction contains {where}'s expected text verbatim "
+                    f"({len(lines)} lines from {lines[0][:60]!r})"
+                ),
             )
     return None
 

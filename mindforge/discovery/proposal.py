@@ -32,6 +32,7 @@ from mindforge.tasks.model import Task
 #: longest one-line instruction head shown in the pool summary, in characters
 HEAD_CHARS = 160
 
+# a backslash at a line end continues the line: the test_sh example is one line of the prompt
 REPLY_FORMAT = """\
 Reply format (this replaces any other reply format described earlier): exactly one JSON
 object and nothing else, no prose and no code fence:
@@ -42,7 +43,9 @@ object and nothing else, no prose and no code fence:
              "difficulty": "medium",
              "dockerfile": "FROM {base}\\nWORKDIR /app\\nCOPY data/ /app/data/\\n",
              "files": {{"data/a.csv": "id,name\\n1,x\\n", "data/b.csv": "id,name\\n2,y\\n"}},
-             "test_sh": "#!/usr/bin/env bash\\nmkdir -p /logs/verifier\\nif python3 -m pytest -q /tests/test_outputs.py; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\\n",
+             "test_sh": "#!/usr/bin/env bash\\nmkdir -p /logs/verifier\\nif \
+python3 -m pytest -q /tests/test_outputs.py; then echo 1 > /logs/verifier/reward.txt; \
+else echo 0 > /logs/verifier/reward.txt; fi\\n",
              "test_files": {{"test_outputs.py": "def test_merged():\\n    ...\\n"}},
              "solve_sh": "#!/usr/bin/env bash\\nset -euo pipefail\\n..."}}]}}
 
@@ -152,7 +155,9 @@ def summarise_pool(
         category = task.config.metadata.category
         summary.categories[category] = summary.categories.get(category, 0) + 1
         head = TaskHead(task_id=task.id, category=category, head=instruction_head(task.instruction))
-        bucket = summary.solved if task.id in solved_ids else summary.failed if task.id in failed_ids else summary.untried
+        bucket = (
+            summary.solved if task.id in solved_ids else summary.failed if task.id in failed_ids else summary.untried
+        )
         bucket.append(head)
     return summary
 

@@ -250,7 +250,8 @@ def run_discovery(
         DiscoveryEndpointError: the policy endpoint did not answer the proposal request.
     """
     batch = propose_batch(
-        contract, summary, staging_dir=staging_dir, config=config, taken_ids=pool_index.ids(), client=client, run_id=run_id
+        contract, summary, staging_dir=staging_dir, config=config, taken_ids=pool_index.ids(), client=client,
+        run_id=run_id,
     )
     if make_agent is None:
         make_agent = _model_agent_factory(contract, client)

@@ -179,8 +179,14 @@ def decide_promotion(
         promoted, reason = False, f"only {lift.n_tasks} paired selection task(s), fewer than {min_tasks}"
     elif lift.mean >= min_lift:
         promoted = True
-        reason = f"selection lift {lift.mean:+.3f} (95% CI {lift.lo:+.3f}..{lift.hi:+.3f}) on {lift.n_tasks} tasks >= {min_lift:+.3f}"
+        reason = (
+            f"selection lift {lift.mean:+.3f} (95% CI {lift.lo:+.3f}..{lift.hi:+.3f}) on {lift.n_tasks} tasks "
+            f">= {min_lift:+.3f}"
+        )
     else:
         promoted = False
-        reason = f"selection lift {lift.mean:+.3f} on {lift.n_tasks} tasks is below {min_lift:+.3f}; the parent adapter is kept"
+        reason = (
+            f"selection lift {lift.mean:+.3f} on {lift.n_tasks} tasks is below {min_lift:+.3f}; "
+            "the parent adapter is kept"
+        )
     return PromotionDecision(promoted=promoted, reason=reason, min_lift=min_lift, lift=lift, trial_ids=lift.trial_ids)

@@ -180,7 +180,8 @@ def assign_splits(
         members.sort(key=lambda t: order_key(split_key, t.task_hash))
     categories = set(free) | {c for per in held.values() for c in per}
     sizes = {c: sum(held[s].get(c, 0) for s in PoolSplit) + len(free.get(c, [])) for c in categories}
-    for split, fraction in ((PoolSplit.SEALED, config.sealed_fraction), (PoolSplit.SELECTION, config.selection_fraction)):
+    fractions = ((PoolSplit.SEALED, config.sealed_fraction), (PoolSplit.SELECTION, config.selection_fraction))
+    for split, fraction in fractions:
         take = _allocate(sizes, fraction, held[split], {c: len(v) for c, v in free.items()})
         for category, n in take.items():
             for task in free.get(category, [])[:n]:

@@ -181,7 +181,8 @@ def _late_defaults(section_type: type[BaseModel]) -> tuple[tuple[str, Any], ...]
         extra = field.json_schema_extra
         if isinstance(extra, dict) and extra.get("hcp_omit_at_default"):
             factory = field.default_factory
-            out.append((key, factory() if factory is not None else field.default))  # type: ignore[call-arg]
+            default = factory() if factory is not None else field.default  # type: ignore[call-arg]  # a factory may take the data; these take none
+            out.append((key, default))
     return tuple(out)
 
 

@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic.json_schema import JsonDict
 
 from mindforge.hcp.defaults import DEFAULT_DISCOVERY_PROMPT, DEFAULT_SYSTEM_PROMPT
 from mindforge.hcp.embedded import EmbeddedResource, check_relative_path
@@ -23,7 +24,7 @@ Truncation = Literal["head_tail", "head", "tail"]
 AgentMode = Literal["multi_turn", "single_command"]
 
 #: the tools a MindForge harness can offer (``tools.allow`` is a subset)
-KNOWN_TOOLS: tuple[str, ...] = get_args(ToolName)
+KNOWN_TOOLS: tuple[ToolName, ...] = get_args(ToolName)
 #: every ``tools.action_format``
 ACTION_FORMATS: tuple[str, ...] = get_args(ActionFormat)
 #: action formats whose reply is a shell command (no tool names): they offer bash and finish only
@@ -35,7 +36,7 @@ MAX_STOP_SEQUENCES = 4
 
 #: marks a field added after the shipped 1.0.0 contracts: it is left out of the resolved
 #: document while it holds its default (see :meth:`mindforge.hcp.model.HCPContract.to_document`)
-OMIT_AT_DEFAULT = {"hcp_omit_at_default": True}
+OMIT_AT_DEFAULT: JsonDict = {"hcp_omit_at_default": True}
 
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _REVISION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]*")

@@ -20,7 +20,10 @@ from mindforge.trainer.validate_adapter import AdapterReport
 
 
 class UpdateOutcome(StrEnum):
-    """How an Update stage ended (every outcome is recorded; only ``promoted`` puts the new adapter in the next pair)."""
+    """How an Update stage ended.
+
+    Every outcome is recorded; only ``promoted`` puts the new adapter in the next pair.
+    """
 
     #: registered, handed off, and the selection-split gate promoted it into the next pair
     PROMOTED = "promoted"

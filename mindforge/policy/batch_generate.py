@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList, StopStringCriteria
@@ -86,7 +86,7 @@ class RowStops(StoppingCriteria):
                 ):
                     self.ends[i] = length
             done[i] = self.ends[i] is not None
-        return done
+        return cast(torch.BoolTensor, done)  # a bool-dtype tensor, which transformers annotates as BoolTensor
 
 
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -116,7 +116,7 @@ def row_logprobs(logits: Sequence[torch.Tensor], row: int, completion: Sequence[
     if not k:
         return [(lp, []) for lp in chosen]
     vals, idx = torch.topk(steps, k, dim=-1)
-    return [(lp, list(zip(i, v))) for lp, i, v in zip(chosen, idx.tolist(), vals.tolist())]
+    return [(lp, list(zip(i, v, strict=True))) for lp, i, v in zip(chosen, idx.tolist(), vals.tolist(), strict=True)]
 
 
 def generate_rows(

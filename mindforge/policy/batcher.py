@@ -141,7 +141,7 @@ class Batcher(Generic[T, R]):
             for _, fut in chunk:
                 fut.set_exception(exc)
             return
-        for (_, fut), result in zip(chunk, results):
+        for (_, fut), result in zip(chunk, results, strict=True):
             if isinstance(result, BaseException):
                 fut.set_exception(result)
             else:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def build_once(target: Path, is_current: Callable[[Path], bool], build: Callable[[Path], None]) -> Path:
+def build_once(target: Path, is_current: Callable[[Path], bool], build: Callable[[Path], object]) -> Path:
     """Return ``target``, building it first unless ``is_current(target)`` holds.
 
     The build writes into a private temporary directory beside ``target`` which is then
@@ -25,7 +25,8 @@ def build_once(target: Path, is_current: Callable[[Path], bool], build: Callable
     Args:
         target: the directory to provide.
         is_current: whether a directory holds a complete, up-to-date build.
-        build: writes a complete build into the (existing, empty) directory it is given.
+        build: writes a complete build into the (existing, empty) directory it is given;
+            what it returns is ignored.
 
     Returns:
         ``target``.

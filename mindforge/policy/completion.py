@@ -147,7 +147,7 @@ def reply_body(
             raise RuntimeError("engine returned no logprobs for every completion token")
         k = req.top_logprobs or 0
         entries = []
-        for token_id, (lp, top) in zip(completion, logprobs):
+        for token_id, (lp, top) in zip(completion, logprobs, strict=True):
             alts = [(tokenizer.decode([i]), v) for i, v in top[:k]]
             entries.append(logprob_entry(tokenizer.decode([token_id]), lp, alts))
     return completion_body(

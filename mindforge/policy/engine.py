@@ -107,7 +107,7 @@ class PolicyEngine:
         extra = {"gguf_file": gguf_file} if gguf_file else {}
         self.tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=local_files_only, **extra)
         base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, local_files_only=local_files_only, **extra)
-        self.model: Any = base.to(self.device).eval()
+        self.model: Any = base.to(self.device).eval()  # type: ignore[arg-type]  # transformers' @wraps(Module.to) types the method unbound
         self.base_name = served_name
         self.model_path = str(model_path)
         self.max_model_len = int(
@@ -253,7 +253,7 @@ class PolicyEngine:
                 device=self.device,
                 prefix_cache=self.prefix_cache,
             )
-        for i, res in zip(live, results):
+        for i, res in zip(live, results, strict=True):
             job = jobs[i]
             out[i] = reply_body(
                 job.req,

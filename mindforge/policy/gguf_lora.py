@@ -80,7 +80,9 @@ def _base_info(base_gguf: Path) -> tuple[str, int, int, int, dict[str, tuple[int
     reader = gguf.GGUFReader(str(base_gguf))
     arch = str(reader.fields["general.architecture"].contents())
     if arch not in _SUPPORTED_ARCHS:
-        raise AdapterConversionError(base_gguf, "general.architecture", f"{arch!r} is not supported ({_SUPPORTED_ARCHS})")
+        raise AdapterConversionError(
+            base_gguf, "general.architecture", f"{arch!r} is not supported ({_SUPPORTED_ARCHS})"
+        )
 
     def num(key: str) -> int:
         return int(reader.fields[f"{arch}.{key}"].contents())
@@ -113,7 +115,9 @@ def peft_to_gguf_lora(adapter_dir: Path | str, base_gguf: Path | str, out_path: 
     cfg = _check_config(adapter_dir / "adapter_config.json")
     weights_path = adapter_dir / "adapter_model.safetensors"
     if not weights_path.is_file():
-        raise AdapterConversionError(weights_path, "", "no adapter_model.safetensors (only safetensors adapters convert)")
+        raise AdapterConversionError(
+            weights_path, "", "no adapter_model.safetensors (only safetensors adapters convert)"
+        )
     arch, n_blocks, n_head, n_head_kv, shapes = _base_info(base_gguf)
     names = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch.upper()), n_blocks)
     pairs: dict[str, dict[str, np.ndarray]] = {}

@@ -72,7 +72,7 @@ class _Slot:
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):  # the shorter list bounds the common prefix
         if x != y:
             break
         n += 1

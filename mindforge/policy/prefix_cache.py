@@ -43,7 +43,7 @@ class _Entry:
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):  # the shorter list bounds the common prefix
         if x != y:
             break
         n += 1
@@ -93,7 +93,10 @@ class PrefixCache:
         return self._entries[best].layers, best_len
 
     def put(self, adapter: str | None, tokens: list[int], layers: Layers) -> None:
-        """Store ``layers`` (states of ``tokens``); entries it extends are dropped, then the oldest past ``max_bytes``."""
+        """Store ``layers`` (states of ``tokens``).
+
+        Entries it extends are dropped, then the oldest past ``max_bytes``.
+        """
         nbytes = sum(k.nbytes + v.nbytes for k, v in layers)
         if nbytes > self.max_bytes or not tokens:
             return
@@ -115,7 +118,9 @@ class PrefixCache:
         self._bytes -= self._entries.pop(key).nbytes
 
 
-def batch_cache(rows: Sequence[tuple[Layers | None, int]], prompt_lens: Sequence[int]) -> tuple[DynamicCache | None, int]:
+def batch_cache(
+    rows: Sequence[tuple[Layers | None, int]], prompt_lens: Sequence[int]
+) -> tuple[DynamicCache | None, int]:
     """One left-padded ``DynamicCache`` for a batch from each row's cached prefix (see the module docstring).
 
     Args:
@@ -127,17 +132,19 @@ def batch_cache(rows: Sequence[tuple[Layers | None, int]], prompt_lens: Sequence
     """
     width = max(prompt_lens)
     pads = [width - n for n in prompt_lens]
-    cols = min(a + c for a, (_, c) in zip(pads, rows))
+    cols = min(a + c for a, (_, c) in zip(pads, rows, strict=True))
     template = next((layers for layers, c in rows if layers is not None), None)
     if cols <= 0 or template is None:
         return None, 0
     data = []
     for layer_idx, (k0, _) in enumerate(template):
         keys, values = [], []
-        for a, (layers, _) in zip(pads, rows):
+        for a, (layers, _) in zip(pads, rows, strict=True):
             real = cols - a
             k_pad = k0.new_zeros((1, k0.shape[1], cols - max(real, 0), k0.shape[3]))
             if real > 0:
+                if layers is None:  # real <= c, and a row without cached layers has c = 0
+                    raise ValueError(f"a row with {real} cached columns has no cached layers")
                 k, v = layers[layer_idx]
                 keys.append(torch.cat([k_pad, k[:, :, :real]], dim=2))
                 values.append(torch.cat([k_pad, v[:, :, :real]], dim=2))
@@ -149,9 +156,17 @@ def batch_cache(rows: Sequence[tuple[Layers | None, int]], prompt_lens: Sequence
 
 
 def row_states(cache: DynamicCache, row: int, start: int, length: int) -> Layers:
-    """Row ``row``'s states for columns ``[start, start + length)``, copied out of the batch cache."""
-    return [
-        (layer.keys[row : row + 1, :, start : start + length].clone(),
-         layer.values[row : row + 1, :, start : start + length].clone())
-        for layer in cache.layers
-    ]
+    """Row ``row``'s states for columns ``[start, start + length)``, copied out of the batch cache.
+
+    Raises:
+        TypeError: a layer is not a filled full-attention layer (see :func:`supports_prefix_cache`).
+    """
+    out: Layers = []
+    for layer in cache.layers:
+        if not isinstance(layer, DynamicLayer) or layer.keys is None or layer.values is None:
+            raise TypeError(f"prefix reuse needs filled full-attention cache layers, not {type(layer).__name__}")
+        out.append(
+            (layer.keys[row : row + 1, :, start : start + length].clone(),
+             layer.values[row : row + 1, :, start : start + length].clone())
+        )
+    return out

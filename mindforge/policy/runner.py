@@ -142,12 +142,13 @@ class PolicyServerProcess:
             InfraError: it exited or did not answer within ``ready_timeout_sec``.
         """
         cmd = [sys.executable, "-m", self.module, *self.args, "--host", self.host, "--port", str(self.port)]
-        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        log = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115 - closed below, once the child has it
+        out = log if log is not None else subprocess.DEVNULL
         try:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
         finally:
-            if self.log_path:
-                out.close()
+            if log is not None:
+                log.close()
         try:
             wait_until_ready(self.base_url, self.ready_timeout_sec, self.proc)
         except InfraError:

@@ -240,7 +240,9 @@ def reply_body(reply: ScriptReply, req: ChatCompletionRequest, *, token_ids: boo
         text = f"{text}\n{call_text}" if text else call_text
         content = reply.content or None
         digest = hashlib.sha256(f"{req.messages!r}{args}".encode()).hexdigest()[:24]
-        calls = [{"id": f"call_{digest}", "type": "function", "function": {"name": reply.tool_call.name, "arguments": args}}]
+        calls = [
+            {"id": f"call_{digest}", "type": "function", "function": {"name": reply.tool_call.name, "arguments": args}}
+        ]
     finish = reply.finish_reason or ("tool_calls" if calls else "stop")
     prompt_ids = list(json.dumps(req.messages).encode("utf-8"))
     completion_ids = list(text.encode("utf-8"))

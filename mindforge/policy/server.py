@@ -220,7 +220,10 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mindforge.policy.server --model M --host H --port P [--device D] [--served-model-name N] [--engine E]``."""
+    """``python -m mindforge.policy.server --model M --host H --port P [options]``.
+
+    Options: ``--device D``, ``--served-model-name N``, ``--engine E``.
+    """
     import argparse
     import sys
 

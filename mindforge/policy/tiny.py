@@ -262,7 +262,7 @@ def build_tiny_model(out_dir: Path, seed: int = 0, vocab_size: int = 2048) -> Pa
         pad_token_id=pad_id,
     )
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config).to(torch.float32).eval()
+    model = Qwen2ForCausalLM(config).to(torch.float32).eval()  # type: ignore[arg-type]  # transformers' @wraps(Module.to) types the method unbound
     model.generation_config = GenerationConfig(
         bos_token_id=pad_id, eos_token_id=eos_id, pad_token_id=pad_id, do_sample=True
     )

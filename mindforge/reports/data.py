@@ -38,7 +38,6 @@ from mindforge.store import trials as trial_repo
 from mindforge.store.errors import NotFoundError
 from mindforge.trials.record import utcnow
 
-
 #: trial stages that make up search-set coverage
 COVERAGE_STAGES = frozenset({"expansion", "search"})
 

@@ -13,8 +13,8 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")  # no display; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402 - after matplotlib.use
+from matplotlib.ticker import MaxNLocator  # noqa: E402 - after matplotlib.use
 
 #: colours of the audit owners
 OWNER_COLOURS = {"infra": "#8c8c8c", "task": "#d62728", "config": "#1f77b4", "model": "#ff7f0e"}

@@ -111,7 +111,8 @@ def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section
 def _summary(data: ReportData) -> Section:
     s = Section(id="summary", title=f"Lineage {data.lineage_name}")
     s.text(
-        f"Status {data.status}; {len(data.generations)} generation(s); report generated {data.generated_at:%Y-%m-%d %H:%M} UTC."
+        f"Status {data.status}; {len(data.generations)} generation(s); "
+        f"report generated {data.generated_at:%Y-%m-%d %H:%M} UTC."
     )
     if data.coverage:
         c = data.coverage[-1]
@@ -305,7 +306,8 @@ def _lineage(data: ReportData) -> Section:
         if info.candidate_of:
             used.append("candidate in generation " + ", ".join(map(str, sorted(set(info.candidate_of)))))
         s.text(
-            f"{info.ref} ({info.hash[:12]}) <- {info.parent_ref or 'root'}; {'; '.join(used) or 'ancestor'}; edit: {info.edit or '-'}"
+            f"{info.ref} ({info.hash[:12]}) <- {info.parent_ref or 'root'}; "
+            f"{'; '.join(used) or 'ancestor'}; edit: {info.edit or '-'}"
         )
         if info.diff:
             s.pre(info.diff)
@@ -322,7 +324,10 @@ def _splits(data: ReportData) -> Section:
     )
     if data.split_warnings:
         s.text("Flagged: " + "; ".join(data.split_warnings) + " (the lineage was started with --allow-small-splits).")
-    rows = [[ev.index, ev.splits.get("search", 0), ev.splits.get("selection", 0), ev.splits.get("sealed", 0)] for ev in data.evidence]
+    rows = [
+        [ev.index, ev.splits.get("search", 0), ev.splits.get("selection", 0), ev.splits.get("sealed", 0)]
+        for ev in data.evidence
+    ]
     return s.table(["generation", "search tasks", "selection tasks", "sealed tasks"], rows)
 
 
@@ -345,7 +350,10 @@ def _decisions(data: ReportData) -> Section:
                     if lift.get("parent_score") is not None else "-"
                 )
             rows.append(
-                [ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, len(d.get("trial_ids") or []), d.get("reason", "")]
+                [
+                    ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, len(d.get("trial_ids") or []),
+                    d.get("reason", ""),
+                ]
             )
     if not rows:
         return s.text("No decisions recorded yet.")
@@ -376,7 +384,11 @@ def _sealed(data: ReportData, with_plots: bool) -> Section:
         "on the sealed split, mean reward difference with a 95% bootstrap interval clustered by task."
     )
     rows = [
-        [ev.index, sealed_text(ev.sealed_lift, ev.sealed_lift_reason), sealed_text(ev.sealed_lift_vs_root, "generation 0")]
+        [
+            ev.index,
+            sealed_text(ev.sealed_lift, ev.sealed_lift_reason),
+            sealed_text(ev.sealed_lift_vs_root, "generation 0"),
+        ]
         for ev in data.evidence
     ]
     s.table(["generation", "sealed lift over parent", "sealed lift over generation 0"], rows)
@@ -385,12 +397,17 @@ def _sealed(data: ReportData, with_plots: bool) -> Section:
         return s.text("No sealed trials recorded yet.")
     if with_plots:
         points = [
-            (r.generation, r.score.rate, r.score.lo, r.score.hi, f"{data.contract_ref(r.contract_hash)} {r.adapter or 'base'}")
+            (
+                r.generation, r.score.rate, r.score.lo, r.score.hi,
+                f"{data.contract_ref(r.contract_hash)} {r.adapter or 'base'}",
+            )
             for r in rates
         ]
         s.image(plots.sealed_scores(points), "sealed pass rate per generation")
     s.text("Sealed-split pass rates per pair (95% Wilson intervals):")
-    return s.table(["generation", "contract", "adapter", "passed/usable", "rate", "95% interval"], _rate_rows(data, rates))
+    return s.table(
+        ["generation", "contract", "adapter", "passed/usable", "rate", "95% interval"], _rate_rows(data, rates)
+    )
 
 
 def _discovery(data: ReportData) -> Section:

@@ -150,7 +150,7 @@ class Sandbox(ABC):
             seconds spent tearing down.
         """
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:

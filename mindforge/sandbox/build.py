@@ -257,7 +257,9 @@ def _use_prebuilt(
         try:
             client.images.pull(image)
         except docker.errors.APIError as exc:
-            raise BuildFailed(f"[environment].docker_image {image!r} is not present and cannot be pulled: {exc}") from exc
+            raise BuildFailed(
+                f"[environment].docker_image {image!r} is not present and cannot be pulled: {exc}"
+            ) from exc
     repo, _, tag = task.image_tag.rpartition(":")
     try:
         client.api.tag(image, repo, tag)

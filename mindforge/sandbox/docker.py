@@ -99,8 +99,11 @@ class DockerEngine:
         return cls(pids_limit=settings.docker_pids_limit, reap=reap)
 
     def _new_api_client(self, timeout: float | None = None) -> docker.APIClient:
-        kwargs = dict(self._client_kwargs)
-        return docker.APIClient(**kwargs, version=self.api_version, timeout=timeout or 60)
+        return docker.APIClient(
+            **self._client_kwargs,
+            version=self.api_version,
+            timeout=timeout or 60,  # type: ignore[arg-type]  # stubs say int; docker-py passes it to requests (float s)
+        )
 
     def close(self) -> None:
         """Close the connection (sandboxes already started keep working until closed)."""
@@ -303,7 +306,9 @@ class DockerSandbox(Sandbox):
             stream.close()
         duration = time.monotonic() - start
         if expired.is_set():
-            raise InfraError(f"the engine gave no result {timeout_sec + EXEC_GRACE_SEC:g} s into a {timeout_sec:g} s command")
+            raise InfraError(
+                f"the engine gave no result {timeout_sec + EXEC_GRACE_SEC:g} s into a {timeout_sec:g} s command"
+            )
         raw = b"".join(out)
         parsed = parse_exec_output(raw, head_n, tail_n)
         if parsed is None:

@@ -17,7 +17,7 @@ from mindforge.search.state import SearchTask
 RULE_AFFINITY: dict[str, dict[str, int]] = {
     "config.tool_missing": {"tools": 1},
     "config.output_cut": {"observation_raise": 2, "error_output": 1, "skill:show_lines.sh": 1, "truncation": 1},
-    "config.limit_while_progressing": {"plan": 1},
+    "config.limit_while_progressing": {"plan": 1, "single_command": 1},
     # replies the harness could not use: the action format and worked examples in it are
     # the direct levers (a small model that cannot keep to JSON writes a bare command
     # line), then stop sequences and the reply length
@@ -34,7 +34,8 @@ RULE_AFFINITY: dict[str, dict[str, int]] = {
     "config.error_output_hidden": {"error_output": 2},
     "model.wrong_answer": {"plan": 1, "verify": 1, "skills": 1, "prompt": 1},
     "model.finished_on_errors": {"verify": 1, "error_output": 1, "skills": 1, "prompt": 1, "exit_code": 1},
-    "model.stuck": {"plan": 1, "sampling": 1, "prompt": 1, "error_output": 1, "single_command": 1},
+    # the model repeats one action until the turn limit: one command, then the verifier
+    "model.stuck": {"single_command": 2, "plan": 1, "sampling": 1, "prompt": 1, "error_output": 1},
     "model.no_transcript": {"plan": 1, "verify": 1, "skills": 1, "prompt": 1},
 }
 #: failure class of the audited trial -> edit tag -> affinity level (the three unusable

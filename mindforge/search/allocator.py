@@ -225,7 +225,8 @@ def plan_step(state: SearchState) -> StepPlan:
         picks = pick_adaptive(state, arms, unsolved, n_cells, rng)
     if not picks:
         return StepPlan(step=state.step, stop_reason="no_candidates")
-    cells, planned = [], defaultdict(int)
+    cells: list[PlannedCell] = []
+    planned: defaultdict[tuple[int, int], int] = defaultdict(int)
     for task, cand in picks:
         index = arms.index_of(cand)
         attempt = state.cell(task, index).attempts + planned[(task, index)]
@@ -312,15 +313,19 @@ def observe(state: SearchState, results: StepResults) -> SearchState:
         seen.add(result.trial_id)
         task = next(i for i, t in enumerate(new.tasks) if t.task_hash == result.task_hash)
         index = pool.find(result.contract_hash)
+        if index is None:
+            raise ValueError(f"result {result.trial_id} names contract {result.contract_hash}, not a known candidate")
         stats = new.cells.setdefault(f"{task}:{index}", CellStats())
         stats.attempts += 1
         stats.usable += int(result.usable)
         stats.successes += int(result.passed)
-        stats.progress += int(is_progress(new.tasks[task], result))
+        if is_progress(new.tasks[task], result):
+            stats.progress += 1
+            stats.progress_rules[result.rule] = stats.progress_rules.get(result.rule, 0) + 1
         new.spent.attempts += 1
         new.spent.tokens += result.tokens
         if result.passed and str(task) not in new.solved:
-            new.solved[str(task)] = index  # type: ignore[assignment]
+            new.solved[str(task)] = index
     _add_prompt_edits(new, pool, root, results)
     new.candidates = list(pool.items)
     new.prompt_requests += len(plan.prompt_requests)

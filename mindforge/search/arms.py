@@ -32,11 +32,12 @@ import random
 from collections import defaultdict
 
 from mindforge.hcp import HCPContract
-from mindforge.search.affinity import PRIOR_MEAN, affinity, task_affinity_table
+from mindforge.search.affinity import PRIOR_MEAN, RULE_AFFINITY, affinity, task_affinity_table
 from mindforge.search.candidates import (
     Candidate,
     CandidateError,
     CandidatePool,
+    Origin,
     compose_edits,
     make_candidate,
 )
@@ -67,11 +68,11 @@ class Arms:
         self.potential: list[Candidate] = []
         self.capacity = state.config.max_candidates - len(state.candidates)
 
-    def offer(self, edits: list[Edit], origin: str) -> None:
+    def offer(self, edits: list[Edit], origin: Origin) -> None:
         if len(self.potential) >= self.capacity:
             return
         try:
-            candidate = make_candidate(self.root, edits, origin=origin, step=self.state.step)  # type: ignore[arg-type]
+            candidate = make_candidate(self.root, edits, origin=origin, step=self.state.step)
         except CandidateError:
             return
         if self.pool.duplicate_of(candidate) is None and all(
@@ -110,7 +111,7 @@ def _fitting(singles: list[Edit], table: dict[str, int], root: HCPContract, take
     return [e for level, _i, e in sorted(levels, key=lambda x: (-x[0], x[1])) if level >= 1]
 
 
-def _refine(arms: Arms, base: list[Edit], fitting: list[Edit], origin: str) -> None:
+def _refine(arms: Arms, base: list[Edit], fitting: list[Edit], origin: Origin) -> None:
     for edit in fitting[:REFINE_PER_CLUSTER]:
         try:
             arms.offer(compose_edits(base, [edit]), origin)
@@ -151,7 +152,32 @@ def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved
         )
         for stone in stones[:STEPPING_STONES_PER_CLUSTER]:
             edits = state.candidates[stone].edits
-            _refine(arms, edits, _fitting(singles, table, arms.root, {e.slot for e in edits}), "progress")
+            # the stone got past the base failure; refine it with what fits its failure now
+            now = _stone_table(state, stone, cluster, table)
+            _refine(arms, edits, _fitting(singles, now, arms.root, {e.slot for e in edits}), "progress")
+
+
+def _stone_table(state: SearchState, stone: int, cluster: str, base: dict[str, int]) -> dict[str, int]:
+    """The base failure's affinity table, raised by the table of the rule the stone's attempts fail under now.
+
+    The rule most of the stone's progress attempts in the cluster failed under (e.g.
+    ``model.stuck`` once replies parse: the model repeats a command until the turn
+    limit) adds its edits at their own level, so the next refinement addresses what
+    stands in the way now, not only what stood in the way at first.
+    """
+    rules: dict[str, int] = defaultdict(int)
+    for key, stats in state.cells.items():
+        task, cand = (int(part) for part in key.split(":"))
+        if cand == stone and state.tasks[task].cluster == cluster:
+            for rule, n in stats.progress_rules.items():
+                rules[rule] += n
+    if not rules:
+        return base
+    rule = max(sorted(rules), key=lambda r: rules[r])
+    table = dict(base)
+    for tag, level in RULE_AFFINITY.get(rule, {}).items():
+        table[tag] = max(table.get(tag, 0), level)
+    return table
 
 
 class _Context:

@@ -89,7 +89,9 @@ class Ledger:
                 :func:`mindforge.audit.usable_for_search`.
         """
         if usable is None:
-            from mindforge.audit import usable_for_search as usable
+            from mindforge.audit import usable_for_search
+
+            usable = usable_for_search
         ledger = cls(tasks)
         for record in records:
             ledger.add(record.task_hash, record.contract_hash or "", record.reward, usable=usable(record))

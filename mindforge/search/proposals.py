@@ -9,7 +9,7 @@ becomes a candidate.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +17,9 @@ from mindforge.hcp import HCPContract
 from mindforge.replies import ReplyFormatError, load_json_object
 from mindforge.search.candidates import CandidateError, apply_edit
 from mindforge.search.edits import MAX_PROMPT_CHARS, Edit
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 #: shortest accepted prompt text, in characters
 MIN_PROMPT_CHARS = 20
@@ -110,7 +113,7 @@ def parse_prompt_reply(text: str) -> str:
     return prompt
 
 
-def proposal_messages(request: PromptRequest) -> list[dict[str, Any]]:
+def proposal_messages(request: PromptRequest) -> list[ChatCompletionMessageParam]:
     """The chat messages of a proposal call."""
     lines = [
         f"- {a.task_id}: {a.failure_class}, owner {a.owner}, rule {a.rule}: {a.detail}"

@@ -127,12 +127,15 @@ class CellStats(BaseModel):
         progress: failed usable trials whose audit no longer names the task's
             config-owned base failure (nor an unusable reply): the harness stopped
             standing in the way, the task failed further on (see :func:`is_progress`).
+        progress_rules: audit rule -> progress trials that failed under it (what stands
+            in the way now; refinements of a stepping stone fit it).
     """
 
     attempts: int = 0
     usable: int = 0
     successes: int = 0
     progress: int = 0
+    progress_rules: dict[str, int] = Field(default_factory=dict)
 
 
 class Spent(BaseModel):

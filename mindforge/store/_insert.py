@@ -8,12 +8,19 @@ transaction workaround).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, SQLModel
 
 from mindforge.store.errors import StoreError
 
-_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+#: per dialect, its INSERT construct (both have ``on_conflict_do_nothing``)
+_INSERTS: dict[str, Callable[[Any], sqlite.Insert | postgresql.Insert]] = {
+    "sqlite": sqlite.insert,
+    "postgresql": postgresql.insert,
+}
 
 
 def insert_ignore(session: Session, row: SQLModel) -> bool:
@@ -37,7 +44,7 @@ def insert_ignore(session: Session, row: SQLModel) -> bool:
     insert = _INSERTS.get(bind.dialect.name)
     if insert is None:
         raise StoreError(f"unsupported database dialect {bind.dialect.name!r}: use SQLite or Postgres")
-    table = type(row).__table__  # type: ignore[attr-defined]
+    table = type(row).__table__  # type: ignore[attr-defined]  # set on table=True models; SQLModel does not declare it
     values = {column.name: getattr(row, column.name) for column in table.columns}
     statement = insert(table).values(**values).on_conflict_do_nothing()
     # rowcount of an INSERT is only kept when asked for (SQLAlchemy 2.0.28+)

@@ -42,11 +42,14 @@ def admit_to_store(
         dest = move_task_dir(Path(item.path), discovered_dir(artifact_root, lineage_id, item.task_id))
         task = load_task(dest)
         if task.content_hash != item.content_hash:
-            raise InputError(dest, "", f"content hash {task.content_hash[:12]} differs from the checked {item.content_hash[:12]}")
+            raise InputError(
+                dest, "", f"content hash {task.content_hash[:12]} differs from the checked {item.content_hash[:12]}"
+            )
         provenance = {**item.provenance, "lineage_id": lineage_id}
         pool.add_task(session=session, task=task, source=TaskSource.DISCOVERED, provenance=provenance)
         pool.add_to_pool(
-            session=session, lineage_id=lineage_id, task_hash=task.content_hash, split=item.split, added_generation=generation
+            session=session, lineage_id=lineage_id, task_hash=task.content_hash, split=item.split,
+            added_generation=generation,
         )
         out.append(item.model_copy(update={"path": str(dest), "provenance": provenance}))
     return out

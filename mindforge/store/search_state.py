@@ -87,3 +87,15 @@ def load_state(*, session: Session, job_id: str) -> SearchState | None:
     if job is None:
         raise NotFoundError("search job", job_id)
     return SearchState.model_validate(job.state) if job.state else None
+
+
+def require_state(*, session: Session, job_id: str) -> SearchState:
+    """The job's last committed state, for a step of a search that has started.
+
+    Raises:
+        NotFoundError: no such job, or no state committed yet.
+    """
+    state = load_state(session=session, job_id=job_id)
+    if state is None:
+        raise NotFoundError("committed state of search job", job_id)
+    return state

@@ -26,6 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import torch
 
@@ -56,6 +57,15 @@ __all__ = [
 ]
 
 ProgressCallback = Callable[[int, float, dict], None]
+
+
+class TrainTotals(TypedDict):
+    """What :func:`train_steps` adds up: the loss of every step, token counts over all steps."""
+
+    losses: list[float]
+    tokens_trained: int
+    icepop_masked_tokens: int
+    clipped_tokens: int
 
 
 def reward_stats(samples: Sequence[TrainingSample]) -> RewardStats:
@@ -172,7 +182,7 @@ def train_steps(
     pad_id: int,
     device: torch.device,
     progress_cb: ProgressCallback | None = None,
-) -> dict:
+) -> TrainTotals:
     """Run the GRPO optimisation loop on an already wrapped model.
 
     Each epoch visits the samples in a seeded random order, ``config.batch_size`` per
@@ -192,7 +202,7 @@ def train_steps(
     """
     optimizer = make_optimizer(model, config)
     generator = torch.Generator().manual_seed(config.seed)
-    totals = {"losses": [], "tokens_trained": 0, "icepop_masked_tokens": 0, "clipped_tokens": 0}
+    totals: TrainTotals = {"losses": [], "tokens_trained": 0, "icepop_masked_tokens": 0, "clipped_tokens": 0}
     model.train()
     step = 0
     for _epoch in range(config.epochs):
@@ -296,6 +306,6 @@ def train_grpo(
         device=str(device),
         dtype=str(dtype).removeprefix("torch."),
         wall_sec=time.monotonic() - began,
-        lora_rank=int(model.peft_config["default"].r),
+        lora_rank=lora.adapter_rank(model),
         seed=config.seed,
     )

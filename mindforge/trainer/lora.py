@@ -7,6 +7,7 @@ that trains (or validates adapters) imports it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
@@ -54,14 +55,14 @@ def load_base(base_model_path: Path, device: torch.device, dtype: torch.dtype) -
         model = AutoModelForCausalLM.from_pretrained(str(base_model_path), dtype=dtype)
     except (OSError, ValueError) as exc:
         raise InputError(base_model_path, "", f"cannot load base model: {exc}") from exc
-    return model.to(device)
+    return model.to(device)  # type: ignore[arg-type]  # transformers' @wraps(Module.to) types the method unbound
 
 
 def lora_config(config: TrainerConfig) -> LoraConfig:
     """PEFT ``LoraConfig`` from the trainer settings (causal LM, no bias, no extra modules)."""
     return LoraConfig(
         r=config.lora_rank,
-        lora_alpha=config.lora_alpha,
+        lora_alpha=config.lora_alpha,  # type: ignore[arg-type]  # peft annotates int; scaling is lora_alpha / r
         lora_dropout=config.lora_dropout,
         target_modules=list(config.target_modules),
         bias="none",
@@ -81,6 +82,7 @@ def wrap_lora(base: PreTrainedModel, config: TrainerConfig, parent_adapter: Path
         InputError: ``parent_adapter`` is not a loadable PEFT adapter.
     """
     torch.manual_seed(config.seed)
+    model: PeftModel
     if parent_adapter is None:
         model = get_peft_model(base, lora_config(config))
     else:
@@ -92,8 +94,21 @@ def wrap_lora(base: PreTrainedModel, config: TrainerConfig, parent_adapter: Path
         param.requires_grad_("lora_" in name)
     if config.gradient_checkpointing:
         # non-reentrant checkpointing needs no input that requires grad (the base is frozen)
-        model.get_base_model().gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        base_model = cast(PreTrainedModel, model.get_base_model())  # the transformers model LoRA was injected into
+        base_model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return model
+
+
+def adapter_rank(model: PeftModel) -> int:
+    """The LoRA rank ``r`` of the model's ``default`` adapter.
+
+    Raises:
+        TypeError: that adapter is not a LoRA adapter.
+    """
+    adapter = model.peft_config["default"]
+    if not isinstance(adapter, LoraConfig):
+        raise TypeError(f"the default adapter is a {type(adapter).__name__}, not a LoRA adapter")
+    return int(adapter.r)
 
 
 def lora_parameters(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]:

@@ -34,12 +34,16 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from mindforge.trainer import lora
 from mindforge.trainer.config import TrainerConfig
 from mindforge.trainer.samples import TrainingSample
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 
 def group_advantages(rewards: Sequence[float], group_ids: Sequence[str], eps: float = 1e-6) -> list[float]:
@@ -150,7 +154,8 @@ def grpo_loss(model: torch.nn.Module, batch: Batch, config: TrainerConfig) -> Lo
     per_token = -torch.minimum(ratio * adv, clipped_ratio * adv)
     kl_sum = 0.0
     if config.kl_coef > 0:
-        with torch.no_grad(), model.disable_adapter():
+        # a KL term needs the PEFT model (see Args): its base is the model with the adapter disabled
+        with torch.no_grad(), cast("PeftModel", model).disable_adapter():
             base_logp = lora.per_token_logps(model, batch.input_ids, batch.attention_mask, batch.first)
         delta = torch.where(keep, base_logp - logp, torch.zeros_like(logp))
         kl = torch.exp(delta) - delta - 1.0

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, model_validator
 
@@ -124,7 +124,17 @@ def _is_llm_call(step: Step) -> bool:
     return step.source == "agent" and not step.is_copied_context and step.llm_call_count != 0
 
 
-def _from_recorded(trajectory: Trajectory, calls: list[Step], tokenizer: Any | None, check_prompt: bool):
+class _RecordedCall(NamedTuple):
+    """One agent call's recorded ids: ``prompt`` and ``completion`` token ids, ``logprobs`` per completion token."""
+
+    step_id: int
+    prompt: list[int]
+    completion: list[int]
+    logprobs: list[float] | None
+
+
+def _recorded_calls(calls: list[Step]) -> list[_RecordedCall]:
+    out = []
     for step in calls:
         m = step.metrics
         if m is None or m.prompt_token_ids is None or m.completion_token_ids is None:
@@ -134,25 +144,32 @@ def _from_recorded(trajectory: Trajectory, calls: list[Step], tokenizer: Any | N
                 "logprobs_length_mismatch",
                 f"step {step.step_id}: {len(m.logprobs)} logprobs for {len(m.completion_token_ids)} tokens",
             )
-    with_lp = [s.metrics.logprobs is not None for s in calls]
+        out.append(_RecordedCall(step.step_id, m.prompt_token_ids, m.completion_token_ids, m.logprobs))
+    return out
+
+
+def _from_recorded(
+    trajectory: Trajectory, calls: list[Step], tokenizer: Any | None, check_prompt: bool
+) -> tuple[list[int], list[int], list[float], bool]:
+    recorded = _recorded_calls(calls)
+    with_lp = [c.logprobs is not None for c in recorded]
     if any(with_lp) and not all(with_lp):
         raise SampleDropped("partial_logprobs", "some agent calls recorded logprobs and some did not")
-    last = calls[-1].metrics
-    ids = list(last.prompt_token_ids) + list(last.completion_token_ids)
+    last = recorded[-1]
+    ids = list(last.prompt) + list(last.completion)
     mask = [0] * len(ids)
     logprobs = [0.0] * len(ids)
     # prompt_{k+1} must start with prompt_k + completion_k; the sequence itself closes the chain
-    prompts = [s.metrics.prompt_token_ids for s in calls[1:]] + [ids]
-    for step, next_prompt in zip(calls, prompts, strict=True):
-        m = step.metrics
-        start, end = len(m.prompt_token_ids), len(m.prompt_token_ids) + len(m.completion_token_ids)
-        if next_prompt[:end] != list(m.prompt_token_ids) + list(m.completion_token_ids):
+    prompts = [c.prompt for c in recorded[1:]] + [ids]
+    for c, next_prompt in zip(recorded, prompts, strict=True):
+        start, end = len(c.prompt), len(c.prompt) + len(c.completion)
+        if next_prompt[:end] != list(c.prompt) + list(c.completion):
             raise SampleDropped(
-                "token_mismatch", f"agent step {step.step_id}: prompt + completion is not a prefix of the next prompt"
+                "token_mismatch", f"agent step {c.step_id}: prompt + completion is not a prefix of the next prompt"
             )
         mask[start:end] = [1] * (end - start)
-        if m.logprobs is not None:
-            logprobs[start:end] = [float(x) for x in m.logprobs]
+        if c.logprobs is not None:
+            logprobs[start:end] = [float(x) for x in c.logprobs]
     if tokenizer is not None:
         if ids and (min(ids) < 0 or max(ids) >= len(tokenizer)):
             raise SampleDropped("token_mismatch", "token id outside the tokenizer's vocabulary")
@@ -162,7 +179,7 @@ def _from_recorded(trajectory: Trajectory, calls: list[Step], tokenizer: Any | N
             # ATIF lists the agent's tools whether or not they went into the template (a
             # text action format does not send them), so either rendering may be the one
             tool_sets = [trajectory.agent.tool_definitions, None] if trajectory.agent.tool_definitions else [None]
-            recorded_prompt = list(calls[0].metrics.prompt_token_ids)
+            recorded_prompt = list(recorded[0].prompt)
             if not any(
                 _render(tokenizer, messages, generation_prompt=True, tools=tools) == recorded_prompt
                 for tools in tool_sets

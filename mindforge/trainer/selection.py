@@ -147,7 +147,8 @@ def _balanced(trials: list[TrialRecord], cap: int) -> list[TrialRecord]:
     if len(trials) <= cap:
         return trials
     ordered = sorted(trials, key=lambda r: (-(r.reward or 0.0), r.attempt, r.trial_id))
-    high, low, picked = 0, len(ordered) - 1, []
+    high, low = 0, len(ordered) - 1
+    picked: list[TrialRecord] = []
     while len(picked) < cap:
         picked.append(ordered[high])
         high += 1

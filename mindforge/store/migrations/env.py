@@ -7,7 +7,7 @@ the duration, as Alembic's batch-mode documentation advises.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from alembic import context
 from sqlmodel import SQLModel
@@ -19,7 +19,7 @@ from mindforge.store.columns import render_type
 target_metadata = SQLModel.metadata
 
 
-def _render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
+def _render_item(type_: str, obj: Any, autogen_context: Any) -> str | Literal[False]:
     if type_ != "type":
         return False
     if isinstance(obj, AutoString):

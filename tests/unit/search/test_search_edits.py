@@ -166,7 +166,7 @@ def test_unusable_replies_point_the_search_at_format_examples_and_stops(cls, edi
 
 def test_other_audits_reach_the_display_and_mode_edits():
     stuck = task_affinity_table(_task("model.stuck", "max_turns", owner="model"))
-    assert affinity(stuck, Edit(op="mode", value="single_command").tags(ROOT)) == 1
+    assert affinity(stuck, Edit(op="mode", value="single_command").tags(ROOT)) == 2  # repeating one action: one command
     cut = task_affinity_table(_task("config.output_cut", "task_failed"))
     assert affinity(cut, Edit(op="observation_truncation", value="tail").tags(ROOT)) == 1
     errors = task_affinity_table(_task("model.finished_on_errors", "task_failed", owner="model"))
@@ -207,3 +207,20 @@ def test_cell_results_carry_the_audit_rule_of_a_failure():
     assert cell_result_from_record(rec, cell).rule == ""
     passed = rec.model_copy(update={"reward": 1.0, "failure_class": None})
     assert cell_result_from_record(passed, cell).rule == ""
+
+
+def test_a_stepping_stone_is_refined_with_what_fits_its_failure_now():
+    """A stone whose attempts now fail as ``model.stuck`` is refined with single-command mode first."""
+    from mindforge.search.arms import _stone_table
+    from mindforge.search.state import CellStats, SearchBudget, SearchState
+
+    task = _task("config.parse_failure", "parse_error")
+    state = SearchState(
+        job_id="j", root_toml="", root_hash="r", tasks=[task], budget=SearchBudget(max_attempts=10),
+        cells={"0:0": CellStats(attempts=2, usable=2, progress=2, progress_rules={"model.stuck": 2})},
+    )
+    base = task_affinity_table(task)
+    now = _stone_table(state, 0, task.cluster, base)
+    mode = Edit(op="mode", value="single_command").tags(ROOT)
+    assert affinity(base, mode) == 0 and affinity(now, mode) == 2
+    assert all(now[tag] >= level for tag, level in base.items())  # the base failure's edits still fit
