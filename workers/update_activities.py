@@ -30,11 +30,11 @@ from mindforge.payloads import (
     HandOffInput,
     HandOffResult,
     PlanPromotionInput,
-    PlanTrialsResult,
     PromotionPlan,
     RecordUpdateInput,
     RegisterAdapterInput,
     RegisterAdapterResult,
+    RolloutPlan,
     SelectTrajectoriesResult,
     TrialSpec,
     TrialStage,
@@ -100,49 +100,54 @@ class UpdateActivities:
 
     # ------------------------------------------------------------ orchestration queue
     @activity.defn(name="plan_rollout_trials")
-    async def plan_rollout_trials(self, inp: UpdateInput) -> PlanTrialsResult:
-        """``update.rollout_attempts`` trials of every search task under the next pair's contract.
+    async def plan_rollout_trials(self, inp: UpdateInput) -> RolloutPlan:
+        """``update.rollout_attempts`` trials of every search task, with the parent's adapter, for GRPO groups.
 
-        None when that contract passed no search-split trial this generation (base
-        evaluation or search): its rollouts could not hold a group with contrast. They
-        run with the parent's adapter. Deterministic ids (stage ``rollout``), so a retried
-        workflow runs none twice.
+        They run under the next pair's contract when it passed a search-split trial this
+        generation (base evaluation or search); otherwise under the contract that passed
+        the most such trials (the search's best single contract: trajectories of what
+        worked), and none when no contract passed any - rollouts could not hold a group
+        with contrast. The choice reads search-split trials only. Deterministic ids
+        (stage ``rollout``), so a retried workflow runs none twice; recorded under
+        ``update.rollouts``.
         """
+        return await asyncio.to_thread(self._plan_rollouts, inp)
 
-        def work() -> PlanTrialsResult:
-            contract_hash = inp.successor_contract_hash or inp.contract_hash
-            with store_engine.session_scope(self.engine) as s:
-                search_stages = (TrialStage.EXPANSION.value, TrialStage.SEARCH.value)
-                passed = [
-                    r for r in trials.list_trials(
-                        session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
-                        contract_hash=contract_hash, passed=True,
-                    )
-                    if r.stage in search_stages
-                ]
-                if not passed:
-                    merge_update_record(
-                        s, inp.lineage_id, inp.generation,
-                        {"rollouts": "skipped: the next pair's contract passed no search trial this generation"},
-                    )
-                    return PlanTrialsResult()
-                tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
-                return PlanTrialsResult(
-                    trials=[
-                        TrialSpec(
-                            trial_id=trials.make_trial_id(
-                                lineage_id=inp.lineage_id, generation_index=inp.generation,
-                                stage=TrialStage.ROLLOUT.value, task_hash=t.id, contract_hash=contract_hash,
-                                adapter=inp.adapter, attempt=a,
-                            ),
-                            task_path=t.path, task_hash=t.id, attempt=a,
-                        )
-                        for t in tasks
-                        for a in range(inp.update.rollout_attempts)
-                    ]
+    def _plan_rollouts(self, inp: UpdateInput) -> RolloutPlan:
+        next_contract = inp.successor_contract_hash or inp.contract_hash
+        search_stages = (TrialStage.EXPANSION.value, TrialStage.SEARCH.value)
+        with store_engine.session_scope(self.engine) as s:
+            passed: dict[str, int] = {}
+            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, passed=True)
+            for r in rows:
+                if r.stage in search_stages and r.contract_hash:
+                    passed[r.contract_hash] = passed.get(r.contract_hash, 0) + 1
+            if passed.get(next_contract):
+                contract_hash, note = next_contract, "the next pair's contract"
+            elif passed:
+                contract_hash = max(sorted(passed), key=lambda h: passed[h])
+                note = "the next pair's contract passed no search trial; the search's best single contract"
+            else:
+                note = "skipped: no contract passed a search trial this generation"
+                merge_update_record(s, inp.lineage_id, inp.generation, {"rollouts": {"note": note}})
+                return RolloutPlan(note=note)
+            tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
+            specs = [
+                TrialSpec(
+                    trial_id=trials.make_trial_id(
+                        lineage_id=inp.lineage_id, generation_index=inp.generation, stage=TrialStage.ROLLOUT.value,
+                        task_hash=t.id, contract_hash=contract_hash, adapter=inp.adapter, attempt=a,
+                    ),
+                    task_path=t.path, task_hash=t.id, attempt=a,
                 )
-
-        return await asyncio.to_thread(work)
+                for t in tasks
+                for a in range(inp.update.rollout_attempts)
+            ]
+            merge_update_record(
+                s, inp.lineage_id, inp.generation,
+                {"rollouts": {"contract_hash": contract_hash, "trials": len(specs), "note": note}},
+            )
+        return RolloutPlan(contract_hash=contract_hash, trials=specs, note=note)
 
     @activity.defn(name="select_trajectories")
     async def select_trajectories(self, inp: UpdateInput) -> SelectTrajectoriesResult:

@@ -29,11 +29,11 @@ with workflow.unsafe.imports_passed_through():
         HandOffInput,
         HandOffResult,
         PlanPromotionInput,
-        PlanTrialsResult,
         PromotionPlan,
         RecordUpdateInput,
         RegisterAdapterInput,
         RegisterAdapterResult,
+        RolloutPlan,
         RunTrialsInput,
         SelectTrajectoriesResult,
         TrainAdapterInput,
@@ -131,15 +131,15 @@ class UpdateWorkflow:
         return await self._finish(record, counts, adapter_revision_id=reg.adapter_revision_id, promotion=decision)
 
     async def _rollouts(self, inp: UpdateInput, pair: PairRef) -> None:
-        """On-policy rollouts of the next pair's contract on the search split (GRPO groups)."""
-        plan: PlanTrialsResult = await o.store_activity(o.PLAN_ROLLOUT_TRIALS, inp, PlanTrialsResult)
+        """On-policy rollouts on the search split (GRPO groups), under the contract the plan names."""
+        plan: RolloutPlan = await o.store_activity(o.PLAN_ROLLOUT_TRIALS, inp, RolloutPlan)
         size = inp.runtime.trial_batch_size
         await asyncio.gather(
             *(
                 o.run_trials(
                     RunTrialsInput(
                         lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.ROLLOUT,
-                        contract_hash=pair.contract_hash, adapter=pair.adapter, policy_url=inp.runtime.policy_url,
+                        contract_hash=plan.contract_hash, adapter=pair.adapter, policy_url=inp.runtime.policy_url,
                         trials=plan.trials[i : i + size],
                     ),
                     inp.runtime.heartbeat_timeout_sec,

@@ -169,6 +169,21 @@ class PlanTrialsResult(BaseModel):
     trials: list[TrialSpec] = Field(default_factory=list)
 
 
+class RolloutPlan(BaseModel):
+    """The Update's rollouts (``plan_rollout_trials``): the contract they run under and their trials.
+
+    Attributes:
+        contract_hash: the next pair's contract, or - when it passed no search trial - the
+            contract that passed the most search-split trials this generation ("" = none).
+        trials: the rollout trials (empty when no contract passed a search trial).
+        note: which contract and why, in words.
+    """
+
+    contract_hash: str = ""
+    trials: list[TrialSpec] = Field(default_factory=list)
+    note: str = ""
+
+
 class RunTrialsInput(BaseModel):
     """One batch of trials (``run_trials``): the pair, the stage and the trial specs."""
 

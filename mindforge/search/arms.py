@@ -21,7 +21,8 @@ composed arm inherits part of its parts' wins. ``selection = "ucb"`` scores the
 posterior mean plus ``exploration`` standard deviations (untried fitting edits first,
 then re-attempts of promising cells), ``"thompson"`` draws from it. Composed and refined
 arms are offered to a task only after every single edit that fits its audit was tried
-on it (refined stepping stones right away: the evidence already points at them). The
+on a task of its cluster (refined stepping stones once the best-fitting ones were: the
+evidence already points at them). The
 ``random`` strategy draws tasks and single edits uniformly.
 """
 
@@ -142,7 +143,8 @@ def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved
         best = max(sorted(wins), key=lambda i: (evidence[i][cluster][1], -i), default=None)
         if best is not None and evidence[best][cluster][1] > 0:
             edits = state.candidates[best].edits
-            _refine(arms, edits, _fitting(singles, table, arms.root, {e.slot for e in edits}), "refine")
+            now = _stone_table(state, best, cluster, table)  # also what its failed attempts ran into
+            _refine(arms, edits, _fitting(singles, now, arms.root, {e.slot for e in edits}), "refine")
             continue
         # nothing solved here yet: refine the stepping stones, shortest chains first
         # (a single edit that got past the failure before its own refinements), then most progress
@@ -246,7 +248,7 @@ def pick_adaptive(
     existing = len(arms.pool.items)
     all_arms = arms.all()
     for t in unsolved:
-        composing = _singles_tried(ctx, t, all_arms, existing)
+        composing = _singles_tried(ctx, t, all_arms, existing, per_cluster=True)
         stepping = composing or _singles_tried(ctx, t, all_arms, existing, top_only=True)
         for position, cand in enumerate(all_arms):
             index = position if position < existing else None
@@ -278,7 +280,8 @@ def _score(config: SearchConfig, alpha: float, beta: float, rng: random.Random) 
 
 
 def _singles_tried(
-    ctx: _Context, task: int, all_arms: list[Candidate], existing: int, *, top_only: bool = False
+    ctx: _Context, task: int, all_arms: list[Candidate], existing: int, *, top_only: bool = False,
+    per_cluster: bool = False,
 ) -> bool:
     """Whether every single edit that fits the task has been attempted on it.
 
@@ -286,10 +289,10 @@ def _singles_tried(
     or more), or all single edits when it relates to none. Composed and refined
     candidates are only tried on a task after that: they are for tasks that one fitting
     edit did not solve. With ``top_only`` only the best-fitting singles (the highest
-    affinity level) count, and an attempt on any task of the task's cluster counts:
-    refined stepping stones wait for those alone - the tasks of a cluster failed the
-    same way, so trying every best-fitting edit on each of them first would spend the
-    budget before any stepping stone is refined.
+    affinity level) count: refined stepping stones wait for those alone. With
+    ``per_cluster`` (and always with ``top_only``) an attempt on any task of the task's
+    cluster counts: the tasks of a cluster failed the same way, so trying every fitting
+    edit on each of them first would spend the budget before anything is composed.
     """
     table = ctx.tables[task]
     singles = [(p, c) for p, c in enumerate(all_arms) if len(c.edits) == 1]
@@ -297,7 +300,8 @@ def _singles_tried(
     top = max(levels.values(), default=0)
     floor = top if top_only else (1 if top >= 1 else 0)
     cluster = ctx.state.tasks[task].cluster
-    peers = [t for t, entry in enumerate(ctx.state.tasks) if entry.cluster == cluster] if top_only else [task]
+    grouped = top_only or per_cluster
+    peers = [t for t, entry in enumerate(ctx.state.tasks) if entry.cluster == cluster] if grouped else [task]
     for position, _cand in singles:
         if levels[position] < floor:
             continue
