@@ -118,7 +118,9 @@ class UpdateActivities:
         search_stages = (TrialStage.EXPANSION.value, TrialStage.SEARCH.value)
         with store_engine.session_scope(self.engine) as s:
             passed: dict[str, int] = {}
-            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, passed=True)
+            rows = trials.list_trials(
+                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, passed=True
+            )
             for r in rows:
                 if r.stage in search_stages and r.contract_hash:
                     passed[r.contract_hash] = passed.get(r.contract_hash, 0) + 1
