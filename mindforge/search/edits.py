@@ -205,6 +205,8 @@ class Edit(BaseModel):
             dropped = [t for t in parent.tools.allow if t not in SHELL_FORMAT_TOOLS]
             if dropped:
                 text += f" (a shell format offers bash and finish only: tools.allow drops {', '.join(dropped)})"
+        if op == "action_format" and value == "command":
+            text += "; one command per trial (workspace.mode single_command), replies stop at their newline"
         return text
 
 
@@ -260,9 +262,22 @@ def edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
 
 
 def _format_changes(parent: HCPContract, value: Any) -> dict[str, Any]:
+    """The switch to another action format; ``command`` comes as completion-style command-line prompting.
+
+    A ``command`` reply is one shell command line, so the switch also stops the reply at
+    its newline (when no stop strings are set) and gives the model one command per trial
+    (``single_command``: it runs, then the verifier): a small model in a multi-turn
+    command loop repeats itself until the turn limit instead of saying ``done``. Both
+    stay editable on their own afterwards (ops ``stop`` and ``mode``).
+    """
     if value not in ACTION_FORMATS or value == parent.tools.action_format:
         raise ValueError(f"cannot switch the action format to {value!r} (now {parent.tools.action_format!r})")
     changes: dict[str, Any] = {"tools.action_format": value}
+    if value == "command":
+        if not parent.provider_options.stop:
+            changes["provider_options.stop"] = STOP_PRESETS["newline"]
+        if parent.workspace.mode != "single_command":
+            changes["workspace.mode"] = "single_command"
     if value in SHELL_FORMATS:
         allow = list(parent.tools.allow)
         if "bash" not in allow:

@@ -5,8 +5,8 @@ behind the OpenAI-compatible API, the trainer trains a LoRA adapter on the very 
 weights (dequantised by transformers), and the trials run in Docker sandboxes on a
 two-node Ray cluster driven by Temporal workflows. The root contract is a test contract
 derived from the shipped SmolLM2 baseline with the recorded search edits a small model
-needs (one shell command per reply in single-command mode, worked examples, a newline
-stop) - configuration search reaches it from the baseline (``test_search_*``); this test
+needs (command-line prompting: one shell command per trial, a newline stop; worked
+examples) - configuration search reaches it from the baseline (``test_search_*``); this test
 starts there so that one short generation has successes to train on. Sampling is
 stochastic (temperature 0.7), so the checks are on what must hold for any draw with real
 contrast, and the tasks are ones this model solves about half the time.
@@ -40,13 +40,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.
 pytest.importorskip("llama_cpp", reason="the llama.cpp engine (optional extra llamacpp) is not installed")
 
 TASKS = ["write-hello-file", "make-executable", "env-value-to-file", "make-directory"]
-EDITS = [
-    ("action_format", "command"),
-    ("mode", "single_command"),
-    ("stop", "newline"),
-    ("add_example", "count_lines"),
-    ("add_example", "grep_to_file"),
-]
+#: command-line prompting (one command per trial, newline stop) and two worked examples
+EDITS = [("action_format", "command"), ("add_example", "count_lines"), ("add_example", "grep_to_file")]
 
 
 def _small_model_contract(tmp_path: Path) -> Path:
@@ -58,7 +53,7 @@ def _small_model_contract(tmp_path: Path) -> Path:
     for i, (op, value) in enumerate(EDITS):
         edit = Edit(op=op, value=value)
         contract = derive(
-            contract, revision=f"1.1.0-e2e.{i}", edit=edit.describe(contract), changes=edit_changes(contract, edit)
+            contract, revision=f"1.2.0-e2e.{i}", edit=edit.describe(contract), changes=edit_changes(contract, edit)
         )
     return save_contract(contract, tmp_path / "smollm2-small.toml")
 

@@ -58,8 +58,16 @@ def test_each_feature_is_one_recorded_edit_from_the_baseline(key):
 
 def test_a_shell_format_drops_the_file_tools_and_says_so():
     edit = Edit(op="action_format", value="command")
-    assert edit_changes(ROOT, edit) == {"tools.action_format": "command", "tools.allow": ["bash", "finish"]}
-    assert "drops read_file, write_file" in edit.describe(ROOT)
+    assert edit_changes(ROOT, edit) == {
+        "tools.action_format": "command",
+        "tools.allow": ["bash", "finish"],
+        # completion-style command-line prompting: one line per reply, one command per trial
+        "provider_options.stop": ["\n"],
+        "workspace.mode": "single_command",
+    }
+    assert "drops read_file, write_file" in edit.describe(ROOT) and "single_command" in edit.describe(ROOT)
+    fenced = edit_changes(ROOT, Edit(op="action_format", value="fenced_bash"))
+    assert "workspace.mode" not in fenced and "provider_options.stop" not in fenced
     command = child(ROOT, edit)
     keys = {e.key for e in operator_edits(command)}
     assert "add_tool=read_file" not in keys and {"action_format=json", "action_format=fenced_bash"} <= keys
@@ -127,16 +135,17 @@ def test_stop_presets_and_their_removal():
     assert Edit(op="stop", value="none").tags() == {"stop_off"} and "stop" in Edit(op="stop", value="newline").tags()
 
 
-def test_command_format_with_an_example_and_a_stop_is_a_three_edit_chain():
+def test_command_format_with_an_example_and_a_blank_line_stop_is_a_three_edit_chain():
     edits = [Edit(op="action_format", value="command"), Edit(op="add_example", value="count_lines"),
-             Edit(op="stop", value="newline")]  # fmt: skip
+             Edit(op="stop", value="blank_line")]  # fmt: skip
     chain = materialize_chain(ROOT, edits)
     final = chain[-1]
     assert (final.tools.action_format, final.provider_options.stop[0], final.resources.examples[0].name) == (
         "command",
-        "\n",
+        "\n\n",
         "count_lines",
     )
+    assert final.workspace.mode == "single_command"  # came with the command format
     assert [c.mindforge.parent for c in chain] == [ROOT.ref, chain[0].ref, chain[1].ref]
     assert len({e.slot for e in edits}) == 3  # different slots: the allocator may compose them
 
