@@ -157,8 +157,24 @@ class Edit(BaseModel):
         return self.op
 
     def tags(self, parent: HCPContract | None = None) -> frozenset[str]:
-        """Words the audit affinity table matches (``tool:read_file``, ``observation_raise``, ...)."""
+        """Words the audit affinity table matches (``tool:read_file``, ``observation_raise``, ...).
+
+        The switch to the ``command`` format is also tagged with what it couples on
+        ``parent`` (a newline stop, ``single_command``), so the audit rules those fix see it.
+        """
         op, value = self.op, self.value
+        if op == "action_format" and value == "command" and parent is not None:
+            # the switch also sets what it couples (see _format_changes): tag those too
+            try:
+                changes = _format_changes(parent, value)
+            except ValueError:
+                changes = {}
+            tags = {"format"}
+            if "provider_options.stop" in changes:
+                tags |= {"stop", "stop:newline"}
+            if "workspace.mode" in changes:
+                tags.add("single_command")
+            return frozenset(tags)
         if op in _FIXED_TAGS:
             return frozenset(_FIXED_TAGS[op])
         if op == "add_tool":

@@ -233,3 +233,17 @@ def test_a_stepping_stone_is_refined_with_what_fits_its_failure_now():
     mode = Edit(op="mode", value="single_command").tags(ROOT)
     assert affinity(base, mode) == 0 and affinity(now, mode) == 2
     assert all(now[tag] >= level for tag, level in base.items())  # the base failure's edits still fit
+
+
+def test_the_command_format_is_tagged_with_what_it_couples():
+    """Switching to ``command`` also sets a newline stop and ``single_command``: the audits those fix see it."""
+    edit = Edit(op="action_format", value="command")
+    assert edit.tags(ROOT) == {"format", "stop", "stop:newline", "single_command"}
+    truncated = task_affinity_table(_task("config.parse_failure", "truncated_reply"))
+    stuck = task_affinity_table(_task("model.stuck", "max_turns", owner="model"))
+    assert affinity(truncated, edit.tags(ROOT)) == 2 and affinity(stuck, edit.tags(ROOT)) == 2
+    # where the parent already stops and runs one command, the switch couples nothing more
+    set_up = derive(ROOT, revision="s", edit="stop, one command", changes={
+        "provider_options.stop": STOP_PRESETS["newline"], "workspace.mode": "single_command"})
+    assert edit.tags(set_up) == {"format"}
+    assert Edit(op="action_format", value="fenced_bash").tags(ROOT) == {"format"}
