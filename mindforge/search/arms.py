@@ -107,9 +107,20 @@ def _evidence(state: SearchState) -> dict[int, dict[str, list[int]]]:
 
 
 def _fitting(singles: list[Edit], table: dict[str, int], root: HCPContract, taken: set[str]) -> list[Edit]:
-    """Single edits in free slots that fit the audit (level >= 1), best fitting first (stable)."""
-    levels = [(affinity(table, e.tags(root)), i, e) for i, e in enumerate(singles) if e.slot not in taken]
-    return [e for level, _i, e in sorted(levels, key=lambda x: (-x[0], x[1])) if level >= 1]
+    """Single edits in free slots that fit the audit (level >= 1), best fitting first (stable).
+
+    Best fitting: the highest affinity level, then the most of the audit answered (the
+    sum of the levels of all the edit's tags - a coupled edit such as the ``command``
+    format, which also stops replies at their newline and asks for one command, answers
+    more of a parse failure than a format alone), then the catalogue's order.
+    """
+    scored = []
+    for i, e in enumerate(singles):
+        if e.slot in taken:
+            continue
+        tags = e.tags(root)
+        scored.append((affinity(table, tags), sum(table.get(tag, 0) for tag in tags), i, e))
+    return [e for level, _fit, _i, e in sorted(scored, key=lambda x: (-x[0], -x[1], x[2])) if level >= 1]
 
 
 def _refine(arms: Arms, base: list[Edit], fitting: list[Edit], origin: Origin) -> None:

@@ -259,3 +259,25 @@ def test_without_the_progress_signal_the_pair_is_never_reached() -> None:
     state = run(init_search(job_id="abl", root=baseline, tasks=failing, budget=SearchBudget(max_attempts=120)), oracle)
     assert state.stop_reason == "budget_attempts" and state.covered == 0
     assert not any(c.origin == "progress" for c in state.candidates)
+
+
+def test_refinements_try_the_edit_that_answers_most_of_the_audit_first() -> None:
+    """At the same affinity level the coupled ``command`` format (format + newline stop +
+    one command) answers more of a parse failure than another example or format alone,
+    so a stepping stone's refinements try it first rather than cutting it off by
+    catalogue order (seen on SmolLM2: 8 refinements per stone, the command format last)."""
+    from mindforge.search.affinity import RULE_AFFINITY
+    from mindforge.search.arms import _fitting
+    from mindforge.search.edits import operator_edits
+
+    root = load_contract(REPO / "hcp_contracts" / "smollm2.toml")
+    singles = operator_edits(root)
+    table = dict(RULE_AFFINITY["config.parse_failure"])
+    ranked = [e.key for e in _fitting(singles, table, root, taken=set())]
+    assert ranked[0] == "action_format=command"
+    # the rest of the top level keeps the catalogue's order, and nothing below level 1 is offered
+    top = [
+        e.key for e in singles if e.key != "action_format=command" and any(table.get(t, 0) == 2 for t in e.tags(root))
+    ]
+    assert ranked[1 : 1 + len(top)] == top
+    assert "hook_on=plan_first" not in ranked
