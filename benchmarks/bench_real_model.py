@@ -25,7 +25,7 @@ skill; only figure 3 reads the sealed split, and nothing in it decides anything.
 
 Run on demand (needs the ``llamacpp`` extra and ``mindforge dev up``)::
 
-    .venv/bin/python benchmarks/bench_real_model.py [--budget 64] [--rollouts 4] [--eval-attempts 4] [--skip-engines]
+    .venv/bin/python benchmarks/bench_real_model.py [--budget 160] [--rollouts 4] [--eval-attempts 4] [--skip-engines]
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     from mindforge.settings import get_settings
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--budget", type=int, default=64, help="search attempts per strategy")
+    parser.add_argument("--budget", type=int, default=160, help="search attempts per strategy (35 tasks)")
     parser.add_argument("--rollouts", type=int, default=4, help="rollout attempts per search task")
     parser.add_argument("--eval-attempts", type=int, default=4, help="attempts per sealed task per pair")
     parser.add_argument("--steps", type=int, default=8, help="GRPO optimizer steps")
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         random_ = search(runner, root, failing, by_hash, "random", args.budget)
         a_cov, a_single, a_best = _coverage(adaptive)
         r_cov, r_single, _r_best = _coverage(random_)
-        reach = _attempts_to_reach(adaptive.curve, r_cov) if r_cov else 0
+        reach = _attempts_to_reach(adaptive.curve, r_cov) if r_cov else None
         successor = None
         if a_best is not None:
             from mindforge.search import materialize
@@ -297,9 +297,13 @@ def main(argv: list[str] | None = None) -> int:
         f"random: cumulative {r_cov} (best single {r_single})"
     )
     print(f"   adaptive / best single: {a_cov / max(a_single, 1):.2f}x (target >= 3x)")
-    print(f"   attempts adaptive needed for random's final coverage ({r_cov}): {reach} of {args.budget} = "
-          f"{(reach or 0) / args.budget:.2f}x (target <= 0.5x)" if reach is not None else
-          f"   adaptive never reached random's coverage of {r_cov}")
+    if r_cov == 0:
+        print("   random search covered nothing: attempts to reach its coverage is not a figure (no ratio)")
+    elif reach is None:
+        print(f"   adaptive never reached random's coverage of {r_cov}")
+    else:
+        print(f"   attempts adaptive needed for random's final coverage ({r_cov}): {reach} of {args.budget} = "
+              f"{reach / args.budget:.2f}x (target <= 0.5x)")
     lift = upd.lift
     if lift is not None and lift.mean is not None:
         print(f"3. sealed lift of the new adapter under the successor contract: {lift.mean:+.3f} "
