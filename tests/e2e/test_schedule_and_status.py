@@ -80,6 +80,17 @@ def test_commands_that_talk_to_temporal_exit_zero(temporal_env, settings):
         assert isinstance(json.loads(out.stdout), list)
 
 
+def test_signalling_an_unknown_lineage_is_one_clear_line(temporal_env, settings):
+    """``lineage pause|resume|cancel`` on a lineage with no workflow says so in one line (exit 2), no traceback."""
+    _env, address, _loop = temporal_env
+    cli_env = {**os.environ, "MINDFORGE_TEMPORAL_ADDRESS": address, "MINDFORGE_DATA_DIR": str(settings.data_dir)}
+    for verb in ("pause", "resume", "cancel"):
+        out = _cli("lineage", verb, "no-such-lineage", env=cli_env)
+        assert out.returncode == 2, (out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr and "lineage no-such-lineage" in out.stderr
+        assert f"no running workflow lineage-no-such-lineage to {verb}" in " ".join(out.stderr.split())
+
+
 def _status(env: dict[str, str]) -> dict[str, dict]:
     out = _cli("dev", "status", "--json", "-c", "temporal", "-c", "ray", env=env)
     assert out.returncode in (0, 1), out.stderr
