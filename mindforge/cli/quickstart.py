@@ -84,7 +84,7 @@ def quickstart_command(
         False, "--allow-small-splits", help="Run even with a split below the minimum (the report flags it)."
     ),
     search_attempts: int = typer.Option(
-        64, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."
+        96, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."
     ),
     rollout_attempts: int = typer.Option(
         3, "--rollout-attempts", min=0,
