@@ -169,11 +169,11 @@ class Edit(BaseModel):
                 changes = _format_changes(parent, value)
             except ValueError:
                 changes = {}
-            tags = {"format"}
+            tags = set(_FIXED_TAGS[op])
             if "provider_options.stop" in changes:
-                tags |= {"stop", "stop:newline"}
+                tags |= Edit(op="stop", value="newline").tags(parent)
             if "workspace.mode" in changes:
-                tags.add("single_command")
+                tags |= Edit(op="mode", value=changes["workspace.mode"]).tags(parent)
             return frozenset(tags)
         if op in _FIXED_TAGS:
             return frozenset(_FIXED_TAGS[op])
