@@ -69,6 +69,13 @@ COMBO_UNLOCKS: dict[str, Predicate] = {
 STEPPING: dict[str, Predicate] = {
     "combo:command+example": lambda root, c: c.tools.action_format in SHELL_FORMATS,
 }
+#: combination kind -> (predicate, share): under a contract with only the other half of
+#: the pair, that share of the failed attempts (drawn per trial) gets past the base
+#: failure too - on SmolLM2 a worked example alone makes some JSON replies parse - so a
+#: full stepping stone competes with many partial ones
+PARTIAL_STEPPING: dict[str, tuple[Predicate, float]] = {
+    "combo:command+example": (lambda root, c: bool(c.resources.examples), 0.5),
+}
 #: the audit rule of a failed attempt past a stepping stone
 STEPPED_RULE = "model.wrong_answer"
 
@@ -207,10 +214,23 @@ class UnlockOracle:
         kind = self.kinds[task_hash]
         return (UNLOCKS.get(kind) or COMBO_UNLOCKS[kind])(self.root, contract)
 
-    def failure_rule(self, task_hash: str, contract: HCPContract) -> str:
-        """The audit rule reported for a failed attempt: :data:`STEPPED_RULE` past a stepping stone, else ``""``."""
-        stepping = STEPPING.get(self.kinds[task_hash])
-        return STEPPED_RULE if self.report_rules and stepping is not None and stepping(self.root, contract) else ""
+    def failure_rule(self, task_hash: str, contract: HCPContract, trial_id: str = "") -> str:
+        """The audit rule reported for a failed attempt: :data:`STEPPED_RULE` past a stepping stone, else ``""``.
+
+        Past a partial stepping stone (:data:`PARTIAL_STEPPING`) the rule is reported on
+        its share of the attempts, drawn from (seed, trial id).
+        """
+        if not self.report_rules:
+            return ""
+        kind = self.kinds[task_hash]
+        stepping = STEPPING.get(kind)
+        if stepping is not None and stepping(self.root, contract):
+            return STEPPED_RULE
+        if kind in PARTIAL_STEPPING:
+            partial, share = PARTIAL_STEPPING[kind]
+            if partial(self.root, contract) and self._draw(f"{trial_id}:step") < share:
+                return STEPPED_RULE
+        return ""
 
     def contract(self, state: SearchState, plan: StepPlan, contract_hash: str) -> HCPContract:
         """The contract with this hash among the state's and the plan's candidates."""
@@ -221,9 +241,13 @@ class UnlockOracle:
 
     def outcome(self, trial_id: str, unlocked: bool) -> float:
         """The reward (1.0 or 0.0) of one trial, drawn from (seed, trial id)."""
-        digest = hashlib.sha256(f"{self.seed}:{trial_id}".encode()).digest()
         p = self.p_unlocked if unlocked else self.p_locked
-        return 1.0 if random.Random(int.from_bytes(digest[:8], "big")).random() < p else 0.0
+        return 1.0 if self._draw(trial_id) < p else 0.0
+
+    def _draw(self, key: str) -> float:
+        """A uniform draw in [0, 1) from (seed, key): the same key always draws the same number."""
+        digest = hashlib.sha256(f"{self.seed}:{key}".encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big")).random()
 
     def execute(self, state: SearchState, plan: StepPlan) -> StepResults:
         """Run every planned cell (recording its trial id in :attr:`executed`)."""
@@ -241,7 +265,7 @@ class UnlockOracle:
                     reward=reward,
                     tokens=self.tokens,
                     wall_sec=self.wall_sec,
-                    rule="" if reward >= 1.0 else self.failure_rule(cell.task_hash, contract),
+                    rule="" if reward >= 1.0 else self.failure_rule(cell.task_hash, contract, cell.trial_id),
                 )
             )
         return StepResults(step=plan.step, results=results)

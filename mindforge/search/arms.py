@@ -119,7 +119,7 @@ def _fitting(singles: list[Edit], table: dict[str, int], root: HCPContract, take
         if e.slot in taken:
             continue
         tags = e.tags(root)
-        scored.append((affinity(table, tags), sum(table.get(tag, 0) for tag in tags), i, e))
+        scored.append((affinity(table, tags), _audit_fit(table, [e], root), i, e))
     return [e for level, _fit, _i, e in sorted(scored, key=lambda x: (-x[0], -x[1], x[2])) if level >= 1]
 
 
@@ -157,17 +157,41 @@ def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved
             now = _stone_table(state, best, cluster, table)  # also what its failed attempts ran into
             _refine(arms, edits, _fitting(singles, now, arms.root, {e.slot for e in edits}), "refine")
             continue
-        # nothing solved here yet: refine the stepping stones, shortest chains first
-        # (a single edit that got past the failure before its own refinements), then most progress
+        # nothing solved here yet: refine the stepping stones, shortest chains first (a
+        # single edit that got past the failure before its own refinements), then the one
+        # whose edits answer most of the audit (as :func:`_fitting` ranks edits: the coupled
+        # command format before a worked example that also makes some replies parse), then
+        # the highest progress rate
         stones = sorted(
             (i for i in evidence if evidence[i][cluster][2] > 0),
-            key=lambda i: (len(state.candidates[i].edits), -evidence[i][cluster][2], i),
+            key=lambda i: (
+                len(state.candidates[i].edits),
+                -_audit_fit(table, state.candidates[i].edits, arms.root),
+                -_progress_rate(evidence[i][cluster]),
+                i,
+            ),
         )
         for stone in stones[:STEPPING_STONES_PER_CLUSTER]:
             edits = state.candidates[stone].edits
             # the stone got past the base failure; refine it with what fits its failure now
             now = _stone_table(state, stone, cluster, table)
             _refine(arms, edits, _fitting(singles, now, arms.root, {e.slot for e in edits}), "progress")
+
+
+def _audit_fit(table: dict[str, int], edits: list[Edit], root: HCPContract) -> int:
+    """How much of an audit the edits answer: the sum of the affinity levels of all their tags."""
+    return sum(table.get(tag, 0) for tag in frozenset().union(*(e.tags(root) for e in edits)))
+
+
+def _progress_rate(entry: list[int]) -> float:
+    """Posterior mean of a stone's progress rate in a cluster, ``(progress + 1) / (usable + 2)``.
+
+    ``entry`` is ``[usable attempts, successes, progress]`` (:func:`_evidence`). Laplace's
+    rule of succession: 4 of 4 attempts past the failure (0.83) ranks above 3 of 7 (0.44)
+    and above a single 1 of 1 (0.67).
+    """
+    usable, _wins, progress = entry
+    return (progress + 1) / (max(usable, progress) + 2)
 
 
 def _stone_table(state: SearchState, stone: int, cluster: str, base: dict[str, int]) -> dict[str, int]:

@@ -233,6 +233,8 @@ def test_command_format_with_examples_is_found_from_the_plain_json_baseline(seed
     No single edit solves anything, but the command format shows progress (its attempts
     fail as wrong answers, not parse failures): the allocator refines that stepping stone
     and reaches the two-edit composition within a small budget, from the shipped baseline.
+    Every worked example alone gets past the parse failure on half its attempts (the
+    simulation's partial stepping stone), so the library's examples compete with it.
     """
     baseline = load_contract(REPO / "hcp_contracts" / "baseline.toml")
     tasks = make_unlock_tasks(4, ["combo:command+example"])
@@ -240,12 +242,12 @@ def test_command_format_with_examples_is_found_from_the_plain_json_baseline(seed
     assert {t.rule for t in failing} == {"config.parse_failure"}
     oracle = UnlockOracle(baseline, tasks, seed=seed)
     config = SearchConfig(seed=seed)
-    start = init_search(job_id="small", root=baseline, tasks=failing, budget=SearchBudget(max_attempts=120), config=config)
+    start = init_search(job_id="small", root=baseline, tasks=failing, budget=SearchBudget(max_attempts=160), config=config)
     state = run(start, oracle)
-    assert state.stop_reason == "full_coverage" and state.spent.attempts <= 120
+    assert state.stop_reason == "full_coverage" and state.spent.attempts <= 160
     for t in range(len(failing)):
         solver = state.candidates[state.solved[str(t)]]
-        assert solver.edits[0].key == "action_format=command" and any(e.op == "add_example" for e in solver.edits)
+        assert "action_format=command" in solver.edit_keys and any(e.op == "add_example" for e in solver.edits)
         assert len(solver.edits) <= 3 and solver.origin in ("progress", "refine", "compose")
     assert any(cell.progress for cell in state.cells.values())
 
