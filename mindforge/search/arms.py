@@ -49,6 +49,9 @@ from mindforge.search.state import SearchConfig, SearchState
 REFINE_PER_CLUSTER = 8
 #: stepping stones (progress without a pass) refined per cluster and step
 STEPPING_STONES_PER_CLUSTER = 2
+#: score added per affinity level of an arm's tags (the sum over its tags, see
+#: :func:`_audit_fit`): orders arms whose posteriors are equal, far below any real difference
+FIT_TIE_BREAK = 1e-6
 #: how much an attempt that made progress (past the harness failure, not passing) counts
 #: for the candidates that extend it, relative to a success
 PROGRESS_CREDIT = 0.5
@@ -292,7 +295,10 @@ def pick_adaptive(
             if len(cand.edits) > 1 and not (stepping if cand.origin == "progress" else composing):
                 continue
             alpha, beta = _posterior(ctx, t, cand, index)
-            draws.append((_score(state.config, alpha, beta, rng), t, position, cand))
+            # equal posteriors (untried arms at one affinity level): the arm whose edits
+            # answer more of the audit first, e.g. the coupled command format
+            fit = FIT_TIE_BREAK * sum(ctx.tables[t].get(tag, 0) for tag in ctx.arm(cand)[0])
+            draws.append((_score(state.config, alpha, beta, rng) + fit, t, position, cand))
     draws.sort(key=lambda d: (-d[0], d[1], d[2]))
     per_task = max(1, math.ceil(n_cells / max(len(unsolved), 1)))
     taken: dict[int, int] = defaultdict(int)
