@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Set everything up and run the main job: one generation of a lineage on three bundled
-# tasks, through Temporal and Ray, against the embedded policy server (offline tiny model
-# by default). Extra arguments go to `mindforge quickstart` (e.g. --model Qwen/Qwen2.5-0.5B-Instruct,
-# --policy-url http://host:8000/v1 for a running vLLM).
+# Set everything up and run the main job: one generation of a lineage on 20 tasks of
+# tasks/micro, through Temporal and Ray, against the embedded policy server (SmolLM2-135M-Instruct
+# on llama.cpp by default; --model tiny is the one-minute smoke run). Extra arguments go to
+# `mindforge quickstart` (e.g. --model Qwen/Qwen2.5-0.5B-Instruct, --policy-url http://host:8000/v1
+# for a running vLLM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
