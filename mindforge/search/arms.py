@@ -122,7 +122,7 @@ def _fitting(singles: list[Edit], table: dict[str, int], root: HCPContract, take
         if e.slot in taken:
             continue
         tags = e.tags(root)
-        scored.append((affinity(table, tags), _audit_fit(table, [e], root), i, e))
+        scored.append((affinity(table, tags), _audit_fit(table, tags), i, e))
     return [e for level, _fit, _i, e in sorted(scored, key=lambda x: (-x[0], -x[1], x[2])) if level >= 1]
 
 
@@ -169,7 +169,7 @@ def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved
             (i for i in evidence if evidence[i][cluster][2] > 0),
             key=lambda i: (
                 len(state.candidates[i].edits),
-                -_audit_fit(table, state.candidates[i].edits, arms.root),
+                -_audit_fit(table, _edit_tags(state.candidates[i].edits, arms.root)),
                 -_progress_rate(evidence[i][cluster]),
                 i,
             ),
@@ -181,9 +181,14 @@ def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved
             _refine(arms, edits, _fitting(singles, now, arms.root, {e.slot for e in edits}), "progress")
 
 
-def _audit_fit(table: dict[str, int], edits: list[Edit], root: HCPContract) -> int:
-    """How much of an audit the edits answer: the sum of the affinity levels of all their tags."""
-    return sum(table.get(tag, 0) for tag in frozenset().union(*(e.tags(root) for e in edits)))
+def _edit_tags(edits: list[Edit], root: HCPContract) -> frozenset[str]:
+    """The union of the edits' tags (:meth:`Edit.tags` against ``root``)."""
+    return frozenset().union(*(e.tags(root) for e in edits))
+
+
+def _audit_fit(table: dict[str, int], tags: frozenset[str]) -> int:
+    """How much of an audit an arm's tags answer: the sum of their affinity levels in ``table``."""
+    return sum(table.get(tag, 0) for tag in tags)
 
 
 def _progress_rate(entry: list[int]) -> float:
@@ -233,7 +238,7 @@ class _Context:
     def arm(self, cand: Candidate) -> tuple[frozenset[str], list[int]]:
         """The arm's edit tags and the indices of candidates whose edits are a proper subset of its."""
         if cand.contract_hash not in self._arm:
-            tags = frozenset().union(*(e.tags(self.root) for e in cand.edits))
+            tags = _edit_tags(cand.edits, self.root)
             keys = set(cand.edit_keys)
             subs = [i for i, other in enumerate(self.state.candidates) if set(other.edit_keys) < keys]
             self._arm[cand.contract_hash] = (tags, subs)
@@ -297,7 +302,7 @@ def pick_adaptive(
             alpha, beta = _posterior(ctx, t, cand, index)
             # equal posteriors (untried arms at one affinity level): the arm whose edits
             # answer more of the audit first, e.g. the coupled command format
-            fit = FIT_TIE_BREAK * sum(ctx.tables[t].get(tag, 0) for tag in ctx.arm(cand)[0])
+            fit = FIT_TIE_BREAK * _audit_fit(ctx.tables[t], ctx.arm(cand)[0])
             draws.append((_score(state.config, alpha, beta, rng) + fit, t, position, cand))
     draws.sort(key=lambda d: (-d[0], d[1], d[2]))
     per_task = max(1, math.ceil(n_cells / max(len(unsolved), 1)))
