@@ -21,6 +21,7 @@ from mindforge.evaluation import (
     PoolSplit,
     SplitCandidate,
     SplitTooSmallError,
+    StageSplitError,
     assign_splits,
     check_split_sizes,
     split_counts,
@@ -178,12 +179,17 @@ class LineageActivities:
 
     @activity.defn(name="plan_expansion_trials")
     async def plan_expansion_trials(self, inp: ExpansionInput) -> PlanTrialsResult:
-        """Trial specs for ``attempts`` trials of every search-split task, with deterministic ids."""
+        """Trial specs for ``attempts`` trials of every search-split task, with deterministic ids.
+
+        Raises:
+            ApplicationError: non-retryable ``StageSplitError`` when a planned trial's task
+                is not on the search split (never, unless the pool query is wrong).
+        """
 
         def work() -> PlanTrialsResult:
             with store_engine.session_scope(self.engine) as s:
                 tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
-                return PlanTrialsResult(trials=[
+                plan = PlanTrialsResult(trials=[
                     TrialSpec(
                         trial_id=trials.make_trial_id(
                             lineage_id=inp.lineage_id,
@@ -201,8 +207,16 @@ class LineageActivities:
                     for t in tasks
                     for a in range(inp.expansion.attempts)
                 ])
+                pool.check_trial_splits(
+                    session=s, lineage_id=inp.lineage_id, stage=TrialStage.EXPANSION,
+                    trials=[(t.trial_id, t.task_hash) for t in plan.trials],
+                )
+                return plan
 
-        return await asyncio.to_thread(work)
+        try:
+            return await asyncio.to_thread(work)
+        except StageSplitError as exc:
+            raise _non_retryable(exc) from exc
 
     @activity.defn(name="summarize_expansion")
     async def summarize_expansion(self, inp: ExpansionInput) -> ExpansionResult:
@@ -239,11 +253,16 @@ class LineageActivities:
         (their sandboxes are removed by the runner, or reaped on the next engine start).
 
         Raises:
-            ApplicationError: non-retryable when the contract is not registered.
+            ApplicationError: non-retryable when the contract is not registered, or
+                (``StageSplitError``) when a trial's task is on another split than the
+                batch's stage allows (:func:`mindforge.evaluation.split_of_stage`).
         """
         import ray
 
-        todo, skipped, toml_text = await asyncio.to_thread(self._todo, inp)
+        try:
+            todo, skipped, toml_text = await asyncio.to_thread(self._todo, inp)
+        except StageSplitError as exc:
+            raise _non_retryable(exc) from exc
         payloads = [self._payload(inp, t, toml_text) for t in todo]
         refs = [run_trial_ref(p) for p in payloads]
         ran = passed = errors = 0
@@ -272,6 +291,10 @@ class LineageActivities:
                 raise ApplicationError(
                     f"contract {inp.contract_hash} is not registered", type="InputError", non_retryable=True
                 )
+            pool.check_trial_splits(
+                session=s, lineage_id=inp.lineage_id, stage=inp.stage,
+                trials=[(t.trial_id, t.task_hash) for t in inp.trials],
+            )
             todo = [t for t in inp.trials if not trials.trial_exists(session=s, trial_id=t.trial_id)]
             return todo, len(inp.trials) - len(todo), contract.toml_text
 

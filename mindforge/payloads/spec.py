@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from mindforge.domain import TrialStage as TrialStage  # re-exported: the stage enum lives with the shared enums
 from mindforge.evaluation.splits import SplitConfig
 from mindforge.trainer.config import TrainerConfig
 
@@ -25,22 +26,6 @@ class Stage(StrEnum):
     DISCOVERY = "discovery"
     EXPANSION = "expansion"
     UPDATE = "update"
-
-
-class TrialStage(StrEnum):
-    """Where a stored trial ran (its ``stage``); the split of its task follows from it.
-
-    ``expansion``, ``search`` and ``rollout`` trials run on search tasks (the last are the
-    Update's rollouts of the next pair's contract, for GRPO groups); ``selection`` trials
-    run on selection tasks and feed decisions only (successor contract, adapter
-    promotion); ``sealed`` trials run on sealed tasks and feed the reported lift only.
-    """
-
-    EXPANSION = "expansion"
-    SEARCH = "search"
-    ROLLOUT = "rollout"
-    SELECTION = "selection"
-    SEALED = "sealed"
 
 
 class RuntimeSpec(BaseModel):
