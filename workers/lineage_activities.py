@@ -40,7 +40,8 @@ from mindforge.payloads import (
     TrialSpec,
     TrialStage,
 )
-from mindforge.payloads.ray_tasks import RunTrialTaskInput, RunTrialTaskResult
+from mindforge.payloads.ray_tasks import RunTrialTaskInput, RunTrialTaskResult, SandboxSettings
+from mindforge.settings import Settings, get_settings
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.errors import NotFoundError
@@ -74,10 +75,13 @@ class LineageActivities:
 
     Args:
         db_url: SQLAlchemy URL of the store (migrated on construction).
+        settings: the worker's settings; their artifact root and Docker settings travel
+            in every trial's Ray task input (default :func:`mindforge.settings.get_settings`).
     """
 
-    def __init__(self, db_url: str) -> None:
+    def __init__(self, db_url: str, settings: Settings | None = None) -> None:
         self.engine = store_engine.init_db(db_url)
+        self.sandbox = SandboxSettings.from_settings(settings or get_settings())
 
     # ------------------------------------------------------------ orchestration queue
     @activity.defn(name="prepare_lineage")
@@ -263,7 +267,7 @@ class LineageActivities:
             todo, skipped, toml_text = await asyncio.to_thread(self._todo, inp)
         except StageSplitError as exc:
             raise _non_retryable(exc) from exc
-        payloads = [self._payload(inp, t, toml_text) for t in todo]
+        payloads = [self._payload(inp, t, toml_text, self.sandbox) for t in todo]
         refs = [run_trial_ref(p) for p in payloads]
         ran = passed = errors = 0
         pending = list(refs)
@@ -299,7 +303,7 @@ class LineageActivities:
             return todo, len(inp.trials) - len(todo), contract.toml_text
 
     @staticmethod
-    def _payload(inp: RunTrialsInput, t: TrialSpec, toml_text: str) -> RunTrialTaskInput:
+    def _payload(inp: RunTrialsInput, t: TrialSpec, toml_text: str, sandbox: SandboxSettings) -> RunTrialTaskInput:
         return RunTrialTaskInput(
             task_path=t.task_path,
             trial_id=t.trial_id,
@@ -309,6 +313,7 @@ class LineageActivities:
             contract_toml=toml_text,
             contract_hash=inp.contract_hash,
             policy_url=inp.policy_url,
+            sandbox=sandbox,
         )
 
     def _store(self, inp: RunTrialsInput, rec: TrialRecord) -> None:

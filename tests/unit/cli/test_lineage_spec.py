@@ -9,7 +9,7 @@ import pytest
 
 from mindforge.cli.lineage import build_spec, split_config
 from mindforge.policy.models import ModelSpecError, resolve_model
-from tests.conftest import BUNDLED_TASKS, REPO
+from tests.conftest import BUNDLED_TASKS, REPO, require_module
 
 TASKS = [BUNDLED_TASKS / "log-5xx-report"]
 
@@ -22,7 +22,7 @@ def _spec(contract: str, base_model: str | None):
 
 
 def test_tiny_contract_trains_on_the_tiny_model_the_server_serves(settings) -> None:
-    pytest.importorskip("transformers")
+    require_module("transformers")
     spec = _spec("tiny.toml", None)
     assert spec.update.base_model_path == resolve_model("tiny").hf_dir == str(settings.data_dir / "models" / "tiny")
     assert _spec("baseline.toml", "tiny").update.base_model_path == spec.update.base_model_path
