@@ -19,7 +19,6 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mindforge.cli.temporal_client import connect
 from mindforge.payloads import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.discovery_activities import DiscoveryActivities
@@ -28,6 +27,7 @@ from workers.lineage_activities import LineageActivities
 from workers.search_activities import SearchActivities
 from workers.training_activities import TrainingActivities
 from workers.update_activities import UpdateActivities
+from workflows.client import connect
 from workflows.discovery import DiscoveryWorkflow
 from workflows.expansion import ExpansionWorkflow
 from workflows.generation import GenerationWorkflow
@@ -168,7 +168,7 @@ async def run_worker(
     """
     settings = settings or get_settings()
     queues = queues or ["orchestration", "sandbox"]
-    client = await connect(settings)
+    client = await connect(settings.temporal_address, settings.temporal_namespace)
     if "sandbox" in queues:
         init_ray(settings.ray_address)
         warm_up_ray(settings)
