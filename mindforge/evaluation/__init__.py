@@ -8,6 +8,9 @@
 - :mod:`~mindforge.evaluation.lift` - the paired lift of one pair over another;
 - :mod:`~mindforge.evaluation.decisions` - successor contract and adapter promotion,
   decided on the selection split only.
+- :mod:`~mindforge.evaluation.race` - selection trials shared among successor candidates
+  (successive halving with Hoeffding stops);
+- :mod:`~mindforge.evaluation.power` - each gate's minimum detectable lift at 80% power.
 
 Pure: no Temporal, Ray or store imports.
 """

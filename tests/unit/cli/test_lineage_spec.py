@@ -16,8 +16,10 @@ TASKS = [BUNDLED_TASKS / "log-5xx-report"]
 
 def _spec(contract: str, base_model: str | None):
     return build_spec(
-        "n", TASKS, REPO / "hcp_contracts" / contract, 1, 2, split_config(0.0, 0.0, 1), 0, None, "expansion,update", 16,
-        base_model,
+        # one task, no selection split: no gate may run (one that could never pass is refused),
+        # so Expansion without search; the Update's base model is resolved all the same
+        "n", TASKS, REPO / "hcp_contracts" / contract, 1, 2, split_config(0.0, 0.0, 1), 0, None, "expansion", 16,
+        base_model, search_attempts=0,
     )
 
 
