@@ -15,7 +15,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.discovery.records import ProposalBatch, ProposalVerdict
-from mindforge.evaluation import PoolSplit
+from mindforge.evaluation import PoolSplit, admission_config
 from mindforge.payloads import (
     AdmitInput,
     CheckProposalInput,
@@ -198,7 +198,7 @@ class DiscoveryActivities:
             config = DiscoveryConfig(
                 count=max(1, batch.requested),
                 generation=inp.generation,
-                splits=inp.evaluation.splits,
+                splits=admission_config(inp.evaluation.splits),  # the sealed split is frozen
                 split_key=inp.lineage_id,
                 # counts before this generation's admissions, so a retried activity decides the same splits
                 existing=pool.category_split_counts(session=s, lineage_id=inp.lineage_id, exclude=new),
