@@ -347,8 +347,9 @@ def _generation_cells(record: dict) -> list[str]:
         search_text = f"refused: {search['refused']}"
     elif search:
         search_text = (
-            f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best single "
-            f"{search.get('best_single', {}).get('covered', 0)}; {search.get('spent', {}).get('attempts', 0)} trials, "
+            f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best candidate in the run "
+            f"(not a sweep) {search.get('best_single', {}).get('covered', 0)}; "
+            f"{search.get('spent', {}).get('attempts', 0)} trials, "
             f"{search.get('stop_reason')}"
         )
     else:
