@@ -201,7 +201,7 @@ class SearchActivities:
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
                 budget=budget.model_dump(exclude_none=True), job_id=job_id,
             )
-            config = SearchConfig(seed=b.seed, cells_per_step=b.cells_per_step)
+            config = SearchConfig(seed=b.seed, cells_per_step=b.cells_per_step, examples=list(b.examples))
             try:
                 state = init_search(job_id=job_id, root=root, tasks=tasks, budget=budget, config=config, cost=cost)
             except SearchRefused as exc:

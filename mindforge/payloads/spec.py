@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from mindforge.domain import TrialStage as TrialStage  # re-exported: the stage enum lives with the shared enums
 from mindforge.evaluation.splits import SplitConfig
+from mindforge.hcp.examples import WorkedExample
 from mindforge.trainer.config import TrainerConfig
 
 
@@ -64,6 +65,9 @@ class SearchBudgetSpec(BaseModel):
         max_wall_sec: wall-clock seconds the search may take.
         cells_per_step: (task, contract) cells planned per step.
         seed: the allocator's seed.
+        examples: the user's worked examples (``--examples DIR``) the search may add
+            to a contract, one ``add_example`` edit each; none by default. Examples
+            written from the evaluated tasks void the sealed figure.
     """
 
     enabled: bool = True
@@ -72,6 +76,7 @@ class SearchBudgetSpec(BaseModel):
     max_wall_sec: float | None = Field(default=None, gt=0)
     cells_per_step: int = Field(default=8, ge=1)
     seed: int = 0
+    examples: list[WorkedExample] = Field(default_factory=list)
 
 
 class ExpansionSpec(BaseModel):

@@ -41,3 +41,24 @@ def test_hub_model_id_passes_through_and_a_directory_becomes_absolute(settings, 
 def test_unloadable_base_model_fails_at_start(settings, tmp_path: Path) -> None:
     with pytest.raises(ModelSpecError, match="no such model directory or GGUF file"):
         _spec("baseline.toml", str(tmp_path / "missing.gguf"))
+
+
+def test_examples_folder_seeds_the_search_and_a_bad_file_is_named(settings, tmp_path: Path) -> None:
+    """``--examples DIR`` (issue 17): the folder's examples travel in the spec; none by default."""
+    from mindforge.errors import InputError
+
+    assert _spec("baseline.toml", None).expansion.search.examples == []
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "list_srv.toml").write_text('instruction = "List /srv."\n[[steps]]\ncommand = "ls /srv"\n')
+    spec = build_spec(
+        "n", TASKS, REPO / "hcp_contracts" / "baseline.toml", 1, 2, split_config(0.0, 0.0, 1), 0, None,
+        "expansion", 16, None, examples=folder,
+    )
+    assert [e.name for e in spec.expansion.search.examples] == ["list_srv"]
+    (folder / "broken.toml").write_text('instruction = "x"\n')
+    with pytest.raises(InputError, match=r"broken\.toml.*steps"):
+        build_spec(
+            "n", TASKS, REPO / "hcp_contracts" / "baseline.toml", 1, 2, split_config(0.0, 0.0, 1), 0, None,
+            "expansion", 16, None, examples=folder,
+        )
