@@ -201,7 +201,7 @@ class SearchActivities:
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
                 budget=budget.model_dump(exclude_none=True), job_id=job_id,
             )
-            config = SearchConfig(seed=b.seed, cells_per_step=b.cells_per_step)
+            config = SearchConfig(seed=b.seed, cells_per_step=b.cells_per_step, examples=list(b.examples))
             try:
                 state = init_search(job_id=job_id, root=root, tasks=tasks, budget=budget, config=config, cost=cost)
             except SearchRefused as exc:
@@ -217,7 +217,12 @@ class SearchActivities:
 
     @activity.defn(name="plan_search_step")
     async def plan_search_step(self, inp: SearchStepInput) -> SearchPlanResult:
-        """Plan the next step from the committed state; register its new candidates; fetch prompt edits."""
+        """Plan the next step from the committed state; register its new candidates; fetch prompt edits.
+
+        Raises:
+            StageSplitError: a planned cell's task is not on the search split
+                (non-retryable by name: ``workflows.options.NON_RETRYABLE``).
+        """
         return await asyncio.to_thread(self._plan, inp)
 
     def _plan(self, inp: SearchStepInput) -> SearchPlanResult:
@@ -231,6 +236,10 @@ class SearchActivities:
             root = root_contract(state)
             register_candidates(session=s, job_id=inp.job_id, root=root, candidates=plan.new_candidates)
             paths = {t.id: t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
+            pool.check_trial_splits(
+                session=s, lineage_id=inp.lineage_id, stage=TrialStage.SEARCH,
+                trials=[(c.trial_id, c.task_hash) for c in plan.cells],
+            )
         out = SearchPlanResult(step=plan.step, stop_reason=plan.stop_reason, cells=list(plan.cells))
         by_contract: dict[str, list[TrialSpec]] = defaultdict(list)
         for c in plan.cells:

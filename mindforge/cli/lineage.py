@@ -15,7 +15,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mindforge.cli.output import make_console, print_json
+from mindforge.cli.output import EXAMPLES_HELP, make_console, print_json
 from mindforge.errors import InfraError, InputError
 
 app = typer.Typer(
@@ -84,7 +84,7 @@ def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
 
 def build_spec(
     name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
-    search_attempts=None, audit_judge=False, rollout_attempts=0, say=None,
+    search_attempts=None, audit_judge=False, rollout_attempts=0, examples=None, say=None,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
@@ -96,13 +96,16 @@ def build_spec(
     resolves to that model). ``splits`` is a :class:`mindforge.evaluation.SplitConfig`
     (:func:`split_config`). ``search_attempts`` caps configuration
     search per generation (None: the default budget; 0: no search). ``audit_judge`` sends
-    the failures audit rules cannot decide to the policy endpoint as a judge.
+    the failures audit rules cannot decide to the policy endpoint as a judge. ``examples``
+    is a folder of the user's worked examples (``--examples DIR``,
+    :func:`mindforge.search.library.load_example_folder`) that search may add; None: none.
     ``say`` (e.g. ``console.print``) is given each split's size and each gate's rule and
     minimum detectable lift at 80% power (:func:`check_gates`).
 
     Raises:
-        InputError: a missing path, an invalid contract, an unknown stage, or a base
-            model spec that names no loadable model (``ModelSpecError``).
+        InputError: a missing path, an invalid contract, an unknown stage, a bad
+            worked-example file (naming the file and field), or a base model spec that
+            names no loadable model (``ModelSpecError``).
         SplitTooSmallError: a split below the minimum (see :func:`check_pool_splits`).
         InputError: a gate that cannot pass at any lift (see :func:`check_gates`).
     """
@@ -129,10 +132,13 @@ def build_spec(
     except ValueError as exc:
         raise InputError("--stages", "stages", str(exc)) from None
     counts = check_pool_splits(name, tasks, splits)
+    from mindforge.search.library import load_example_folder
+
+    seeded = load_example_folder(Path(examples)) if examples is not None else []
     search = (
-        SearchBudgetSpec() if search_attempts is None
-        else SearchBudgetSpec(enabled=False) if search_attempts == 0
-        else SearchBudgetSpec(max_attempts=search_attempts)
+        SearchBudgetSpec(examples=seeded) if search_attempts is None
+        else SearchBudgetSpec(enabled=False, examples=seeded) if search_attempts == 0
+        else SearchBudgetSpec(max_attempts=search_attempts, examples=seeded)
     )
     spec = LineageSpec(
         name=name,
@@ -286,6 +292,7 @@ def start(
         0, "--rollout-attempts", min=0,
         help="Update: trials per search task under the next pair's contract before training (GRPO groups; 0: none).",
     ),
+    examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
 ) -> None:
     """Start a lineage and print its Temporal Web UI link."""
@@ -295,7 +302,7 @@ def start(
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     spec = build_spec(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
-        search_attempts, audit_judge, rollout_attempts, say=console.print,
+        search_attempts, audit_judge, rollout_attempts, examples, say=console.print,
     )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
@@ -391,8 +398,9 @@ def _generation_cells(record: dict) -> list[str]:
         search_text = f"refused: {search['refused']}"
     elif search:
         search_text = (
-            f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best single "
-            f"{search.get('best_single', {}).get('covered', 0)}; {search.get('spent', {}).get('attempts', 0)} trials, "
+            f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best candidate in the run "
+            f"(not a sweep) {search.get('best_single', {}).get('covered', 0)}; "
+            f"{search.get('spent', {}).get('attempts', 0)} trials, "
             f"{search.get('stop_reason')}"
         )
     else:

@@ -15,7 +15,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from mindforge.domain import TrialStage as TrialStage  # re-exported: the stage enum lives with the shared enums
 from mindforge.evaluation.splits import SplitConfig
+from mindforge.hcp.examples import WorkedExample
 from mindforge.trainer.config import TrainerConfig
 
 
@@ -25,22 +27,6 @@ class Stage(StrEnum):
     DISCOVERY = "discovery"
     EXPANSION = "expansion"
     UPDATE = "update"
-
-
-class TrialStage(StrEnum):
-    """Where a stored trial ran (its ``stage``); the split of its task follows from it.
-
-    ``expansion``, ``search`` and ``rollout`` trials run on search tasks (the last are the
-    Update's rollouts of the next pair's contract, for GRPO groups); ``selection`` trials
-    run on selection tasks and feed decisions only (successor contract, adapter
-    promotion); ``sealed`` trials run on sealed tasks and feed the reported lift only.
-    """
-
-    EXPANSION = "expansion"
-    SEARCH = "search"
-    ROLLOUT = "rollout"
-    SELECTION = "selection"
-    SEALED = "sealed"
 
 
 class RuntimeSpec(BaseModel):
@@ -79,6 +65,9 @@ class SearchBudgetSpec(BaseModel):
         max_wall_sec: wall-clock seconds the search may take.
         cells_per_step: (task, contract) cells planned per step.
         seed: the allocator's seed.
+        examples: the user's worked examples (``--examples DIR``) the search may add
+            to a contract, one ``add_example`` edit each; none by default. Examples
+            written from the evaluated tasks void the sealed figure.
     """
 
     enabled: bool = True
@@ -87,6 +76,7 @@ class SearchBudgetSpec(BaseModel):
     max_wall_sec: float | None = Field(default=None, gt=0)
     cells_per_step: int = Field(default=8, ge=1)
     seed: int = 0
+    examples: list[WorkedExample] = Field(default_factory=list)
 
 
 class ExpansionSpec(BaseModel):
