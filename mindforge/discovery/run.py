@@ -48,6 +48,7 @@ from mindforge.discovery.records import (
 from mindforge.discovery.schema import DEFAULT_RULES, ProposalRules
 from mindforge.evaluation.splits import (
     PoolSplit,
+    admission_config,
     SplitCandidate,
     SplitConfig,
     assign_splits,
@@ -201,7 +202,7 @@ def admission_record(batch: ProposalBatch, verdicts: list[ProposalVerdict], conf
         accepted.append((staged, verdict, task.config.metadata.category))
     # admitted tasks go to search (and selection), never to the sealed split: the sealed split is frozen
     # at lineage start, so the reported lift is measured on tasks no generation's Discovery chose
-    unsealed = config.splits.model_copy(update={"sealed_fraction": 0.0})
+    unsealed = admission_config(config.splits)
     splits = assign_splits(
         [SplitCandidate(task_hash=v.content_hash, task_id=st.task_id, category=cat) for st, v, cat in accepted],
         unsealed,
