@@ -20,13 +20,12 @@ from mindforge.discovery.family_proposal import request_family_proposals
 from mindforge.discovery.proposal import PoolSummary
 from mindforge.hcp import load_contract
 from mindforge.settings import REPO_ROOT
-from tests.integration.test_llamacpp_engine import _llama_cpp_missing, smollm2_gguf
+from tests.conftest import LLAMACPP_EXTRA, require_module
+from tests.integration.test_llamacpp_engine import smollm2_gguf
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.llamacpp,
-    pytest.mark.skipif(_llama_cpp_missing(), reason="llama-cpp-python is not installed (optional extra)"),
-]
+require_module("llama_cpp", LLAMACPP_EXTRA)  # set-up installs the extra: a missing engine fails
+
+pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
 
 REPLIES = 6
 K = 2
