@@ -230,7 +230,7 @@ class Family(BaseModel):
             raise InputError(self.root, "", f"rendered instance is not a valid task: {exc}") from exc
 
     def prompt_line(self) -> str:
-        """The family in one prompt line: name, category, summary and parameters."""
+        """The family in one prompt line: name, category, summary, parameters and what makes it harder."""
         props = self.params_schema.get("properties", {})
         parts = []
         for key, spec in props.items():
@@ -242,7 +242,20 @@ class Family(BaseModel):
                 parts.append(f"{key}: {spec.get('type', 'value')}")
             if spec.get("description"):
                 parts[-1] += f" ({spec['description']})"
-        return f"{self.name} [{self.category}]: {self.summary} Parameters: {'; '.join(parts)}."
+        return (
+            f"{self.name} [{self.category}]: {self.summary} Parameters: {'; '.join(parts)}. "
+            f"Harder with: {self.harder_with()}."
+        )
+
+    def harder_with(self) -> str:
+        """What raises the difficulty, in words: the weighted parameters and the costliest choices."""
+        rule = self.difficulty_rule
+        words = [f"larger {key}" for key, weight in rule.weights.items() if weight > 0]
+        for key, table in rule.choices.items():
+            if table:
+                top = max(table.values())
+                words.append(" or ".join(f"{key}={v}" for v, pts in table.items() if pts == top))
+        return ", ".join(words) or "nothing (one level)"
 
 
 def _text(value: Any) -> str:

@@ -124,7 +124,7 @@ def test_prompt_shows_families_pass_rates_and_the_harder_instruction():
     summary = PoolSummary(families={"sum-by-key": {"easy": (2, 3)}})
     text = render_family_prompt(contract, FAMILIES, summary, 2)[1]["content"]
     assert all(name in text for name in FAMILIES)
-    assert "sum-by-key: easy 2/3" in text and "a little harder" in text
+    assert "sum-by-key: easy 2/3" in text and "a little harder" in text and "Harder with: larger rows" in text
 
 
 def _instance(tmp_path: Path, name: str, params: dict, sub: str):
