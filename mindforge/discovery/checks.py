@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -81,12 +82,31 @@ def hash_tests_dir(task: Task) -> str:
     return content_hash(task.tests_dir)
 
 
+def task_family(task: Task) -> str:
+    """The task family a task is an instance of (``[metadata] family``), or ``""``."""
+    family = (task.config.metadata.model_extra or {}).get("family")
+    return family if isinstance(family, str) else ""
+
+
+def instance_key(task: Task) -> str:
+    """sha256 of the normalised instruction tokens and the reference solution's text."""
+    solve = task.solution_dir / "solve.sh"
+    text = solve.read_text(encoding="utf-8", errors="replace") if solve.is_file() else ""
+    doc = " ".join(instruction_tokens(task.instruction)) + "\0" + "\n".join(_lines(text).splitlines())
+    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
+
+
 class PoolEntry(BaseModel):
-    """What the duplicate checks need of one pool task."""
+    """What the duplicate checks need of one pool task.
+
+    ``family`` and ``instance_key`` (:func:`instance_key`) are set for family instances.
+    """
 
     task_id: str
     tokens: list[str]
     tests_hash: str
+    family: str = ""
+    instance_key: str = ""
 
 
 class PoolIndex(BaseModel):
@@ -104,8 +124,12 @@ class PoolIndex(BaseModel):
 
     def add(self, task: Task) -> None:
         """Add a task (e.g. one just admitted, so that a later proposal cannot duplicate it)."""
+        family = task_family(task)
         self.entries.append(
-            PoolEntry(task_id=task.id, tokens=instruction_tokens(task.instruction), tests_hash=hash_tests_dir(task))
+            PoolEntry(
+                task_id=task.id, tokens=instruction_tokens(task.instruction), tests_hash=hash_tests_dir(task),
+                family=family, instance_key=instance_key(task) if family else "",
+            )
         )
 
     def ids(self) -> set[str]:
@@ -114,6 +138,11 @@ class PoolIndex(BaseModel):
 
     def find_duplicate(self, task: Task, threshold: float = SIMILARITY_THRESHOLD) -> Rejection | None:
         """The first pool task that ``task`` duplicates (same tests, or a near-identical instruction).
+
+        Instances of one family share their wording by design, so between them the test
+        is stricter than similarity: an instance duplicates another of its family when
+        their instructions and reference solutions are equal (:func:`instance_key`);
+        against every other pool task the instruction similarity applies as usual.
 
         Args:
             task: the proposed task.
@@ -130,9 +159,21 @@ class PoolIndex(BaseModel):
                     reason=RejectReason.DUPLICATE_TESTS,
                     detail=f"tests/ identical to pool task {entry.task_id!r}",
                 )
+        family = task_family(task)
+        if family:
+            key = instance_key(task)
+            for entry in self.entries:
+                if entry.family == family and entry.instance_key == key:
+                    return Rejection(
+                        task_id=task.id,
+                        reason=RejectReason.DUPLICATE_INSTRUCTION,
+                        detail=f"instruction and solution equal pool task {entry.task_id!r} (family {family!r})",
+                    )
         tokens = instruction_tokens(task.instruction)
         best, best_id = 0.0, ""
         for entry in self.entries:
+            if family and entry.family == family:
+                continue
             score = instruction_similarity(tokens, entry.tokens, prune_below=max(threshold, best))
             if score > best:
                 best, best_id = score, entry.task_id
