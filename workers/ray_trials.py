@@ -113,7 +113,7 @@ def check_proposal_task(payload: CheckProposalTaskInput) -> ProposalVerdict:
 
     engine, image_map = _engine(payload.sandbox)
     contract = loads_contract(payload.contract_toml)
-    pool_index = PoolIndex.from_tasks([load_task(Path(p)) for p in payload.pool_paths])
+    pool_index = PoolIndex.from_tasks([load_task(Path(p)) for p in payload.pool_paths], payload.held_out_ids)
     return check_proposal(
         Path(payload.task_dir),
         pool_index,
