@@ -27,7 +27,7 @@ from pathlib import Path
 
 import typer
 
-from mindforge.cli.output import make_console
+from mindforge.cli.output import EXAMPLES_HELP, make_console
 from mindforge.errors import InputError
 from mindforge.settings import REPO_ROOT
 
@@ -90,6 +90,7 @@ def quickstart_command(
         3, "--rollout-attempts", min=0,
         help="Update: trials per search task under the chosen contract before training (GRPO groups; 0: none).",
     ),
+    examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
 ) -> None:
     """Run one generation of a lineage end to end on this machine and print what it found."""
     from mindforge.cli.lineage import (
@@ -130,7 +131,7 @@ def quickstart_command(
     spec = build_spec(
         name, task_paths, contract, generations, attempts, splits, 0, policy_url, stages, 16,
         base_model=resolved.spec if resolved else None, search_attempts=search_attempts,
-        rollout_attempts=rollout_attempts,
+        rollout_attempts=rollout_attempts, examples=examples, say=lambda line: console.print(line, highlight=False),
     )
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
