@@ -131,7 +131,7 @@ def quickstart_command(
     spec = build_spec(
         name, task_paths, contract, generations, attempts, splits, 0, policy_url, stages, 16,
         base_model=resolved.spec if resolved else None, search_attempts=search_attempts,
-        rollout_attempts=rollout_attempts, examples=examples,
+        rollout_attempts=rollout_attempts, examples=examples, say=lambda line: console.print(line, highlight=False),
     )
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)

@@ -67,6 +67,8 @@ def _decisions(data: ReportData, decisions: list[dict[str, Any]]) -> list[str]:
                 f"  adapter promotion (decided on {d.get('decided_on')}, {len(d.get('trial_ids') or [])} trials): "
                 f"{'promoted' if d.get('promoted') else 'not promoted'} - {d.get('reason', '')}"
             )
+        if d.get("rule"):
+            out.append(f"    rule: {d['rule']}")
     return out
 
 

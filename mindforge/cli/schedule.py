@@ -96,7 +96,7 @@ def create(
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     spec = build_spec(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, 16, base_model,
-        search_attempts, audit_judge, examples=examples,
+        search_attempts, audit_judge, examples=examples, say=console.print,
     )
     sid = asyncio.run(create_schedule(spec, cron, settings))
     console.print(

@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from mindforge.domain import TrialStage as TrialStage  # re-exported: the stage enum lives with the shared enums
 from mindforge.evaluation.splits import SplitConfig
 from mindforge.hcp.examples import WorkedExample
 from mindforge.trainer.config import TrainerConfig
@@ -26,22 +27,6 @@ class Stage(StrEnum):
     DISCOVERY = "discovery"
     EXPANSION = "expansion"
     UPDATE = "update"
-
-
-class TrialStage(StrEnum):
-    """Where a stored trial ran (its ``stage``); the split of its task follows from it.
-
-    ``expansion``, ``search`` and ``rollout`` trials run on search tasks (the last are the
-    Update's rollouts of the next pair's contract, for GRPO groups); ``selection`` trials
-    run on selection tasks and feed decisions only (successor contract, adapter
-    promotion); ``sealed`` trials run on sealed tasks and feed the reported lift only.
-    """
-
-    EXPANSION = "expansion"
-    SEARCH = "search"
-    ROLLOUT = "rollout"
-    SELECTION = "selection"
-    SEALED = "sealed"
 
 
 class RuntimeSpec(BaseModel):
@@ -122,8 +107,11 @@ class UpdateSpec(BaseModel):
         max_groups_per_task / max_trials_per_group: selection caps per task and group.
         serving_urls: endpoints each new adapter revision is handed off to besides the
             policy endpoint, which always gets it.
-        promotion_min_lift: the least selection lift (reward units) that promotes a new
-            adapter revision into the next generation's pair.
+        promotion_margin: the promotion gate's declared non-inferiority margin (reward
+            units): a new adapter revision is promoted when its paired selection lift's
+            95% lower bound is above ``-promotion_margin``; 0 (the default) asks for a
+            lower bound above 0. Never on a comparison where both pairs score 0 on every
+            selection task (:func:`mindforge.evaluation.decide_promotion`).
         rollout_attempts: before selection, run this many trials of every search task
             under the next pair's contract (Expansion's successor, or the parent's) with
             the parent's adapter, so GRPO groups hold on-policy attempts with contrast
@@ -137,7 +125,7 @@ class UpdateSpec(BaseModel):
     max_groups_per_task: int = Field(default=2, ge=1)
     max_trials_per_group: int = Field(default=16, ge=2)
     serving_urls: list[str] = Field(default_factory=list)
-    promotion_min_lift: float = 0.0
+    promotion_margin: float = Field(default=0.0, ge=0.0, lt=1.0)
     rollout_attempts: int = Field(default=0, ge=0)
 
 
@@ -148,13 +136,20 @@ class EvaluationSpec(BaseModel):
         splits: how the pool is split into search / selection / sealed
             (:class:`mindforge.evaluation.splits.SplitConfig`; assigned once, by a hash
             of the lineage name and each task's content hash, stratified by category).
-        attempts: attempts per selection or sealed task per pair.
+        attempts: attempts per selection or sealed task per pair (the parent's, in the
+            successor check).
+        successor_candidates: search contracts raced on the selection split for the
+            successor (best by search coverage first).
+        race_budget: attempts per selection task shared among those candidates by
+            successive halving (:mod:`mindforge.evaluation.race`).
         lift_resamples: bootstrap resamples of every lift interval.
         seed: seed of the bootstrap intervals.
     """
 
     splits: SplitConfig = Field(default_factory=SplitConfig)
     attempts: int = Field(default=2, ge=1)
+    successor_candidates: int = Field(default=4, ge=1)
+    race_budget: int = Field(default=8, ge=1)
     lift_resamples: int = Field(default=2000, ge=1)
     seed: int = 0
 

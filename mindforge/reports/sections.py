@@ -359,7 +359,7 @@ def _decisions(data: ReportData) -> Section:
             rows.append(
                 [
                     ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, len(d.get("trial_ids") or []),
-                    d.get("reason", ""),
+                    d.get("reason", "") + (f" (rule: {d['rule']})" if d.get("rule") else ""),
                 ]
             )
     if not rows:

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, assign_splits
+from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, admission_config, assign_splits
 from mindforge.hcp import load_contract
 from mindforge.payloads import DiscoverySpec, Stage
 from mindforge.policy.scripted import start_scripted_policy
@@ -86,9 +86,11 @@ def test_discovery_grows_the_pool_by_exactly_the_admitted_tasks(temporal_env, ra
     new = [
         SplitCandidate(task_hash=a["content_hash"], task_id=a["task_id"], category=a["category"]) for a in disc["admitted"]
     ]
-    want = {**start_splits, **assign_splits(new, splits, split_key="disc", existing=existing)}
+    # admitted tasks never join the sealed split, frozen at lineage start
+    want = {**start_splits, **assign_splits(new, admission_config(splits), split_key="disc", existing=existing)}
     assert {m.task_hash: m.split for m in members} == want
     assert {a["content_hash"]: a["split"] for a in disc["admitted"]} == {h.task_hash: want[h.task_hash].value for h in new}
+    assert PoolSplit.SEALED not in {want[h.task_hash] for h in new}
     assert lineage_spec["split_warnings"]  # a pool of 3 is below any minimum; the lineage is flagged
     # generation 1 proposed the same tasks again: rejected as duplicates, so the pool (and each split) stayed
     assert gen1["admitted"] == [] and {r["reason"] for r in gen1["rejected"]} <= {"duplicate_instruction", "duplicate_tests", "broken"}

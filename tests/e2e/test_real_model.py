@@ -32,12 +32,12 @@ from mindforge.payloads import (
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials
 from mindforge.trainer.config import TrainerConfig
-from tests.conftest import REPO
+from tests.conftest import LLAMACPP_EXTRA, REPO, require_module
 from tests.e2e.test_update import _run
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow, pytest.mark.llamacpp]
 
-pytest.importorskip("llama_cpp", reason="the llama.cpp engine (optional extra llamacpp) is not installed")
+require_module("llama_cpp", LLAMACPP_EXTRA)  # set-up installs the extra: a missing engine fails
 
 TASKS = ["write-hello-file", "make-executable", "env-value-to-file", "make-directory"]
 #: command-line prompting (one command per trial, newline stop) and two worked examples from

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 from typer.testing import CliRunner
 
 from mindforge.cli.main import app
 from mindforge.errors import InputError
-from tests.conftest import BUNDLED_TASKS, REPO
+from tests.conftest import BUNDLED_TASKS, REPO, require_module
 
 
 def _eval(*args: str):
@@ -22,7 +21,7 @@ def test_model_and_base_url_together_are_refused(settings) -> None:
 
 
 def test_served_name_other_than_the_contract_model_id_is_refused(settings) -> None:
-    pytest.importorskip("transformers")
+    require_module("transformers")
     contract = REPO / "hcp_contracts" / "baseline.toml"
     result = _eval(str(contract), "--model", "tiny")
     assert isinstance(result.exception, InputError)
