@@ -406,24 +406,17 @@ def _signal(name: str, signal: str) -> None:
     Raises:
         InputError: no workflow of that lineage runs on the server (unknown or ended).
     """
-    from temporalio.service import RPCError, RPCStatusCode
-
-    from mindforge.cli.temporal_client import connect
+    from mindforge.cli.temporal_client import signal_workflow
     from mindforge.errors import InputError
     from mindforge.settings import get_settings
 
     settings = get_settings()
 
     async def go() -> None:
-        client = await connect(settings)
-        try:
-            await client.get_workflow_handle(workflow_id_for(name)).signal(signal)
-        except RPCError as exc:
-            if exc.status != RPCStatusCode.NOT_FOUND:
-                raise
+        if not await signal_workflow(settings, workflow_id_for(name), signal):
             raise InputError(
                 f"lineage {name}", "", f"no running workflow {workflow_id_for(name)} to {signal} (unknown or ended)"
-            ) from exc
+            )
 
     asyncio.run(go())
     console.print(f"sent {signal} to lineage {name}\nWeb UI: {ui_link(settings, workflow_id_for(name))}")

@@ -250,7 +250,6 @@ def test_the_source_walk_sees_imports_inside_functions() -> None:
 #: breaks not yet fixed, as ``source -> target`` (each fix removes its line; a line whose
 #: import is gone fails the test, so the list only shrinks)
 KNOWN_BREAKS = {
-    "mindforge.cli.lineage -> temporalio.service",
     "mindforge.payloads.ray_tasks -> mindforge.trainer.config",
     "mindforge.payloads.ray_tasks -> mindforge.trainer.validate_adapter",
     "mindforge.payloads.spec -> mindforge.trainer.config",
