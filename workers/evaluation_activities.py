@@ -64,6 +64,8 @@ def plan_pair_trials(
 
     Raises:
         ValueError: ``split`` is the search split (it is never evaluated this way).
+        mindforge.evaluation.StageSplitError: a planned trial's task is not on ``split``
+            (non-retryable by name: ``workflows.options.NON_RETRYABLE``).
     """
     if split not in STAGE_OF_SPLIT:
         raise ValueError(f"pairs are evaluated on the selection or sealed split, not {split.value!r}")
@@ -86,6 +88,9 @@ def plan_pair_trials(
             for t in tasks
             for a in range(evaluation.attempts)
         ]
+        pool.check_trial_splits(
+            session=session, lineage_id=lineage_id, stage=stage, trials=[(t.trial_id, t.task_hash) for t in specs]
+        )
         batches += [
             RunTrialsInput(
                 lineage_id=lineage_id, generation=generation, stage=stage, contract_hash=contract_hash,

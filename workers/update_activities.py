@@ -110,6 +110,10 @@ class UpdateActivities:
         with contrast. The choice reads search-split trials only. Deterministic ids
         (stage ``rollout``), so a retried workflow runs none twice; recorded under
         ``update.rollouts``.
+
+        Raises:
+            StageSplitError: a planned trial's task is not on the search split
+                (non-retryable by name: ``workflows.options.NON_RETRYABLE``).
         """
         return await asyncio.to_thread(self._plan_rollouts, inp)
 
@@ -145,6 +149,10 @@ class UpdateActivities:
                 for t in tasks
                 for a in range(inp.update.rollout_attempts)
             ]
+            pool.check_trial_splits(
+                session=s, lineage_id=inp.lineage_id, stage=TrialStage.ROLLOUT,
+                trials=[(t.trial_id, t.task_hash) for t in specs],
+            )
             merge_update_record(
                 s, inp.lineage_id, inp.generation,
                 {"rollouts": {"contract_hash": contract_hash, "trials": len(specs), "note": note}},
@@ -329,7 +337,8 @@ class UpdateActivities:
             with store_engine.session_scope(self.engine) as s:
                 records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
                 decision = decide_promotion(
-                    records, inp.without, inp.with_adapter, tasks, min_lift=inp.update.promotion_min_lift,
+                    records, inp.without, inp.with_adapter, tasks, min_tasks=inp.evaluation.splits.min_tasks,
+                    margin=inp.update.promotion_margin,
                     resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
                 )
                 merge_update_record(s, inp.lineage_id, inp.generation, {"promotion": decision.model_dump(mode="json")})

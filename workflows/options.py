@@ -91,6 +91,7 @@ NON_RETRYABLE = [
     "NotFoundError",
     "ValueError",
     "SplitTooSmallError",
+    "StageSplitError",  # a trial's stage and its task's split disagree (mindforge.evaluation.stages)
 ]
 
 #: store-only activities: quick, retried with backoff

@@ -15,7 +15,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mindforge.cli.output import make_console, print_json
+from mindforge.cli.output import EXAMPLES_HELP, make_console, print_json
 from mindforge.errors import InfraError, InputError
 
 app = typer.Typer(
@@ -84,7 +84,7 @@ def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
 
 def build_spec(
     name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
-    search_attempts=None, audit_judge=False, rollout_attempts=0,
+    search_attempts=None, audit_judge=False, rollout_attempts=0, examples=None, say=None,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
@@ -96,12 +96,18 @@ def build_spec(
     resolves to that model). ``splits`` is a :class:`mindforge.evaluation.SplitConfig`
     (:func:`split_config`). ``search_attempts`` caps configuration
     search per generation (None: the default budget; 0: no search). ``audit_judge`` sends
-    the failures audit rules cannot decide to the policy endpoint as a judge.
+    the failures audit rules cannot decide to the policy endpoint as a judge. ``examples``
+    is a folder of the user's worked examples (``--examples DIR``,
+    :func:`mindforge.search.library.load_example_folder`) that search may add; None: none.
+    ``say`` (e.g. ``console.print``) is given each split's size and each gate's rule and
+    minimum detectable lift at 80% power (:func:`check_gates`).
 
     Raises:
-        InputError: a missing path, an invalid contract, an unknown stage, or a base
-            model spec that names no loadable model (``ModelSpecError``).
+        InputError: a missing path, an invalid contract, an unknown stage, a bad
+            worked-example file (naming the file and field), or a base model spec that
+            names no loadable model (``ModelSpecError``).
         SplitTooSmallError: a split below the minimum (see :func:`check_pool_splits`).
+        InputError: a gate that cannot pass at any lift (see :func:`check_gates`).
     """
     from mindforge.hcp import load_contract
     from mindforge.payloads import (
@@ -125,13 +131,16 @@ def build_spec(
         stage_list = [Stage(s.strip()) for s in stages.split(",") if s.strip()]
     except ValueError as exc:
         raise InputError("--stages", "stages", str(exc)) from None
-    check_pool_splits(name, tasks, splits)
+    counts = check_pool_splits(name, tasks, splits)
+    from mindforge.search.library import load_example_folder
+
+    seeded = load_example_folder(Path(examples)) if examples is not None else []
     search = (
-        SearchBudgetSpec() if search_attempts is None
-        else SearchBudgetSpec(enabled=False) if search_attempts == 0
-        else SearchBudgetSpec(max_attempts=search_attempts)
+        SearchBudgetSpec(examples=seeded) if search_attempts is None
+        else SearchBudgetSpec(enabled=False, examples=seeded) if search_attempts == 0
+        else SearchBudgetSpec(max_attempts=search_attempts, examples=seeded)
     )
-    return LineageSpec(
+    spec = LineageSpec(
         name=name,
         tasks=[str(p.resolve()) for p in tasks],
         contract_path=str(contract.resolve()),
@@ -142,6 +151,54 @@ def build_spec(
         update=UpdateSpec(base_model_path=base_model_path, rollout_attempts=rollout_attempts),
         evaluation=EvaluationSpec(splits=splits, seed=seed),
     )
+    lines = check_gates(spec, counts)
+    if say is not None:
+        for line in lines:
+            say(line)
+    return spec
+
+
+def check_gates(spec, counts: dict) -> list[str]:
+    """Each split's size and each gate's power at the configured trials; refuses a gate that cannot pass.
+
+    The power is computed (:func:`mindforge.evaluation.power.gate_power`): exact binomial
+    against a baseline that passes nothing, simulated with a fixed seed over a baseline
+    passing 25% of its trials.
+
+    Args:
+        spec: the lineage spec.
+        counts: split name -> task count (:func:`check_pool_splits`).
+
+    Returns:
+        lines to print.
+
+    Raises:
+        InputError: a gate that runs cannot pass at any lift (the selection split holds
+            no task, or fewer than ``--min-split-tasks``), naming the option and the numbers.
+    """
+    from mindforge.evaluation.power import GateCannotPassError, configured_gates, gate_power
+    from mindforge.payloads import Stage
+
+    ev = spec.evaluation
+    gates = configured_gates(
+        counts.get("selection", 0),
+        successor=Stage.EXPANSION in spec.stages and spec.expansion.search.enabled,
+        promotion=Stage.UPDATE in spec.stages,
+        attempts=ev.attempts, min_tasks=ev.splits.min_tasks, candidates=ev.successor_candidates,
+        race_budget=ev.race_budget, margin=spec.update.promotion_margin,
+    )
+    lines = ["splits: " + ", ".join(f"{k} {counts.get(k, 0)} tasks" for k in ("search", "selection", "sealed"))]
+    for rule in gates:
+        try:
+            lines.append(gate_power(rule, seed=ev.seed).describe())
+        except GateCannotPassError as exc:
+            raise InputError(exc.field, "evaluation.splits", exc.reason) from None
+    if any(r.gate == "successor" for r in gates):
+        lines.append(
+            f"  (successor: up to {ev.successor_candidates} search contracts race on selection by successive halving, "
+            f"{ev.race_budget} attempts per task among them; the figure is the finalist's)"
+        )
+    return lines
 
 
 async def start_lineage(spec, settings) -> str:
@@ -235,6 +292,7 @@ def start(
         0, "--rollout-attempts", min=0,
         help="Update: trials per search task under the next pair's contract before training (GRPO groups; 0: none).",
     ),
+    examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
 ) -> None:
     """Start a lineage and print its Temporal Web UI link."""
@@ -244,7 +302,7 @@ def start(
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     spec = build_spec(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
-        search_attempts, audit_judge, rollout_attempts,
+        search_attempts, audit_judge, rollout_attempts, examples, say=console.print,
     )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
@@ -340,8 +398,9 @@ def _generation_cells(record: dict) -> list[str]:
         search_text = f"refused: {search['refused']}"
     elif search:
         search_text = (
-            f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best single "
-            f"{search.get('best_single', {}).get('covered', 0)}; {search.get('spent', {}).get('attempts', 0)} trials, "
+            f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best candidate in the run "
+            f"(not a sweep) {search.get('best_single', {}).get('covered', 0)}; "
+            f"{search.get('spent', {}).get('attempts', 0)} trials, "
             f"{search.get('stop_reason')}"
         )
     else:

@@ -33,7 +33,7 @@ def coverage_curve(curves: dict[str, list[tuple[int, int]]], tasks: dict[str, in
     Args:
         curves: label -> ``[(attempts, tasks covered), ...]``.
         tasks: label -> size of the task set (dotted ceiling line).
-        singles: label -> best single contract's coverage (dashed line).
+        singles: label -> the best candidate's coverage within the run (dashed line; not a sweep).
     """
     fig, ax = plt.subplots(figsize=(8, 4.2))
     for position, (label, points) in enumerate(curves.items()):
@@ -42,7 +42,8 @@ def coverage_curve(curves: dict[str, list[tuple[int, int]]], tasks: dict[str, in
         ax.step(xs, ys, where="post", color=colour, label=f"{label}: cumulative")
         if label in singles:
             ax.axhline(
-                singles[label], color=colour, linestyle="--", linewidth=1, label=f"{label}: best single contract"
+                singles[label], color=colour, linestyle="--", linewidth=1,
+                label=f"{label}: best candidate in the run (not a sweep)",
             )
         if label in tasks:
             ax.axhline(tasks[label], color=colour, linestyle=":", linewidth=1, label=f"{label}: tasks")

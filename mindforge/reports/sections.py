@@ -119,7 +119,8 @@ def _summary(data: ReportData) -> Section:
         s.text(
             f"Generation {c.index}: the base contract solved {_pct(c.base_solved, c.summary.tasks)} search tasks; "
             f"of the {c.failing} it failed, adaptive search covered {c.failing_covered} (cumulative) while the best "
-            f"single candidate covered {c.failing_single}. This is search-set coverage: an upper bound across "
+            f"candidate within the adaptive run (not a sweep) covered {c.failing_single}. "
+            "This is search-set coverage: an upper bound across "
             "contracts on the tasks searched, not the skill of any one contract."
         )
     else:
@@ -166,6 +167,11 @@ def _single_vs_adaptive(data: ReportData, with_plots: bool) -> Section:
     s = Section(id="single-vs-adaptive", title="Best single contract against adaptive search")
     if not data.coverage:
         return s.text("No coverage data recorded yet.")
+    s.text(
+        "No sweep was run: the lineage does not run each candidate on all search tasks with the same attempts "
+        "(benchmarks/bench_real_model.py does), so the single-contract figures below are the best candidate "
+        "within the adaptive run, not a sweep - it saw only the tasks the allocator gave it."
+    )
     rows = [
         [
             c.index,
@@ -182,12 +188,13 @@ def _single_vs_adaptive(data: ReportData, with_plots: bool) -> Section:
     ]
     header = [
         "generation", "search tasks", "base solved", "failing after base", "adaptive (cumulative)",
-        "best single candidate", "best candidate", "cumulative, all tasks", "single contract, all tasks",
+        "best candidate in the run (not a sweep)", "that candidate", "cumulative, all tasks",
+        "best candidate in the run, all tasks (not a sweep)",
     ]  # fmt: skip
     s.table(header, rows)
     if with_plots:
         c = data.coverage[-1]
-        labels = ["failing after base", "adaptive search (cumulative)", "best single candidate"]
+        labels = ["failing after base", "adaptive search (cumulative)", "best candidate in the run (not a sweep)"]
         s.image(
             plots.bars(
                 labels,
@@ -196,7 +203,7 @@ def _single_vs_adaptive(data: ReportData, with_plots: bool) -> Section:
                 ylabel="tasks",
                 colours=["#bbbbbb", "C0", "C1"],
             ),
-            "best single contract against adaptive search",
+            "best candidate within the adaptive run (not a sweep) against adaptive search",
         )
     return s
 
@@ -352,7 +359,7 @@ def _decisions(data: ReportData) -> Section:
             rows.append(
                 [
                     ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, len(d.get("trial_ids") or []),
-                    d.get("reason", ""),
+                    d.get("reason", "") + (f" (rule: {d['rule']})" if d.get("rule") else ""),
                 ]
             )
     if not rows:
@@ -410,10 +417,34 @@ def _sealed(data: ReportData, with_plots: bool) -> Section:
     )
 
 
+def _discovery_rows(data: ReportData) -> list[list[object]]:
+    splits = {ev.index: ev.splits for ev in data.evidence}
+    rows: list[list[object]] = []
+    for generation, record in sorted(data.discovery.items()):
+        if not isinstance(record, dict):
+            continue
+        reasons: dict[str, int] = {}
+        rejected = record.get("rejected")
+        for item in rejected if isinstance(rejected, list) else []:
+            reason = str(item.get("reason", "?")) if isinstance(item, dict) else "?"
+            reasons[reason] = reasons.get(reason, 0) + 1
+        pool = splits.get(generation, {})
+        admitted = record.get("admitted")
+        rows.append([
+            generation, record.get("proposed", ""), len(admitted) if isinstance(admitted, list) else admitted,
+            ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "-",
+            "/".join(str(pool.get(k, 0)) for k in ("search", "selection", "sealed")),
+        ])
+    return rows
+
+
 def _discovery(data: ReportData) -> Section:
     s = Section(id="discovery", title="Discovery proposals and admissions")
     if not data.discovery:
         return s.text("No Discovery proposals recorded yet.")
+    s.text("Per generation: proposals, admissions, rejections by reason, and the pool after admission:")
+    s.table(["generation", "proposed", "admitted", "rejected by reason", "pool (search/selection/sealed)"],
+            _discovery_rows(data))
     for generation, record in sorted(data.discovery.items()):
         if not isinstance(record, dict):
             s.text(f"Generation {generation}: {record}")

@@ -6,8 +6,9 @@ small. :func:`operator_edits` lists the single edits that apply to a contract; e
 into dotted-path changes for :func:`mindforge.hcp.derive` (:func:`edit_changes`).
 
 Every harness feature is reachable from the plain baseline by one edit or a chain of
-them: tools, hooks, skills and worked examples from the shipped library
-(:mod:`mindforge.search.library`), the action format (all four), stop sequences
+them: tools, hooks, skills from the shipped library (:mod:`mindforge.search.library`),
+worked examples the lineage was seeded with (``--examples DIR``; none by default: an
+example written from bundled tasks would carry test answers), the action format (all four), stop sequences
 (named presets), the reply length (``model.max_tokens`` up and down), sampling, the
 observation cap, truncation and what an observation shows (exit code, turn budget),
 the turn limit and the mode (``multi_turn`` / ``single_command``).
@@ -20,6 +21,8 @@ no operation here produces them.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -29,13 +32,14 @@ from mindforge.hcp import (
     KNOWN_TOOLS,
     SHELL_FORMATS,
     HCPContract,
+    WorkedExample,
     make_embedded,
 )
 from mindforge.hcp.examples import MAX_EXAMPLES
 from mindforge.hcp.sections import SHELL_FORMAT_TOOLS
-from mindforge.search.library import example_library, skill_library
+from mindforge.search.library import skill_library
 
-__all__ = ["Edit", "EditOp", "edit_changes", "example_library", "operator_edits", "skill_library"]
+__all__ = ["Edit", "EditOp", "edit_changes", "edit_example", "example_edit", "operator_edits", "skill_library"]
 
 EditOp = Literal[
     "add_tool",
@@ -125,10 +129,12 @@ class Edit(BaseModel):
 
     Attributes:
         op: the operation.
-        value: its argument: a tool, hook, skill, example, format, mode, truncation or
+        value: its argument: a tool, hook, skill, format, mode, truncation or
             stop-preset name, a number, a boolean (``show_exit_code``,
-            ``show_turn_budget``), or (for ``append_prompt``) the text to append to
-            ``resources.append_system_prompt``.
+            ``show_turn_budget``), for ``append_prompt`` the text to append to
+            ``resources.append_system_prompt``, and for ``add_example`` the worked
+            example itself as JSON (:func:`example_edit`), so a candidate is described
+            by its edits alone, wherever it is materialised.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -141,7 +147,19 @@ class Edit(BaseModel):
         """Stable identity, e.g. ``add_tool=read_file`` (prompt text by its sha256 prefix)."""
         if self.op == "append_prompt":
             return f"append_prompt={hashlib.sha256(str(self.value).encode()).hexdigest()[:12]}"
+        if self.op == "add_example":
+            return f"add_example={self.example_name}"
         return f"{self.op}={self.value}"
+
+    @property
+    def example_name(self) -> str:
+        """The worked example's name (op ``add_example``; ``""`` for other ops or an unreadable value)."""
+        if self.op != "add_example":
+            return ""
+        try:
+            return str(json.loads(str(self.value)).get("name", ""))
+        except (ValueError, AttributeError):
+            return ""
 
     @property
     def slot(self) -> str:
@@ -153,7 +171,7 @@ class Edit(BaseModel):
         if self.op == "add_skill":
             return f"skill:{self.value}"
         if self.op == "add_example":
-            return f"example:{self.value}"
+            return f"example:{self.example_name}"
         return self.op
 
     def tags(self, parent: HCPContract | None = None) -> frozenset[str]:
@@ -186,7 +204,7 @@ class Edit(BaseModel):
         if op == "add_skill":
             return frozenset({"skills", f"skill:{value}"})
         if op == "add_example":
-            return frozenset({"examples", f"example:{value}"})
+            return frozenset({"examples", f"example:{self.example_name}"})
         if op == "stop":
             return frozenset({"stop_off"} if value == "none" else {"stop", f"stop:{value}"})
         if op == "show_exit_code":
@@ -211,7 +229,7 @@ class Edit(BaseModel):
         if op == "add_skill":
             return f"skills: add {SKILL_DIR}/{value}"
         if op == "add_example":
-            return f"resources.examples: add worked example {value!r} from the library"
+            return f"resources.examples: add worked example {self.example_name!r} the lineage was seeded with"
         if op == "append_prompt":
             return f"prompt: append model-proposed text ({self.key.split('=')[1]}): {str(value)[:80]}"
         if op == "stop":
@@ -257,7 +275,7 @@ def edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
     if op == "add_skill":
         return _skill_changes(parent, str(value))
     if op == "add_example":
-        return _example_changes(parent, str(value))
+        return _example_changes(parent, edit)
     if op == "append_prompt":
         text = str(value).strip()
         if not text or len(text) > MAX_PROMPT_CHARS or text in parent.resources.append_system_prompt:
@@ -315,15 +333,35 @@ def _skill_changes(parent: HCPContract, name: str) -> dict[str, Any]:
     return {"resources.embedded": embedded, "skills.paths": [*parent.skills.paths, path]}
 
 
-def _example_changes(parent: HCPContract, name: str) -> dict[str, Any]:
-    library = example_library()
-    if name not in library:
-        raise ValueError(f"no worked example {name!r} in the library ({', '.join(library)})")
-    if parent.resources.example(name) is not None:
-        raise ValueError(f"worked example {name!r} is already in the contract")
+def example_edit(example: WorkedExample) -> Edit:
+    """The ``add_example`` edit that adds ``example`` (carried as canonical JSON in the edit's value)."""
+    return Edit(op="add_example", value=json.dumps(example.model_dump(mode="json"), sort_keys=True))
+
+
+def edit_example(edit: Edit) -> WorkedExample:
+    """The worked example an ``add_example`` edit carries.
+
+    Raises:
+        ValueError: the edit is another op, or its value is not a worked example as JSON
+            (e.g. a bare library name from before examples left the default search space).
+    """
+    if edit.op != "add_example":
+        raise ValueError(f"{edit.op} is not add_example")
+    try:
+        return WorkedExample.model_validate_json(str(edit.value))
+    except ValueError:
+        raise ValueError(f"add_example carries no worked example as JSON: {str(edit.value)[:60]!r}") from None
+
+
+def _example_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
+    example = edit_example(edit)
+    if not example.name:
+        raise ValueError("a worked example added by search needs a name")
+    if parent.resources.example(example.name) is not None:
+        raise ValueError(f"worked example {example.name!r} is already in the contract")
     if len(parent.resources.examples) >= MAX_EXAMPLES:
         raise ValueError(f"the contract already carries {MAX_EXAMPLES} worked examples")
-    return {"resources.examples": [*parent.resources.examples, library[name]]}
+    return {"resources.examples": [*parent.resources.examples, example]}
 
 
 def _scaled(current: float, factor: float, bounds: tuple[float, float], integer: bool) -> float | int | None:
@@ -332,11 +370,16 @@ def _scaled(current: float, factor: float, bounds: tuple[float, float], integer:
     return None if value == current else value
 
 
-def operator_edits(contract: HCPContract) -> list[Edit]:
+def operator_edits(contract: HCPContract, examples: Sequence[WorkedExample] = ()) -> list[Edit]:
     """Every single operator edit that applies to ``contract``, in a fixed order.
 
+    Args:
+        contract: the contract the edits apply to.
+        examples: worked examples the search may add (a lineage's ``--examples``
+            folder); none by default.
+
     Tools added (those the action format can offer) or removed, boolean hooks toggled,
-    the other ``on_command_error`` variants, library skills and worked examples added,
+    the other ``on_command_error`` variants, library skills and the given worked examples added,
     the observation cap x4 and /4, the other truncations, the exit-code and turn-budget
     lines toggled, the bash timeout x2 and /2, max turns x2 and /2, the other mode, max
     tokens per call x2 (below the context window), /2 and /4 (at least 32), the stop
@@ -356,7 +399,7 @@ def operator_edits(contract: HCPContract) -> list[Edit]:
         if f"{SKILL_DIR}/{name}" not in contract.skills.paths
     ]
     if len(contract.resources.examples) < MAX_EXAMPLES:
-        out += [Edit(op="add_example", value=n) for n in example_library() if contract.resources.example(n) is None]
+        out += [example_edit(e) for e in examples if contract.resources.example(e.name) is None]
     numeric = [
         ("max_observation_bytes", tools.max_observation_bytes, (4.0, 0.25), OBSERVATION_BYTES_RANGE, True),
         ("bash_timeout_sec", tools.bash_timeout_sec, (2.0, 0.5), BASH_TIMEOUT_SEC_RANGE, False),

@@ -91,6 +91,10 @@ PAYLOAD_IMPORTS = (
     "mindforge.discovery.records",
     "mindforge.search.edits",
     "mindforge.search.state",
+    # worked-example records (pydantic, no I/O): a lineage's --examples seeds travel in the spec
+    "mindforge.hcp.examples",
+    # the worker's settings (a pydantic model) travel to the Ray tasks in their typed input
+    "mindforge.settings",
 )
 #: CLI modules that may import a layer above the core (inside functions only)
 CLI_MAY_IMPORT = {

@@ -71,7 +71,8 @@ def test_markdown_and_json_carry_the_same_sections_and_numbers(data: ReportData)
         assert f'<a id="{section}"></a>' in md
     cov = data.coverage[0]
     assert (
-        f"adaptive search covered {cov.failing_covered} (cumulative) while the best single candidate covered {cov.failing_single}"
+        f"adaptive search covered {cov.failing_covered} (cumulative) while the best candidate within the adaptive "
+        f"run (not a sweep) covered {cov.failing_single}"
         in md
     )
     assert "full_coverage" in md and "csv-merge" in md and "no sealed trials" not in md.lower()
