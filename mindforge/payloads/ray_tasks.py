@@ -6,7 +6,7 @@ payloads. Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -147,3 +147,21 @@ class ValidateTaskResult(BaseModel):
     report: AdapterReport | None = None
     error: str = ""
     message: str = ""
+
+
+class ReplayEntryTaskInput(BaseModel):
+    """One candidate experience entry to validate by replay (``replay_entry_task``).
+
+    Attributes:
+        entry: the candidate (``mindforge.experience.entry.ExperienceEntry`` as JSON data).
+        task_path: the task it was mined from (its content hash must match the entry's).
+        run_id: the run the replay trials belong to.
+        runs: the most replays (at least 2; every one must pass).
+        sandbox: the worker's sandbox settings.
+    """
+
+    entry: dict[str, Any]
+    task_path: str
+    run_id: str
+    runs: int = Field(default=2, ge=2)
+    sandbox: SandboxSettings
