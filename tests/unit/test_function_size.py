@@ -23,7 +23,6 @@ ALLOWED = {
     "mindforge/store/migrations/versions/0001_initial_schema.py:upgrade": (
         "an Alembic migration: one create_table per table, frozen once released"
     ),
-    "mindforge/agent/atif_export.py:transcript_to_atif": "not yet split into steps (issue 21)",
     "mindforge/cli/quickstart.py:quickstart_command": "not yet split into steps (issue 21)",
     "mindforge/cli/discover.py:discover_command": "not yet split into steps (issue 21)",
     "workflows/update.py:run": "not yet split into steps; splitting a workflow's run may change replay histories",
