@@ -265,10 +265,8 @@ KNOWN_BREAKS = {
     "mindforge.payloads.update -> mindforge.trainer.validate_adapter",
     "workflows.update -> mindforge.trainer.validate_adapter",
 }
-#: package cycles not yet broken: mindforge/agent/loop.py imports mindforge.experience.contract
-#: (the entries a contract shows) while mindforge/experience/replay.py runs trials with the
-#: agent; came with the experience library, to be broken by moving replay above the agent
-KNOWN_CYCLES: list[list[str]] = [["mindforge.agent", "mindforge.experience", "mindforge.trials"]]
+#: package cycles not yet broken
+KNOWN_CYCLES: list[list[str]] = []
 
 
 def test_every_import_keeps_to_its_layer() -> None:
