@@ -24,7 +24,6 @@ ALLOWED = {
         "an Alembic migration: one create_table per table, frozen once released"
     ),
     "mindforge/cli/quickstart.py:quickstart_command": "not yet split into steps (issue 21)",
-    "mindforge/cli/discover.py:discover_command": "not yet split into steps (issue 21)",
     "workflows/update.py:run": "not yet split into steps; splitting a workflow's run may change replay histories",
     "mindforge/reports/data.py:gather_report_data": "not yet split into steps",
 }
