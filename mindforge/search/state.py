@@ -253,7 +253,7 @@ class CellResult(BaseModel):
     Attributes:
         trial_id / task_hash / contract_hash / attempt: as planned.
         reward: the verifier reward, None when there is no real reward.
-        usable: the reward is real (``mindforge.audit.usable_for_search``).
+        usable: the reward is real (``mindforge.audit.usable_for_scoring``).
         tokens: prompt + completion tokens.
         wall_sec: the trial's wall time, seconds.
         rule: the audit rule of a failed trial (``model.wrong_answer``, ...); ``""``
