@@ -259,7 +259,6 @@ KNOWN_BREAKS = {
     "mindforge.payloads.ray_tasks -> mindforge.trainer.config",
     "mindforge.payloads.ray_tasks -> mindforge.trainer.validate_adapter",
     "mindforge.payloads.spec -> mindforge.trainer.config",
-    "mindforge.payloads.update -> mindforge.policy.handoff",
     "mindforge.payloads.update -> mindforge.trainer.config",
     "mindforge.payloads.update -> mindforge.trainer.selection",
     "mindforge.payloads.update -> mindforge.trainer.validate_adapter",
