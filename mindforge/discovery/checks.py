@@ -96,10 +96,18 @@ def instance_key(task: Task) -> str:
     return hashlib.sha256(doc.encode("utf-8")).hexdigest()
 
 
+#: how a rejection names a selection or sealed pool task (never by its id)
+HELD_OUT_NAME = "a held-out (selection or sealed) pool task"
+
+
 class PoolEntry(BaseModel):
     """What the duplicate checks need of one pool task.
 
     ``family`` and ``instance_key`` (:func:`instance_key`) are set for family instances.
+
+    Attributes:
+        held_out: the task is on the selection or sealed split: a rejection it causes
+            does not name it, so no record (and no later Discovery prompt) does.
     """
 
     task_id: str
@@ -107,6 +115,12 @@ class PoolEntry(BaseModel):
     tests_hash: str
     family: str = ""
     instance_key: str = ""
+    held_out: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The task as a rejection may name it."""
+        return HELD_OUT_NAME if self.held_out else f"pool task {self.task_id!r}"
 
 
 class PoolIndex(BaseModel):
@@ -115,20 +129,26 @@ class PoolIndex(BaseModel):
     entries: list[PoolEntry] = Field(default_factory=list)
 
     @classmethod
-    def from_tasks(cls, tasks: Iterable[Task]) -> PoolIndex:
-        """Index loaded tasks."""
-        index = cls()
+    def from_tasks(cls, tasks: Iterable[Task], held_out: Iterable[str] = ()) -> PoolIndex:
+        """Index loaded tasks.
+
+        Args:
+            tasks: the pool's tasks, every split.
+            held_out: ids of those on the selection or sealed split (see :class:`PoolEntry`).
+        """
+        index, hidden = cls(), set(held_out)
         for task in tasks:
-            index.add(task)
+            index.add(task, held_out=task.id in hidden)
         return index
 
-    def add(self, task: Task) -> None:
+    def add(self, task: Task, held_out: bool = False) -> None:
         """Add a task (e.g. one just admitted, so that a later proposal cannot duplicate it)."""
         family = task_family(task)
         self.entries.append(
             PoolEntry(
                 task_id=task.id, tokens=instruction_tokens(task.instruction), tests_hash=hash_tests_dir(task),
                 family=family, instance_key=instance_key(task) if family else "",
+                held_out=held_out,
             )
         )
 
@@ -157,7 +177,7 @@ class PoolIndex(BaseModel):
                 return Rejection(
                     task_id=task.id,
                     reason=RejectReason.DUPLICATE_TESTS,
-                    detail=f"tests/ identical to pool task {entry.task_id!r}",
+                    detail=f"tests/ identical to {entry.shown}",
                 )
         family = task_family(task)
         if family:
@@ -167,21 +187,21 @@ class PoolIndex(BaseModel):
                     return Rejection(
                         task_id=task.id,
                         reason=RejectReason.DUPLICATE_INSTRUCTION,
-                        detail=f"instruction and solution equal pool task {entry.task_id!r} (family {family!r})",
+                        detail=f"instruction and solution equal {entry.shown} (family {family!r})",
                     )
         tokens = instruction_tokens(task.instruction)
-        best, best_id = 0.0, ""
+        best, best_entry = 0.0, None
         for entry in self.entries:
             if family and entry.family == family:
                 continue
             score = instruction_similarity(tokens, entry.tokens, prune_below=max(threshold, best))
             if score > best:
-                best, best_id = score, entry.task_id
-        if best >= threshold:
+                best, best_entry = score, entry
+        if best >= threshold and best_entry is not None:
             return Rejection(
                 task_id=task.id,
                 reason=RejectReason.DUPLICATE_INSTRUCTION,
-                detail=f"instruction {best:.2f} similar to pool task {best_id!r} (threshold {threshold:g})",
+                detail=f"instruction {best:.2f} similar to {best_entry.shown} (threshold {threshold:g})",
             )
         return None
 

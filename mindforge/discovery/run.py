@@ -48,9 +48,9 @@ from mindforge.discovery.records import (
 from mindforge.discovery.schema import DEFAULT_RULES, ProposalRules
 from mindforge.evaluation.splits import (
     PoolSplit,
-    admission_config,
     SplitCandidate,
     SplitConfig,
+    admission_config,
     assign_splits,
 )
 from mindforge.sandbox.docker import DockerEngine

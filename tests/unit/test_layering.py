@@ -57,6 +57,8 @@ RULES = {
     "mindforge.agent.loop": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
     "mindforge.payloads": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
     "mindforge.trainer": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
+    "mindforge.experience": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
+    "mindforge.experience.replay": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
     "mindforge.store": NO_ORCHESTRATION + NO_TORCH,
     "mindforge.reports": NO_ORCHESTRATION + NO_TORCH,
     "mindforge.cli.main": NO_ORCHESTRATION + NO_TORCH,
@@ -91,6 +93,10 @@ PAYLOAD_IMPORTS = (
     "mindforge.discovery.records",
     "mindforge.search.edits",
     "mindforge.search.state",
+    # worked-example records (pydantic, no I/O): a lineage's --examples seeds travel in the spec
+    "mindforge.hcp.examples",
+    # the worker's settings (a pydantic model) travel to the Ray tasks in their typed input
+    "mindforge.settings",
 )
 #: CLI modules that may import a layer above the core (inside functions only)
 CLI_MAY_IMPORT = {

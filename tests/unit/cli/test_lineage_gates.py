@@ -7,7 +7,7 @@ import pytest
 from mindforge.cli.lineage import build_spec, split_config
 from mindforge.cli.quickstart import MAIN_JOB_TASKS
 from mindforge.errors import InputError
-from tests.conftest import REPO
+from tests.conftest import REPO, require_module
 
 TASKS = [REPO / "tasks" / "micro" / t for t in MAIN_JOB_TASKS]  # 20 tasks: 10 / 5 / 5
 
@@ -19,7 +19,7 @@ def _build(splits, stages: str = "expansion,update", say=None):
 
 
 def test_start_prints_split_sizes_and_each_gates_minimum_detectable_lift(settings):
-    pytest.importorskip("transformers")
+    require_module("transformers")
     lines: list[str] = []
     spec = _build(split_config(0.25, 0.25, 5), say=lines.append)
     assert lines[0] == "splits: search 10 tasks, selection 5 tasks, sealed 5 tasks"
@@ -33,7 +33,7 @@ def test_start_prints_split_sizes_and_each_gates_minimum_detectable_lift(setting
 
 
 def test_a_gate_that_cannot_pass_is_refused_naming_the_option_and_the_numbers(settings):
-    pytest.importorskip("transformers")
+    require_module("transformers")
     with pytest.raises(InputError, match=r"--min-split-tasks: .*needs at least 6 paired selection tasks but the "
                                          r"selection split holds 5: it could never pass"):
         _build(split_config(0.25, 0.25, 6, allow_small=True))

@@ -53,12 +53,12 @@ def test_examples_folder_seeds_the_search_and_a_bad_file_is_named(settings, tmp_
     (folder / "list_srv.toml").write_text('instruction = "List /srv."\n[[steps]]\ncommand = "ls /srv"\n')
     spec = build_spec(
         "n", TASKS, REPO / "hcp_contracts" / "baseline.toml", 1, 2, split_config(0.0, 0.0, 1), 0, None,
-        "expansion", 16, None, examples=folder,
+        "expansion", 16, None, search_attempts=0, examples=folder,
     )
     assert [e.name for e in spec.expansion.search.examples] == ["list_srv"]
     (folder / "broken.toml").write_text('instruction = "x"\n')
     with pytest.raises(InputError, match=r"broken\.toml.*steps"):
         build_spec(
             "n", TASKS, REPO / "hcp_contracts" / "baseline.toml", 1, 2, split_config(0.0, 0.0, 1), 0, None,
-            "expansion", 16, None, examples=folder,
+            "expansion", 16, None, search_attempts=0, examples=folder,
         )
