@@ -313,9 +313,10 @@ def start(
 
 
 def _print_store_status(name: str, as_json: bool = False) -> None:
+    from mindforge.reports import compounding
     from mindforge.settings import get_settings
     from mindforge.store import engine as se
-    from mindforge.store import lineages
+    from mindforge.store import lineages, registry
 
     settings = get_settings()
     eng = se.init_db(settings.db_url)
@@ -324,8 +325,12 @@ def _print_store_status(name: str, as_json: bool = False) -> None:
         if lin is None:
             raise InputError("lineage", "name", f"no lineage {name!r} in {settings.db_url}")
         gens = lineages.list_generations(session=s, lineage_id=name)
+        table_rows = compounding.compounding_rows(
+            gens, contract_edit=lambda old, new: compounding.edits_between(s, old, new),
+            library_entries=lambda h: compounding.library_entries(s, h),
+        )
         if as_json:
-            return print_json(status_document(lin, gens, ui_link(settings, workflow_id_for(name))))
+            return print_json(status_document(lin, gens, ui_link(settings, workflow_id_for(name)), table_rows))
         table = Table(title=f"lineage {name}: {lin.status}  generation {lin.current_generation}")
         for col in ("gen", "status", "stages run", "admitted", "base eval solved (search split)", "search coverage",
                     "successor (selection)", "update", "sealed lift"):
@@ -333,6 +338,9 @@ def _print_store_status(name: str, as_json: bool = False) -> None:
         for g in gens:
             table.add_row(str(g.index), str(g.status), ", ".join(g.stages_run), *_generation_cells(g.record))
         console.print(table)
+        stored = {r.contract_hash: registry.get_contract(session=s, content_hash=r.contract_hash) for r in table_rows}
+        refs = {h: f"{c.name}@{c.revision}" for h, c in stored.items() if c is not None}
+        console.print(compounding_table(table_rows, lambda h: refs.get(h, (h or "-")[:12])))
     console.print(f"Web UI: {ui_link(settings, workflow_id_for(name))}")
 
 
@@ -354,20 +362,39 @@ def lineage_row(lin) -> dict:
     }
 
 
-def status_document(lin, generations, web_ui: str) -> dict:
+def compounding_table(rows, contract_ref) -> Table:
+    """The compounding table (:mod:`mindforge.reports.compounding`) as a Rich table, one row per pair."""
+    from mindforge.reports import compounding
+
+    table = Table(title="compounding: every pair on the one frozen sealed split (pair k: generation k starts from it)")
+    for col in compounding.HEADER:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*compounding.table_cells(row, contract_ref))
+    return table
+
+
+def status_document(lin, generations, web_ui: str, compounding_rows=None) -> dict:
     """``mindforge lineage status --json``: the lineage, its generations and its Web UI link.
 
     Returns:
-        :func:`lineage_row` plus ``"spec"``, ``"web_ui"`` and ``"generations"``: one
-        object per generation, index order, with ``{"index", "status", "stages_run",
-        "contract_hash", "adapter_revision_id", "started_at", "finished_at", "record"}``
-        (``record``: the stored generation record as it is, e.g. ``expansion``,
-        ``search``, ``successor``, ``update``, ``sealed_lift``).
+        :func:`lineage_row` plus ``"spec"``, ``"web_ui"``, ``"generations"`` and
+        ``"compounding"``. ``generations``: one object per generation, index order, with
+        ``{"index", "status", "stages_run", "contract_hash", "adapter_revision_id",
+        "started_at", "finished_at", "record"}`` (``record``: the stored generation record
+        as it is, e.g. ``expansion``, ``search``, ``successor``, ``update``,
+        ``sealed_lift``) and the compounding figures of the pair the generation hands on
+        (``sealed``, ``sealed_parent``, ``lift_vs_prev``, ``lift_vs_root``,
+        ``attribution``, ...: :func:`mindforge.reports.compounding.generation_figures`, the
+        same as ``report --format json``). ``compounding``: the table's rows, pair 0 first.
     """
+    from mindforge.reports.compounding import generation_figures
+
     return {
         **lineage_row(lin),
         "spec": lin.spec,
         "web_ui": web_ui,
+        "compounding": [r.model_dump(mode="json") for r in compounding_rows or []],
         "generations": [
             {
                 "index": g.index,
@@ -378,6 +405,7 @@ def status_document(lin, generations, web_ui: str) -> dict:
                 "started_at": g.started_at.isoformat() if g.started_at else None,
                 "finished_at": g.finished_at.isoformat() if g.finished_at else None,
                 "record": g.record,
+                **generation_figures(g.record),
             }
             for g in generations
         ],

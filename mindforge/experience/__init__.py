@@ -8,7 +8,7 @@ Pure core (no Temporal, no Ray, no store). The parts:
   passed search-split trials (:class:`SplitRefused` for anything else);
 - :mod:`~mindforge.experience.validation`: too long / duplicate before replay, then
   ``failed`` / ``flaky`` from the replays (:class:`RejectionReason`);
-- :mod:`~mindforge.experience.replay`: replaying an entry with no model (sandbox + verifier);
+- :mod:`mindforge.trials.replay`: replaying an entry with no model (sandbox + verifier);
 - :mod:`~mindforge.experience.snapshot`: the immutable, content-addressed snapshot;
 - :mod:`~mindforge.experience.retrieval`: BM25 over instructions, deterministic, leave-one-out;
 - :mod:`~mindforge.experience.contract`: the snapshot in the HCP contract and what a trial shows;

@@ -390,6 +390,12 @@ class PromptsSection(_Section):
         discovery: the Discovery stage's task-proposal prompt: the system message of the
             proposal request (plain text); the pool summary and the reply format go in
             the user message (``mindforge.discovery.proposal``).
+        discovery_mode: what the model is asked for. ``task`` (the default): whole tasks
+            in free text (instruction, Dockerfile, tests, solution), for models that can
+            write them; ``families``: a task family and its parameters as JSON, under a
+            JSON-schema grammar where the engine has one (``mindforge.discovery.family_proposal``),
+            for small models.
     """
 
     discovery: str = Field(default=DEFAULT_DISCOVERY_PROMPT, min_length=1)
+    discovery_mode: Literal["task", "families"] = Field(default="task", json_schema_extra=OMIT_AT_DEFAULT)

@@ -95,6 +95,8 @@ class CheckProposalTaskInput(BaseModel):
     Attributes:
         task_dir: the staged task directory.
         pool_paths: the lineage's pool task directories (duplicate checks).
+        held_out_ids: ids of those on the selection or sealed split (a rejection does
+            not name them).
         contract_toml: the proposing pair's contract (difficulty trials).
         policy_url: the policy endpoint.
         attempts: difficulty trials of the pair.
@@ -104,6 +106,7 @@ class CheckProposalTaskInput(BaseModel):
 
     task_dir: str
     pool_paths: list[str] = Field(default_factory=list)
+    held_out_ids: list[str] = Field(default_factory=list)
     contract_toml: str
     policy_url: str | None = None
     attempts: int = 2

@@ -117,3 +117,30 @@ def sealed_scores(points: list[tuple[int, float, float, float, str]]) -> str:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _data_uri(fig)
+
+
+def sealed_by_generation(points: list[tuple[int, float]], root_lifts: list[tuple[int, float, float, float]]) -> str:
+    """Sealed score of each pair of the lineage (pair k: the pair generation k starts from).
+
+    Args:
+        points: ``(k, sealed score)`` per measured pair.
+        root_lifts: ``(k, mean, lo, hi)`` of pair k's paired lift over pair 0 (95% interval).
+    """
+    fig, ax = plt.subplots(figsize=(8, 4))
+    if points:
+        ax.plot([p[0] for p in points], [p[1] for p in points], "o-", color="C0", label="sealed score of pair k")
+    if root_lifts:
+        base = dict(points).get(0)
+        if base is not None:  # pair 0's score plus the paired lift, with the lift's interval
+            xs = [p[0] + 0.05 for p in root_lifts]
+            ys = [base + p[1] for p in root_lifts]
+            err = [[p[1] - p[2] for p in root_lifts], [p[3] - p[1] for p in root_lifts]]
+            ax.errorbar(xs, ys, yerr=err, fmt="s", color="C1", capsize=4, label="pair 0 + paired lift (95% CI)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("pair k (0 = root; generation k-1 handed it on)")
+    ax.set_ylabel("sealed score (mean reward)")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("Sealed success by generation, one frozen sealed split")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _data_uri(fig)

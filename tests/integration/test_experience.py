@@ -22,7 +22,7 @@ from mindforge.experience import (
     make_entry,
     mine_solution,
 )
-from mindforge.experience.replay import replay_entry
+from mindforge.trials.replay import replay_entry
 from mindforge.hcp import ExampleStep, load_contract
 from mindforge.payloads.ray_tasks import ReplayEntryTaskInput, SandboxSettings
 from mindforge.policy.scripted import start_scripted_policy
