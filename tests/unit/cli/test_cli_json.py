@@ -108,6 +108,7 @@ def test_hcp_show_json(name):
         "path", "ref", "version", "content_hash", "name", "revision", "parent", "edit", "description",
         "unknown_keys", "experience", "document",
     }
+    assert doc["experience"] is None  # no shipped contract carries an experience snapshot
     assert doc["ref"] == contract.ref and doc["content_hash"] == contract.content_hash
     # the document is what the content hash covers
     assert doc["document"] == json.loads(canonical_json(contract.to_document()))
