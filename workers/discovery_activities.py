@@ -108,6 +108,7 @@ class DiscoveryActivities:
             contract = loads_contract(_contract_toml(s, inp.contract_hash))
             # the proposer sees the search split only: selection and sealed tasks stay out of its prompt
             tasks = _pool_tasks(s, inp.lineage_id, PoolSplit.SEARCH)
+            # ids of every split, to name new tasks apart from them; never put in the prompt
             taken = {t.task_id for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
             solved: set[str] = set()
             failed: set[str] = set()
@@ -149,11 +150,21 @@ class DiscoveryActivities:
 
         with store_engine.session_scope(self.engine) as s:
             toml_text = _contract_toml(s, inp.contract_hash)
-            pool_paths = [t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)]
+            # THE ONE ALLOWED READ of sealed (and selection) task contents outside measurement:
+            # the near-duplicate check compares a proposal's instruction and tests with every
+            # pool task's, so that a copy of a sealed task cannot enter the pool (on the search
+            # split it would leak the sealed task into search and training). The check only
+            # rejects; nothing it reads reaches a prompt, a record or a decision
+            # (docs/architecture.md, section 2; tests/e2e/test_evidence_leak.py).
+            members = {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=inp.lineage_id)}
+            pool_tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)
+            pool_paths = [t.path for t in pool_tasks]
+            held_out = [t.task_id for t in pool_tasks if members.get(t.id) != PoolSplit.SEARCH]
         ref = check_proposal_task.remote(
             CheckProposalTaskInput(
                 task_dir=inp.task_dir,
                 pool_paths=pool_paths,
+                held_out_ids=held_out,
                 contract_toml=toml_text,
                 policy_url=inp.policy_url,
                 attempts=inp.attempts,

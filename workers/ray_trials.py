@@ -18,12 +18,14 @@ from mindforge.discovery.records import ProposalVerdict
 from mindforge.payloads import TrainAdapterResult, ValidateAdapterInput
 from mindforge.payloads.ray_tasks import (
     CheckProposalTaskInput,
+    ReplayEntryTaskInput,
     RunTrialTaskInput,
     RunTrialTaskResult,
     SandboxSettings,
     TrainTaskInput,
     ValidateTaskResult,
 )
+from mindforge.trials.replay import ReplayVerdict
 
 #: one Docker engine (and image map) per sandbox settings, per Ray worker process
 _ENGINES: dict[SandboxSettings, Any] = {}
@@ -100,6 +102,40 @@ def run_trial_task(payload: RunTrialTaskInput) -> RunTrialTaskResult:
     return run_trial_payload(payload)
 
 
+def replay_entry_payload(payload: ReplayEntryTaskInput) -> ReplayVerdict:
+    """Validate one candidate experience entry by replaying it with no model (sandbox, then verifier).
+
+    Args:
+        payload: the candidate, its task, the run id, the number of replays and the sandbox settings.
+
+    Returns:
+        the verdict (:class:`mindforge.trials.replay.ReplayVerdict`): kept with its
+        validation and outputs, or rejected as ``failed`` / ``flaky``.
+    """
+    from pathlib import Path
+
+    from mindforge.experience.entry import ExperienceEntry
+    from mindforge.tasks.loader import load_task
+    from mindforge.trials.replay import replay_entry
+
+    engine, image_map = _engine(payload.sandbox)
+    return replay_entry(
+        ExperienceEntry.model_validate(payload.entry),
+        load_task(Path(payload.task_path)),
+        engine,
+        artifact_root=Path(payload.sandbox.artifact_root),
+        run_id=payload.run_id,
+        runs=payload.runs,
+        image_map=image_map,
+    )
+
+
+@ray.remote(max_retries=0)
+def replay_entry_task(payload: ReplayEntryTaskInput) -> ReplayVerdict:
+    """Ray task wrapper of :func:`replay_entry_payload` (retries belong to Temporal, not Ray)."""
+    return replay_entry_payload(payload)
+
+
 @ray.remote(max_retries=0)
 def check_proposal_task(payload: CheckProposalTaskInput) -> ProposalVerdict:
     """Check one staged Discovery proposal on a Ray node; returns the verdict."""
@@ -113,7 +149,7 @@ def check_proposal_task(payload: CheckProposalTaskInput) -> ProposalVerdict:
 
     engine, image_map = _engine(payload.sandbox)
     contract = loads_contract(payload.contract_toml)
-    pool_index = PoolIndex.from_tasks([load_task(Path(p)) for p in payload.pool_paths])
+    pool_index = PoolIndex.from_tasks([load_task(Path(p)) for p in payload.pool_paths], payload.held_out_ids)
     return check_proposal(
         Path(payload.task_dir),
         pool_index,

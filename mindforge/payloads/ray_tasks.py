@@ -6,7 +6,7 @@ payloads. Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -95,6 +95,8 @@ class CheckProposalTaskInput(BaseModel):
     Attributes:
         task_dir: the staged task directory.
         pool_paths: the lineage's pool task directories (duplicate checks).
+        held_out_ids: ids of those on the selection or sealed split (a rejection does
+            not name them).
         contract_toml: the proposing pair's contract (difficulty trials).
         policy_url: the policy endpoint.
         attempts: difficulty trials of the pair.
@@ -104,6 +106,7 @@ class CheckProposalTaskInput(BaseModel):
 
     task_dir: str
     pool_paths: list[str] = Field(default_factory=list)
+    held_out_ids: list[str] = Field(default_factory=list)
     contract_toml: str
     policy_url: str | None = None
     attempts: int = 2
@@ -144,3 +147,21 @@ class ValidateTaskResult(BaseModel):
     report: AdapterReport | None = None
     error: str = ""
     message: str = ""
+
+
+class ReplayEntryTaskInput(BaseModel):
+    """One candidate experience entry to validate by replay (``replay_entry_task``).
+
+    Attributes:
+        entry: the candidate (``mindforge.experience.entry.ExperienceEntry`` as JSON data).
+        task_path: the task it was mined from (its content hash must match the entry's).
+        run_id: the run the replay trials belong to.
+        runs: the most replays (at least 2; every one must pass).
+        sandbox: the worker's sandbox settings.
+    """
+
+    entry: dict[str, Any]
+    task_path: str
+    run_id: str
+    runs: int = Field(default=2, ge=2)
+    sandbox: SandboxSettings

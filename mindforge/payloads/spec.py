@@ -83,7 +83,10 @@ class ExpansionSpec(BaseModel):
     """The Expansion stage: the base evaluation, the audit and configuration search.
 
     Attributes:
-        attempts: trials per search task in the base evaluation (the GRPO group size).
+        attempts: trials per search task in the base evaluation. Not the GRPO group size:
+            training groups each task's search-split trials per pair
+            (:mod:`mindforge.trainer.selection`), so base-evaluation, search and rollout
+            trials of one pair share a group, capped at ``max_trials_per_group``.
         audit_judge: ask the policy endpoint to decide the failures the audit rules flag
             ``needs_judge`` (:func:`mindforge.audit_judge.judge_audit`); the verdict is stored
             as ``judge:<model>``, and an unusable reply keeps the rules' verdict.

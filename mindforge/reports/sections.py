@@ -419,6 +419,27 @@ def _sealed(data: ReportData, with_plots: bool) -> Section:
     )
 
 
+def _discovery_rows(data: ReportData) -> list[list[object]]:
+    splits = {ev.index: ev.splits for ev in data.evidence}
+    rows: list[list[object]] = []
+    for generation, record in sorted(data.discovery.items()):
+        if not isinstance(record, dict):
+            continue
+        reasons: dict[str, int] = {}
+        rejected = record.get("rejected")
+        for item in rejected if isinstance(rejected, list) else []:
+            reason = str(item.get("reason", "?")) if isinstance(item, dict) else "?"
+            reasons[reason] = reasons.get(reason, 0) + 1
+        pool = splits.get(generation, {})
+        admitted = record.get("admitted")
+        rows.append([
+            generation, record.get("proposed", ""), len(admitted) if isinstance(admitted, list) else admitted,
+            ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "-",
+            "/".join(str(pool.get(k, 0)) for k in ("search", "selection", "sealed")),
+        ])
+    return rows
+
+
 def _compounding(data: ReportData, with_plots: bool) -> Section:
     s = Section(id="compounding", title="Compounding: every pair on one frozen sealed split")
     rows = data.compounding
@@ -450,6 +471,9 @@ def _discovery(data: ReportData) -> Section:
     s = Section(id="discovery", title="Discovery proposals and admissions")
     if not data.discovery:
         return s.text("No Discovery proposals recorded yet.")
+    s.text("Per generation: proposals, admissions, rejections by reason, and the pool after admission:")
+    s.table(["generation", "proposed", "admitted", "rejected by reason", "pool (search/selection/sealed)"],
+            _discovery_rows(data))
     for generation, record in sorted(data.discovery.items()):
         if not isinstance(record, dict):
             s.text(f"Generation {generation}: {record}")

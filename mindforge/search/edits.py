@@ -27,6 +27,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from mindforge.errors import InputError
+from mindforge.experience.contract import experience_changes
+from mindforge.experience.snapshot import load_snapshot
 from mindforge.hcp import (
     ACTION_FORMATS,
     KNOWN_TOOLS,
@@ -36,10 +39,19 @@ from mindforge.hcp import (
     make_embedded,
 )
 from mindforge.hcp.examples import MAX_EXAMPLES
-from mindforge.hcp.sections import SHELL_FORMAT_TOOLS
+from mindforge.hcp.sections import EXPERIENCE_KS, SHELL_FORMAT_TOOLS
 from mindforge.search.library import skill_library
 
-__all__ = ["Edit", "EditOp", "edit_changes", "edit_example", "example_edit", "operator_edits", "skill_library"]
+__all__ = [
+    "Edit",
+    "EditOp",
+    "edit_changes",
+    "edit_example",
+    "example_edit",
+    "operator_edits",
+    "skill_library",
+    "snapshot_edit",
+]
 
 EditOp = Literal[
     "add_tool",
@@ -62,6 +74,8 @@ EditOp = Literal[
     "top_p",
     "action_format",
     "append_prompt",
+    "experience_k",
+    "experience_snapshot",
 ]
 
 #: boolean hooks an edit may toggle
@@ -121,6 +135,8 @@ _FIXED_TAGS = {
     "top_p": {"sampling"},
     "action_format": {"format"},
     "observation_truncation": {"truncation"},
+    "experience_k": {"examples", "experience"},
+    "experience_snapshot": {"examples", "experience"},
 }
 
 
@@ -149,6 +165,8 @@ class Edit(BaseModel):
             return f"append_prompt={hashlib.sha256(str(self.value).encode()).hexdigest()[:12]}"
         if self.op == "add_example":
             return f"add_example={self.example_name}"
+        if self.op == "experience_snapshot":
+            return f"experience_snapshot={hashlib.sha256(str(self.value).encode()).hexdigest()[:12]}"
         return f"{self.op}={self.value}"
 
     @property
@@ -230,6 +248,11 @@ class Edit(BaseModel):
             return f"skills: add {SKILL_DIR}/{value}"
         if op == "add_example":
             return f"resources.examples: add worked example {self.example_name!r} the lineage was seeded with"
+        if op == "experience_k":
+            current = parent.resources.experience.k if parent.resources.experience else None
+            return f"resources.experience.k: {current!r} -> {value!r} (experience entries shown per task)"
+        if op == "experience_snapshot":
+            return f"resources.experience: move to the latest validated snapshot ({self.key.split('=')[1]})"
         if op == "append_prompt":
             return f"prompt: append model-proposed text ({self.key.split('=')[1]}): {str(value)[:80]}"
         if op == "stop":
@@ -290,6 +313,8 @@ def edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
         return {"provider_options.stop": list(STOP_PRESETS[str(value)])}
     if op == "action_format":
         return _format_changes(parent, value)
+    if op in ("experience_k", "experience_snapshot"):
+        return _experience_edit_changes(parent, edit)
     if _current(parent, op) == value and type(_current(parent, op)) is type(value):
         raise ValueError(f"{_PATHS[op]} is already {value!r}")
     return {_PATHS[op]: value}
@@ -364,19 +389,60 @@ def _example_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
     return {"resources.examples": [*parent.resources.examples, example]}
 
 
+def snapshot_edit(snapshot_json: str) -> Edit:
+    """The ``experience_snapshot`` edit that moves a contract to this snapshot (its canonical JSON)."""
+    return Edit(op="experience_snapshot", value=snapshot_json)
+
+
+def _experience_edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
+    settings = parent.resources.experience
+    if edit.op == "experience_k":
+        if settings is None:
+            raise ValueError("the contract carries no experience snapshot to retrieve from")
+        if edit.value not in EXPERIENCE_KS or edit.value == settings.k or isinstance(edit.value, bool):
+            raise ValueError(f"experience k {edit.value!r} is not another of {list(EXPERIENCE_KS)}")
+        return {"resources.experience.k": int(edit.value)}
+    try:
+        snapshot = load_snapshot(str(edit.value), "experience_snapshot edit")
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+    if settings is not None and settings.snapshot == snapshot.snapshot_id:
+        raise ValueError(f"the contract already carries snapshot {snapshot.snapshot_id[:12]}")
+    return experience_changes(parent, snapshot)
+
+
 def _scaled(current: float, factor: float, bounds: tuple[float, float], integer: bool) -> float | int | None:
     value = min(max(current * factor, bounds[0]), bounds[1])
     value = int(round(value)) if integer else float(value)
     return None if value == current else value
 
 
-def operator_edits(contract: HCPContract, examples: Sequence[WorkedExample] = ()) -> list[Edit]:
+def _experience_edits(contract: HCPContract, snapshot_json: str | None) -> list[Edit]:
+    settings = contract.resources.experience
+    out = [Edit(op="experience_k", value=k) for k in EXPERIENCE_KS if settings is not None and k != settings.k]
+    if snapshot_json is not None:
+        edit = snapshot_edit(snapshot_json)
+        try:
+            _experience_edit_changes(contract, edit)
+        except ValueError:
+            return out  # already carries it
+        out.append(edit)
+    return out
+
+
+def operator_edits(
+    contract: HCPContract, examples: Sequence[WorkedExample] = (), snapshot_json: str | None = None
+) -> list[Edit]:
     """Every single operator edit that applies to ``contract``, in a fixed order.
 
     Args:
         contract: the contract the edits apply to.
         examples: worked examples the search may add (a lineage's ``--examples``
             folder); none by default.
+        snapshot_json: the lineage's latest validated experience snapshot (canonical
+            JSON, ``ExperienceSnapshot.to_json``); when the contract does not carry it yet,
+            an ``experience_snapshot`` edit moves it there. With a snapshot in the
+            contract, ``experience_k`` edits set the other retrieval sizes of 0, 1, 2, 4, 8.
 
     Tools added (those the action format can offer) or removed, boolean hooks toggled,
     the other ``on_command_error`` variants, library skills and the given worked examples added,
@@ -400,6 +466,7 @@ def operator_edits(contract: HCPContract, examples: Sequence[WorkedExample] = ()
     ]
     if len(contract.resources.examples) < MAX_EXAMPLES:
         out += [example_edit(e) for e in examples if contract.resources.example(e.name) is None]
+    out += _experience_edits(contract, snapshot_json)
     numeric = [
         ("max_observation_bytes", tools.max_observation_bytes, (4.0, 0.25), OBSERVATION_BYTES_RANGE, True),
         ("bash_timeout_sec", tools.bash_timeout_sec, (2.0, 0.5), BASH_TIMEOUT_SEC_RANGE, False),

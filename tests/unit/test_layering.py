@@ -57,6 +57,8 @@ RULES = {
     "mindforge.agent.loop": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
     "mindforge.payloads": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
     "mindforge.trainer": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
+    "mindforge.experience": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
+    "mindforge.trials.replay": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
     "mindforge.store": NO_ORCHESTRATION + NO_TORCH,
     "mindforge.reports": NO_ORCHESTRATION + NO_TORCH,
     "mindforge.cli.main": NO_ORCHESTRATION + NO_TORCH,
