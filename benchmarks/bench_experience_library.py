@@ -4,7 +4,7 @@ Built with the product's experience core (:mod:`mindforge.experience`): oracle c
 from the search split's reference solutions (:func:`mindforge.experience.mine_solution`),
 model candidates from passed search-split trials (:func:`mindforge.experience.mine_trial`),
 each replayed with no model in fresh sandboxes and kept only if every replay passes
-(:func:`mindforge.experience.replay.replay_entry`, after
+(:func:`mindforge.trials.replay.replay_entry`, after
 :func:`mindforge.experience.plan_replays` sorted out the too long and the duplicates).
 Only search-split tasks are mined; the sealed split is never read here.
 """
@@ -60,7 +60,7 @@ def _validate(
     runner: Any, candidates: list[ExperienceEntry], kept: list[ExperienceEntry], tasks: dict[str, Any], run_id: str
 ) -> tuple[list[ExperienceEntry], list[Rejection]]:
     """Replay the candidates worth replaying (in ``runner``'s thread pool); returns (kept, rejected)."""
-    from mindforge.experience.replay import replay_entry
+    from mindforge.trials.replay import replay_entry
 
     plan = plan_replays(candidates, kept)
 

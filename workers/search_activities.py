@@ -35,6 +35,7 @@ from mindforge.payloads import (
     TrialStage,
 )
 from mindforge.store import engine as store_engine
+from mindforge.store import experience as experience_repo
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store import search as search_repo
 from workers.evaluation_activities import split_records
@@ -201,7 +202,11 @@ class SearchActivities:
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
                 budget=budget.model_dump(exclude_none=True), job_id=job_id,
             )
-            config = SearchConfig(seed=b.seed, cells_per_step=b.cells_per_step, examples=list(b.examples))
+            latest = experience_repo.latest_snapshot_row(session=s, lineage_id=inp.lineage_id)
+            config = SearchConfig(
+                seed=b.seed, cells_per_step=b.cells_per_step, examples=list(b.examples),
+                experience_snapshot=latest.document if latest is not None else None,
+            )
             try:
                 state = init_search(job_id=job_id, root=root, tasks=tasks, budget=budget, config=config, cost=cost)
             except SearchRefused as exc:

@@ -4,6 +4,11 @@ One generation per run, then continue-as-new with the successor pair, so the his
 stays small however many generations run. Signals: ``pause`` (takes effect before the
 next generation starts), ``resume``, ``cancel`` (cancels the running generation and ends
 the lineage as cancelled). Query: ``status``.
+
+A run started with ``extend`` (``mindforge lineage extend``, a nightly schedule) adds
+generations to a lineage already in the store: ``continue_lineage`` gives the stored
+spec, the next index (after the last completed generation), that generation's successor
+pair and the root pair, and the run goes on from there.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from mindforge.domain import RunStatus
     from mindforge.evaluation import PairRef
     from mindforge.payloads import (
+        ContinueLineageInput,
         GenerationInput,
         GenerationResult,
         LineageEvent,
@@ -75,6 +81,15 @@ class LineageWorkflow:
     @workflow.run
     async def run(self, inp: LineageInput) -> LineageStatus:
         """Run the next generation, then continue-as-new; finish after ``spec.generations``."""
+        if inp.extend and not inp.prepared:
+            # a run that adds generations to a stored lineage: its pool, splits and pairs come from the store
+            inp = await o.store_activity(
+                o.CONTINUE_LINEAGE,
+                ContinueLineageInput(
+                    lineage_id=inp.lineage_id, generations=inp.extend, workflow_id=workflow.info().workflow_id
+                ),
+                LineageInput,
+            )
         self._inp = inp
         self._paused = self._paused or inp.paused
         if not inp.prepared:

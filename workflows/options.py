@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
 
 # ------------------------------------------------------------------ stable activity names
 PREPARE_LINEAGE = "prepare_lineage"
+CONTINUE_LINEAGE = "continue_lineage"
 SET_LINEAGE_STATUS = "set_lineage_status"
 RECORD_GENERATION = "record_generation"
 PLAN_EXPANSION_TRIALS = "plan_expansion_trials"

@@ -102,45 +102,62 @@ def transcript_to_atif(
     for ev in events:
         kind = ev["event"]
         if kind == "reply":
-            usage = ev.get("usage") or {}
-            last_agent = add(
-                timestamp=ev["ts"],
-                source="agent",
-                model_name=contract.model.adapter or contract.model.id,
-                message=ev.get("content") or "",
-                metrics=Metrics(
-                    prompt_tokens=usage.get("prompt_tokens"),
-                    completion_tokens=usage.get("completion_tokens"),
-                    prompt_token_ids=ev.get("prompt_token_ids"),
-                    completion_token_ids=ev.get("completion_token_ids"),
-                    logprobs=ev.get("logprobs"),
-                    extra={MINDFORGE_EXTRA_KEY: {"finish_reason": ev.get("finish_reason")}},
-                ),
-            )
-            pending_calls = {}
-        elif kind == "action" and last_agent is not None:
-            call = ToolCall(
-                tool_call_id=ev["call_id"] or f"call_{last_agent.step_id}",
-                function_name=ev["tool"],
-                arguments=ev["arguments"],
-            )
-            last_agent.tool_calls = [*(last_agent.tool_calls or []), call]
-            pending_calls[call.tool_call_id] = call
-        elif kind == "observation" and last_agent is not None:
-            call_id = ev["call_id"] or f"call_{last_agent.step_id}"
-            result = ObservationResult(
-                source_call_id=call_id if call_id in pending_calls else None, content=ev["content"]
-            )
-            results = (last_agent.observation.results if last_agent.observation else []) + [result]
-            last_agent.observation = Observation(results=results)
-        elif kind == "unusable_reply" and last_agent is not None:
-            last_agent.extra = {
-                MINDFORGE_EXTRA_KEY: {"unusable_reply": {"failure_class": ev["failure_class"], "reason": ev["reason"]}}
-            }
+            last_agent = add(**_reply_fields(ev, contract))
+            pending_calls.clear()
+        elif kind in ("action", "observation", "unusable_reply") and last_agent is not None:
+            _follow_reply(last_agent, ev, pending_calls)
         elif kind == "harness":
             add(
                 timestamp=ev["ts"], source="user", message=ev["content"], extra={MINDFORGE_EXTRA_KEY: {"harness": True}}
             )
+    return _trajectory(steps, events, contract=contract, task_id=task_id, session_id=session_id)
+
+
+def _reply_fields(ev: dict[str, Any], contract: Any) -> dict[str, Any]:
+    """The agent step of one ``reply`` event: its message, model and token metrics."""
+    usage = ev.get("usage") or {}
+    return {
+        "timestamp": ev["ts"],
+        "source": "agent",
+        "model_name": contract.model.adapter or contract.model.id,
+        "message": ev.get("content") or "",
+        "metrics": Metrics(
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            prompt_token_ids=ev.get("prompt_token_ids"),
+            completion_token_ids=ev.get("completion_token_ids"),
+            logprobs=ev.get("logprobs"),
+            extra={MINDFORGE_EXTRA_KEY: {"finish_reason": ev.get("finish_reason")}},
+        ),
+    }
+
+
+def _follow_reply(step: Step, ev: dict[str, Any], pending_calls: dict[str, ToolCall]) -> None:
+    """Fold an ``action``, ``observation`` or ``unusable_reply`` event into the agent step it follows."""
+    kind = ev["event"]
+    if kind == "action":
+        call = ToolCall(
+            tool_call_id=ev["call_id"] or f"call_{step.step_id}",
+            function_name=ev["tool"],
+            arguments=ev["arguments"],
+        )
+        step.tool_calls = [*(step.tool_calls or []), call]
+        pending_calls[call.tool_call_id] = call
+    elif kind == "observation":
+        call_id = ev["call_id"] or f"call_{step.step_id}"
+        result = ObservationResult(source_call_id=call_id if call_id in pending_calls else None, content=ev["content"])
+        results = (step.observation.results if step.observation else []) + [result]
+        step.observation = Observation(results=results)
+    elif kind == "unusable_reply":
+        step.extra = {
+            MINDFORGE_EXTRA_KEY: {"unusable_reply": {"failure_class": ev["failure_class"], "reason": ev["reason"]}}
+        }
+
+
+def _trajectory(
+    steps: list[Step], events: list[dict[str, Any]], *, contract: Any, task_id: str, session_id: str
+) -> Trajectory:
+    """The trajectory around ``steps``: the agent, the totals and the outcome of the ``end`` event."""
     end: dict[str, Any] = next((e for e in reversed(events) if e["event"] == "end"), {})
     agent_steps = [s for s in steps if s.source == "agent" and not s.is_copied_context]
     return Trajectory(

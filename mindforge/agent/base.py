@@ -11,9 +11,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from mindforge.domain import FailureClass, LimitFired
 from mindforge.sandbox.base import Sandbox
 from mindforge.tasks.model import Task
-from mindforge.trials.record import FailureClass, LimitFired
 
 
 class AgentOutcome(BaseModel):

@@ -32,10 +32,10 @@ from mindforge.agent.endpoint import resolve_endpoint
 from mindforge.agent.shell import PersistentShell
 from mindforge.agent.transcript import TranscriptWriter
 from mindforge.atif import write_trajectory
+from mindforge.domain import FailureClass, LimitFired
 from mindforge.experience.contract import shown_entries
 from mindforge.sandbox.base import Sandbox
 from mindforge.tasks.model import Task
-from mindforge.trials.record import FailureClass, LimitFired
 
 #: consecutive unusable replies (of one kind) before the phase is ended
 MAX_CONSECUTIVE_BAD_REPLIES = 3

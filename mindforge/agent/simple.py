@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mindforge.agent.base import Agent, AgentOutcome
+from mindforge.domain import FailureClass, LimitFired
 from mindforge.errors import InputError
 from mindforge.sandbox.base import Sandbox
 from mindforge.tasks.model import Task
-from mindforge.trials.record import FailureClass, LimitFired
 
 SOLUTION_DIR = "/solution"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -69,28 +70,14 @@ def discover_command(
     (admitted tasks with provenance, rejections with reasons) is written as
     ``<run id>.json`` in --out.
     """
-    from mindforge.cli.common import load_task_dirs, task_progress
-    from mindforge.discovery import (
-        DiscoveryConfig,
-        PoolIndex,
-        move_task_dir,
-        run_discovery,
-        summarise_pool,
-    )
+    from mindforge.cli.common import task_progress
+    from mindforge.discovery import DiscoveryConfig, run_discovery
     from mindforge.hcp import load_contract
-    from mindforge.settings import REPO_ROOT, get_settings
+    from mindforge.settings import get_settings
     from mindforge.trials.run import open_engine
 
     hcp = load_contract(contract)
-    pool_paths = [tasks or REPO_ROOT / "tasks"]
-    if out.is_dir() and any((d / "task.toml").is_file() for d in out.iterdir()):
-        pool_paths.append(out)  # earlier runs' admissions count as pool tasks
-    loaded, errors = load_task_dirs(pool_paths)
-    if errors:
-        raise errors[0][1]
-    solved, failed, classes = _pool_results(results) if results else (set(), set(), {})
-    summary = summarise_pool(loaded, solved=solved, failed=failed, failure_classes=classes)
-    index = PoolIndex.from_tasks(loaded)
+    summary, index = _load_pool(tasks, out, results)
     settings = get_settings()
     engine, image_map = open_engine(settings)
     run_id = f"discovery-{uuid.uuid4().hex[:8]}"
@@ -124,17 +111,49 @@ def discover_command(
             on_trial=lambda _r: progress.advance(bar),
             on_verdict=on_verdict,
         )
+    record_path = _write_admitted(record, out, run_id)
+    console.print(_table(record))
+    console.print(
+        f"{len(record.admitted)} of {record.proposed} proposals admitted (asked for {record.requested}); "
+        f"tasks in {out}; record: {record_path}"
+    )
+
+
+def _load_pool(tasks: Path | None, out: Path, results: Path | None) -> tuple[Any, Any]:
+    """The pool the pair proposes against: its summary (with ``--results``) and its dedupe index.
+
+    The pool is ``tasks`` (default: the bundled tasks) plus the tasks earlier runs admitted
+    to ``out``.
+
+    Raises:
+        Exception: the load error of the first pool task that fails to load.
+    """
+    from mindforge.cli.common import load_task_dirs
+    from mindforge.discovery import PoolIndex, summarise_pool
+    from mindforge.settings import REPO_ROOT
+
+    pool_paths = [tasks or REPO_ROOT / "tasks"]
+    if out.is_dir() and any((d / "task.toml").is_file() for d in out.iterdir()):
+        pool_paths.append(out)  # earlier runs' admissions count as pool tasks
+    loaded, errors = load_task_dirs(pool_paths)
+    if errors:
+        raise errors[0][1]
+    solved, failed, classes = _pool_results(results) if results else (set(), set(), {})
+    summary = summarise_pool(loaded, solved=solved, failed=failed, failure_classes=classes)
+    return summary, PoolIndex.from_tasks(loaded)
+
+
+def _write_admitted(record: Any, out: Path, run_id: str) -> Path:
+    """Move the admitted tasks into ``out`` and write the record there as ``<run id>.json``; returns its path."""
+    from mindforge.discovery import move_task_dir
+
     out.mkdir(parents=True, exist_ok=True)
     record.admitted = [
         a.model_copy(update={"path": str(move_task_dir(Path(a.path), out / a.task_id))}) for a in record.admitted
     ]
     record_path = out / f"{run_id}.json"
     record_path.write_text(record.model_dump_json(indent=2), encoding="utf-8")
-    console.print(_table(record))
-    console.print(
-        f"{len(record.admitted)} of {record.proposed} proposals admitted (asked for {record.requested}); "
-        f"tasks in {out}; record: {record_path}"
-    )
+    return record_path
 
 
 def _table(record) -> Table:

@@ -312,6 +312,38 @@ def start(
         _print_store_status(name)
 
 
+@app.command()
+def extend(
+    name: str = typer.Argument(..., help="A lineage in the store whose runs have ended."),
+    generations: int = typer.Option(1, "--generations", min=1, help="Generations to add."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for the run to finish, with progress."),
+) -> None:
+    """Add generations to an existing lineage: from its last pair, on the same splits and sealed tasks."""
+    from mindforge.cli.schedule import extension_input
+    from mindforge.cli.temporal_client import connect, search_attributes
+    from mindforge.payloads import ORCHESTRATION_QUEUE
+    from mindforge.settings import get_settings
+
+    settings = get_settings()
+    arg = extension_input(name, generations, settings)
+    wid = workflow_id_for(name)
+
+    async def go() -> None:
+        client = await connect(settings)
+        await client.start_workflow(
+            "LineageWorkflow", arg, id=wid, task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name)
+        )
+
+    asyncio.run(go())
+    console.print(
+        f"extending lineage [bold]{name}[/] by {generations} generation(s) ({wid})\nWeb UI: {ui_link(settings, wid)}"
+    )
+    if wait:
+        final = asyncio.run(wait_lineage(settings, wid))
+        console.print(f"lineage {name}: {final.get('state')}")
+        _print_store_status(name)
+
+
 def _print_store_status(name: str, as_json: bool = False) -> None:
     from mindforge.reports import compounding
     from mindforge.settings import get_settings
@@ -493,24 +525,17 @@ def _signal(name: str, signal: str) -> None:
     Raises:
         InputError: no workflow of that lineage runs on the server (unknown or ended).
     """
-    from temporalio.service import RPCError, RPCStatusCode
-
-    from mindforge.cli.temporal_client import connect
+    from mindforge.cli.temporal_client import signal_workflow
     from mindforge.errors import InputError
     from mindforge.settings import get_settings
 
     settings = get_settings()
 
     async def go() -> None:
-        client = await connect(settings)
-        try:
-            await client.get_workflow_handle(workflow_id_for(name)).signal(signal)
-        except RPCError as exc:
-            if exc.status != RPCStatusCode.NOT_FOUND:
-                raise
+        if not await signal_workflow(settings, workflow_id_for(name), signal):
             raise InputError(
                 f"lineage {name}", "", f"no running workflow {workflow_id_for(name)} to {signal} (unknown or ended)"
-            ) from exc
+            )
 
     asyncio.run(go())
     console.print(f"sent {signal} to lineage {name}\nWeb UI: {ui_link(settings, workflow_id_for(name))}")

@@ -1,4 +1,8 @@
-"""``mindforge schedule``: Temporal Schedules for nightly improvement runs (overlap policy: skip)."""
+"""``mindforge schedule``: Temporal Schedules for nightly improvement runs (overlap policy: skip).
+
+``create`` starts a one-off lineage run per firing; ``extend`` continues an existing
+lineage by one (or more) generations per firing, from its last pair.
+"""
 
 from __future__ import annotations
 
@@ -56,6 +60,85 @@ async def create_schedule(spec, cron: str, settings) -> str:
         ),
     )
     return sid
+
+
+def extension_input(name: str, generations: int, settings):
+    """The ``LineageInput`` that adds ``generations`` to stored lineage ``name`` (its stored spec, ``extend`` set).
+
+    The worker's ``continue_lineage`` reads the pool, the next index and the pairs from
+    the store when the run starts; the spec here only makes the input whole.
+
+    Raises:
+        InputError: no lineage ``name`` in the store.
+    """
+    from mindforge.errors import InputError
+    from mindforge.payloads import LineageInput, LineageSpec
+    from mindforge.store import engine as se
+    from mindforge.store import lineages
+
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        lin = lineages.get_lineage(session=s, lineage_id=name)
+        if lin is None:
+            raise InputError("--name", "name", f"no lineage {name!r} in {settings.db_url} to continue")
+        spec = LineageSpec.model_validate({k: v for k, v in lin.spec.items() if k in LineageSpec.model_fields})
+    return LineageInput(lineage_id=name, spec=spec, extend=generations)
+
+
+async def create_extend_schedule(name: str, generations: int, cron: str, settings) -> str:
+    """Create a schedule whose every firing adds ``generations`` to stored lineage ``name``; returns its id.
+
+    Each firing starts ``LineageWorkflow`` (id ``lineage-<name>`` plus Temporal's
+    firing-time suffix) with ``extend``: it continues from the lineage's last pair, with
+    the same splits and sealed tasks, instead of starting over. Overlap policy: skip.
+
+    Raises:
+        InputError: no lineage ``name`` in the store.
+    """
+    from temporalio.client import (
+        Schedule,
+        ScheduleActionStartWorkflow,
+        ScheduleOverlapPolicy,
+        SchedulePolicy,
+        ScheduleSpec,
+    )
+
+    from mindforge.cli.lineage import workflow_id_for
+    from mindforge.cli.temporal_client import connect, search_attributes
+    from mindforge.payloads import ORCHESTRATION_QUEUE
+
+    arg = extension_input(name, generations, settings)
+    client = await connect(settings)
+    sid = schedule_id_for(name)
+    await client.create_schedule(
+        sid,
+        Schedule(
+            action=ScheduleActionStartWorkflow(
+                "LineageWorkflow", arg, id=workflow_id_for(name), task_queue=ORCHESTRATION_QUEUE,
+                typed_search_attributes=search_attributes(name),
+            ),
+            spec=ScheduleSpec(cron_expressions=[cron]),
+            policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
+        ),
+    )
+    return sid
+
+
+@app.command()
+def extend(
+    cron: str = typer.Option(..., "--cron", help='Cron expression, e.g. "0 2 * * *" (02:00 UTC nightly).'),
+    name: str = typer.Option(..., "--name", help="A lineage in the store; each firing continues it."),
+    generations: int = typer.Option(1, "--generations", min=1, help="Generations each firing adds."),
+) -> None:
+    """Create a schedule whose every firing adds generations to an existing lineage, from its last pair."""
+    from mindforge.settings import get_settings
+
+    settings = get_settings()
+    sid = asyncio.run(create_extend_schedule(name, generations, cron, settings))
+    console.print(
+        f"created schedule {sid} ({cron}, overlap skip): each firing adds {generations} generation(s) to {name}\n"
+        f"Web UI: {settings.temporal_ui_url}/namespaces/{settings.temporal_namespace}/schedules/{sid}"
+    )
 
 
 @app.command()

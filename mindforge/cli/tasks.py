@@ -43,8 +43,8 @@ def validate(
     Exits 1 when any task is not valid.
     """
     from mindforge.settings import get_settings
-    from mindforge.tasks.validate import TaskValidation, Verdict, validate_task
     from mindforge.trials.run import open_engine
+    from mindforge.trials.validate import TaskValidation, Verdict, validate_task
 
     tasks, load_errors = load_task_dirs(paths)
     results: list[TaskValidation] = [

@@ -28,6 +28,29 @@ async def connect(settings: Settings) -> Client:
     return await connect_to(settings.temporal_address, settings.temporal_namespace)
 
 
+async def signal_workflow(settings: Settings, workflow_id: str, signal: str) -> bool:
+    """Send ``signal`` (no argument) to the running workflow ``workflow_id``.
+
+    Returns:
+        True when it was sent; False when the server knows no running workflow of that id
+        (unknown or ended).
+
+    Raises:
+        InfraError: Temporal does not answer at ``settings.temporal_address``.
+        temporalio.service.RPCError: any other refusal by the server.
+    """
+    from temporalio.service import RPCError, RPCStatusCode
+
+    client = await connect(settings)
+    try:
+        await client.get_workflow_handle(workflow_id).signal(signal)
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return False
+    return True
+
+
 def search_attributes(
     lineage_id: str, generation: int | None = None, stage: str | None = None
 ) -> TypedSearchAttributes:

@@ -2,7 +2,7 @@
 
 :func:`check_proposal` runs on one materialised proposal, in this order: it must load,
 pass the static checks (:mod:`mindforge.discovery.checks`), pass task validation
-(:func:`mindforge.tasks.validate.validate_task`: builds within its limit, the reference
+(:func:`mindforge.trials.validate.validate_task`: builds within its limit, the reference
 solution passes twice, nop fails), and must not be solved by the current pair on every
 attempt (its success rate is the difficulty estimate). :func:`mindforge.store.discovered.admit_to_store`
 moves admitted tasks to :func:`discovered_dir` and registers them.
@@ -28,9 +28,9 @@ from mindforge.sandbox.docker import DockerEngine
 from mindforge.tasks.image_map import ImageMap
 from mindforge.tasks.loader import load_task
 from mindforge.tasks.model import Task
-from mindforge.tasks.validate import Verdict, validate_task
 from mindforge.trials.batch import evaluate
 from mindforge.trials.record import FailureClass, TrialRecord, utcnow
+from mindforge.trials.validate import Verdict, validate_task
 
 _VERDICT_REASON = {
     Verdict.BROKEN: RejectReason.BROKEN,

@@ -122,12 +122,12 @@ def _key(pair: PairRef | None) -> tuple[str, str] | None:
 
 def pair_sealed(records: list[TrialRecord], pair: PairRef, tasks: set[str]) -> PairSealed:
     """One pair's sealed score and counts over ``tasks``."""
-    from mindforge.audit import usable_for_search
+    from mindforge.audit import usable_for_scoring
 
     scores = score_tasks(records, pair, tasks)
     passed = sum(
         1 for r in records
-        if r.task_hash in tasks and pair.matches(r) and usable_for_search(r) and (r.reward or 0.0) >= 1.0
+        if r.task_hash in tasks and pair.matches(r) and usable_for_scoring(r) and (r.reward or 0.0) >= 1.0
     )
     return PairSealed(
         contract_hash=pair.contract_hash, adapter=pair.adapter, score=scores.mean, n_tasks=len(scores.scores),

@@ -2,7 +2,7 @@
 
 Every figure MindForge decides on or reports (successor choice, adapter promotion,
 sealed lift) goes through :func:`score_tasks`, with one filter
-(:func:`mindforge.audit.usable_for_search`): an attempt counts when its reward is real -
+(:func:`mindforge.audit.usable_for_scoring`): an attempt counts when its reward is real -
 the verifier ran cleanly and neither the infrastructure, the endpoint nor the harness
 failed. Infrastructure and verifier errors are excluded and counted, never scored 0. A
 task's score is the mean reward over its usable attempts.
@@ -67,7 +67,7 @@ def score_tasks(records: Iterable[TrialRecord], pair: PairRef, tasks: set[str]) 
     Returns:
         the scores with usable/excluded counts and the ids of the trials read.
     """
-    from mindforge.audit import usable_for_search
+    from mindforge.audit import usable_for_scoring
 
     rewards: dict[str, list[float]] = defaultdict(list)
     out = TaskScores()
@@ -75,7 +75,7 @@ def score_tasks(records: Iterable[TrialRecord], pair: PairRef, tasks: set[str]) 
         if r.task_hash not in tasks or not pair.matches(r):
             continue
         out.trial_ids.append(r.trial_id)
-        if usable_for_search(r) and r.reward is not None:
+        if usable_for_scoring(r) and r.reward is not None:
             rewards[r.task_hash].append(float(r.reward))
         else:
             out.excluded_trials += 1

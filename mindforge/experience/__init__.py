@@ -8,10 +8,11 @@ Pure core (no Temporal, no Ray, no store). The parts:
   passed search-split trials (:class:`SplitRefused` for anything else);
 - :mod:`~mindforge.experience.validation`: too long / duplicate before replay, then
   ``failed`` / ``flaky`` from the replays (:class:`RejectionReason`);
-- :mod:`~mindforge.experience.replay`: replaying an entry with no model (sandbox + verifier);
+- :mod:`mindforge.trials.replay`: replaying an entry with no model (sandbox + verifier);
 - :mod:`~mindforge.experience.snapshot`: the immutable, content-addressed snapshot;
 - :mod:`~mindforge.experience.retrieval`: BM25 over instructions, deterministic, leave-one-out;
-- :mod:`~mindforge.experience.contract`: the snapshot in the HCP contract and what a trial shows.
+- :mod:`~mindforge.experience.contract`: the snapshot in the HCP contract and what a trial shows;
+- :mod:`~mindforge.experience.growth`: one round folded into a new snapshot and its report.
 """
 
 from mindforge.experience.contract import (

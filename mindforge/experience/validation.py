@@ -8,7 +8,7 @@ sandbox of the same task, then running the task's verifier, passes on every repl
 Every rejection is recorded with its reason (:class:`RejectionReason`).
 
 This module is pure: the replay itself runs in a Ray task (``workers/ray_trials.py``,
-through :func:`mindforge.experience.replay.replay_entry`).
+through :func:`mindforge.trials.replay.replay_entry`).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from __future__ import annotations
 from mindforge.payloads.lineage import (
     AdmitInput,
     CheckProposalInput,
+    ContinueLineageInput,
     DiscoveryInput,
     DiscoveryResult,
     ExpansionInput,
@@ -105,6 +106,7 @@ __all__ = [
     "HandOffInput",
     "HandOffResult",
     "LineageEvent",
+    "ContinueLineageInput",
     "LineageInput",
     "LineageSpec",
     "LineageState",

@@ -41,6 +41,11 @@ class LineageInput(BaseModel):
         contract_hash / adapter: the pair the next generation starts from.
         root_contract_hash / root_adapter: generation 0's pair (the sealed lift of
             every generation is also measured against it).
+        extend: continue the lineage already in the store by this many generations
+            (``mindforge lineage extend``, a nightly ``mindforge schedule extend``): the
+            run reads the lineage's stored spec, its last completed generation's
+            successor pair and its root pair (``continue_lineage``) instead of preparing
+            a new pool, so the splits and the sealed tasks stay the same. 0: a new lineage.
     """
 
     lineage_id: str
@@ -52,6 +57,15 @@ class LineageInput(BaseModel):
     root_adapter: str = ""
     paused: bool = False
     prepared: bool = False
+    extend: int = Field(default=0, ge=0)
+
+
+class ContinueLineageInput(BaseModel):
+    """Continue a stored lineage by ``generations`` more (``continue_lineage``); the result is a ``LineageInput``."""
+
+    lineage_id: str
+    generations: int = Field(default=1, ge=1)
+    workflow_id: str = ""
 
 
 class LineageStatus(BaseModel):

@@ -6,6 +6,7 @@ Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no Ray.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -13,10 +14,33 @@ from mindforge.evaluation.decisions import PromotionDecision
 from mindforge.evaluation.scoring import PairRef
 from mindforge.payloads.lineage import RunTrialsInput, StageInput
 from mindforge.payloads.spec import EvaluationSpec, RuntimeSpec, UpdateSpec
-from mindforge.policy.handoff import HandoffRecord
 from mindforge.trainer.config import TrainerConfig, TrainResult
 from mindforge.trainer.selection import SelectedGroup, SelectionReport
 from mindforge.trainer.validate_adapter import AdapterReport
+
+
+class HandoffRecord(BaseModel):
+    """One endpoint's hand-off.
+
+    Attributes:
+        base_url: the endpoint (``.../v1``).
+        name: the served adapter name.
+        path: the adapter directory given to the endpoint.
+        load: ``loaded`` (new) or ``already_loaded`` (same name and path were served).
+        probe_model: the model name the probe's response reports.
+        probe_finish_reason: its finish reason.
+        probe_completion_tokens: completion tokens of the probe.
+        wall_sec: load + probe wall time, seconds.
+    """
+
+    base_url: str
+    name: str
+    path: str
+    load: Literal["loaded", "already_loaded"]
+    probe_model: str
+    probe_finish_reason: str | None = None
+    probe_completion_tokens: int = 0
+    wall_sec: float
 
 
 class UpdateOutcome(StrEnum):

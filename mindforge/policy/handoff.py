@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Literal
 
 import httpx
-from pydantic import BaseModel
 
 from mindforge.errors import MindForgeError
+from mindforge.payloads.update import HandoffRecord
 
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 
@@ -52,30 +52,6 @@ class AdapterLoadError(ServingError):
 
 class ProbeError(ServingError):
     """A chat completion under the adapter's name did not answer properly."""
-
-
-class HandoffRecord(BaseModel):
-    """One endpoint's hand-off.
-
-    Attributes:
-        base_url: the endpoint (``.../v1``).
-        name: the served adapter name.
-        path: the adapter directory given to the endpoint.
-        load: ``loaded`` (new) or ``already_loaded`` (same name and path were served).
-        probe_model: the model name the probe's response reports.
-        probe_finish_reason: its finish reason.
-        probe_completion_tokens: completion tokens of the probe.
-        wall_sec: load + probe wall time, seconds.
-    """
-
-    base_url: str
-    name: str
-    path: str
-    load: Literal["loaded", "already_loaded"]
-    probe_model: str
-    probe_finish_reason: str | None = None
-    probe_completion_tokens: int = 0
-    wall_sec: float
 
 
 _SLUG_RE = re.compile(r"[^a-z0-9._-]+")

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from sqlmodel import Session
 
-from mindforge.audit import usable_for_search
+from mindforge.audit import usable_for_scoring
 from mindforge.evaluation import Interval, PoolSplit, wilson_interval
 from mindforge.hcp import diff_contracts, format_diff, loads_contract
 from mindforge.reports.compounding import (
@@ -334,7 +334,7 @@ def _evidence(generation, members: list, trials: list[Trial], splits: dict[str, 
         if t.generation_index == generation.index and _is_model(t) and split in (PoolSplit.SELECTION, PoolSplit.SEALED):
             groups[(PoolSplit(split), t.contract_hash or "", t.adapter)].append(t)
     for (split, contract, adapter), rows in sorted(groups.items()):
-        usable = [r for r in rows if usable_for_search(r.to_record())]
+        usable = [r for r in rows if usable_for_scoring(r.to_record())]
         passed = sum(1 for r in usable if (r.reward or 0.0) >= 1.0)
         scores.append(
             PairScoreRow(

@@ -86,12 +86,12 @@ class Ledger:
             records: model trials (their ``contract_hash`` is the cell's contract).
             tasks: the task set; default the tasks seen.
             usable: decides whether a record's reward counts; default
-                :func:`mindforge.audit.usable_for_search`.
+                :func:`mindforge.audit.usable_for_scoring`.
         """
         if usable is None:
-            from mindforge.audit import usable_for_search
+            from mindforge.audit import usable_for_scoring
 
-            usable = usable_for_search
+            usable = usable_for_scoring
         ledger = cls(tasks)
         for record in records:
             ledger.add(record.task_hash, record.contract_hash or "", record.reward, usable=usable(record))

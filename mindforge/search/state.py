@@ -76,6 +76,10 @@ class SearchConfig(BaseModel):
         examples: worked examples the search may add (op ``add_example``): the
             lineage's ``--examples`` folder; none by default (nothing shipped may be
             written from bundled tasks, any of which can be a lineage's sealed task).
+        experience_snapshot: the lineage's latest validated experience snapshot
+            (canonical JSON), or None: the search may move the contract to it (op
+            ``experience_snapshot``) and, with a snapshot in the contract, set retrieval
+            ``k`` (op ``experience_k``).
     """
 
     seed: int = 0
@@ -96,6 +100,7 @@ class SearchConfig(BaseModel):
     use_audits: bool = True
     audit_fit_ranking: bool = False
     examples: list[WorkedExample] = Field(default_factory=list)
+    experience_snapshot: str | None = None
 
 
 class CostEstimate(BaseModel):
@@ -253,7 +258,7 @@ class CellResult(BaseModel):
     Attributes:
         trial_id / task_hash / contract_hash / attempt: as planned.
         reward: the verifier reward, None when there is no real reward.
-        usable: the reward is real (``mindforge.audit.usable_for_search``).
+        usable: the reward is real (``mindforge.audit.usable_for_scoring``).
         tokens: prompt + completion tokens.
         wall_sec: the trial's wall time, seconds.
         rule: the audit rule of a failed trial (``model.wrong_answer``, ...); ``""``

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from mindforge.audit import AuditResult, usable_for_search
+from mindforge.audit import AuditResult, usable_for_scoring
 from mindforge.domain import AuditOwner
 from mindforge.search.state import CellResult, PlannedCell, SearchTask
 from mindforge.trials.record import TrialRecord
@@ -85,7 +85,7 @@ def cell_result_from_record(record: TrialRecord, cell: PlannedCell, audit: Audit
         contract_hash=cell.contract_hash,
         attempt=cell.attempt,
         reward=record.reward,
-        usable=usable_for_search(record, audit),
+        usable=usable_for_scoring(record, audit),
         tokens=record.prompt_tokens + record.completion_tokens,
         wall_sec=record.timings.total_sec,
         rule=audit.rule if audit is not None and not record.passed else "",

@@ -123,13 +123,13 @@ def drop_reason(record: TrialRecord, audit: Any | None = None) -> str | None:
     Returns:
         a reason key of :attr:`SelectionReport.dropped_by_reason`, or None.
     """
-    from mindforge.audit import INFRA_CLASSES, usable_for_search, usable_for_training
+    from mindforge.audit import INFRA_CLASSES, usable_for_scoring, usable_for_training
 
     if record.reward is None or record.failure_class in NO_REWARD_CLASSES:
         return "no_reward"
     if record.failure_class in INFRA_CLASSES:
         return "infra_failure"
-    if not usable_for_search(record, audit):
+    if not usable_for_scoring(record, audit):
         return "audit_excluded"
     if record.agent != "model":
         return "not_model"

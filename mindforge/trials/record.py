@@ -8,37 +8,11 @@ holds their paths.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-
-class FailureClass(StrEnum):
-    """Closed set of reasons a trial did not yield a clean reward, or yielded 0.
-
-    Infrastructure and verifier errors carry no real reward: they never feed search
-    scores or training. ``task_failed`` is the ordinary outcome of a run whose verifier
-    gave a reward below 1.
-    """
-
-    ENV_BUILD_FAILED = "env_build_failed"
-    ENV_START_FAILED = "env_start_failed"
-    AGENT_TIMEOUT = "agent_timeout"
-    AGENT_ERROR = "agent_error"
-    VERIFIER_TIMEOUT = "verifier_timeout"
-    VERIFIER_ERROR = "verifier_error"
-    INFRA_ERROR = "infra_error"
-    # model-driven agent (HCP harness) outcomes
-    MAX_TURNS = "max_turns"
-    TOKEN_BUDGET = "token_budget"
-    CONTEXT_OVERFLOW = "context_overflow"
-    PARSE_ERROR = "parse_error"
-    EMPTY_REPLY = "empty_reply"
-    TRUNCATED_REPLY = "truncated_reply"
-    ENDPOINT_ERROR = "endpoint_error"
-    # verifier ran cleanly and the reward is below 1
-    TASK_FAILED = "task_failed"
-
+# the agent reports these too, so they live below both layers, with the shared enums
+from mindforge.domain import FailureClass, LimitFired
 
 #: classes whose trial has no real reward (reward is None)
 NO_REWARD_CLASSES = frozenset(
@@ -50,23 +24,6 @@ NO_REWARD_CLASSES = frozenset(
         FailureClass.INFRA_ERROR,
     }
 )
-
-
-class LimitFired(StrEnum):
-    """Which limit ended a phase early, if any.
-
-    ``pids_limit``: the sandbox held as many processes as it may (``docker_pids_limit``)
-    or refused forks, and the trial did not pass: typically processes the agent left
-    behind kept the verifier's own commands from starting.
-    """
-
-    BUILD_TIMEOUT = "build_timeout"
-    AGENT_TIMEOUT = "agent_timeout"
-    VERIFIER_TIMEOUT = "verifier_timeout"
-    MAX_TURNS = "max_turns"
-    TOKEN_BUDGET = "token_budget"
-    CONTEXT_WINDOW = "context_window"
-    PIDS_LIMIT = "pids_limit"
 
 
 class PhaseTimings(BaseModel):

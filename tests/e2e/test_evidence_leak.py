@@ -23,6 +23,8 @@ same seed), so the two runs see the same draws.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mindforge.evaluation import PoolSplit, SplitConfig
@@ -165,3 +167,95 @@ def test_decisions_are_the_same_with_and_without_the_sealed_split(temporal_env, 
     lift = a["record"]["sealed_lift"]
     assert lift["measured_on"] == "sealed" and lift["n_tasks"] == len(SEALED) and lift["mean"] == -1.0
     assert b["record"]["sealed_lift"] is None and "no sealed tasks" in b["record"]["sealed_lift_reason"]
+
+
+def _sealed_evidence(settings, name: str) -> tuple[set[str], set[str]]:
+    """(ids of the lineage's sealed trials, strings that would show a sealed task's contents)."""
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        split_of = {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=name)}
+        tasks = pool.list_pool_tasks(session=s, lineage_id=name)
+        sealed_tasks = [t for t in tasks if split_of[t.id] == PoolSplit.SEALED]
+        rows = trials.list_trials(session=s, lineage_id=name)
+        ids = {r.trial_id for r in rows if split_of[r.task_hash] == PoolSplit.SEALED}
+    contents: set[str] = set()
+    for t in sealed_tasks:
+        contents |= {t.task_id, t.id, _marker(t.task_id)}
+        text = (BUNDLED_TASKS / t.task_id / "instruction.md").read_text(encoding="utf-8")
+        contents |= {line.strip() for line in text.splitlines() if len(line.strip()) >= 30}
+    return ids, contents
+
+
+def _store_texts(settings, name: str) -> dict[str, str]:
+    """What decisions, training and search wrote, as text: each generation's record (less the sealed
+    measurement itself), the search jobs and candidates, and (where the tables exist) the experience library."""
+    import sqlalchemy as sa
+
+    eng = se.init_db(settings.db_url)
+    out: dict[str, str] = {}
+    with se.session_scope(eng) as s:
+        for g in lineages.list_generations(session=s, lineage_id=name):
+            # the sealed measurement itself (sealed_lift*, evaluation) is where sealed trials belong
+            measured = ("sealed_lift", "sealed_lift_vs_root", "sealed_lift_reason", "evaluation")
+            record = {k: v for k, v in dict(g.record).items() if k not in measured}
+            out[f"generation {g.index} record"] = json.dumps(record, default=str)
+    with eng.connect() as conn:
+        tables = set(sa.inspect(conn).get_table_names())
+        # search state, and the experience library (issue 17) where its tables exist; not
+        # experience_rejections, the guard's own log of what it refused
+        library = ("experience_entries", "experience_snapshots")
+        scanned = sorted(t for t in tables if t.startswith("search_") or t in library)
+        query = sa.text("SELECT id FROM search_jobs WHERE lineage_id = :n")
+        jobs = {r[0] for r in conn.execute(query, {"n": name})}
+
+        def ours(row: dict) -> bool:  # this lineage's rows only (the session's store is shared)
+            if "job_id" in row:
+                return row["job_id"] in jobs
+            return row.get("lineage_id", name) == name
+
+        for table in scanned:
+            rows = [dict(r) for r in conn.execute(sa.text(f"SELECT * FROM {table}")).mappings()]  # schema names
+            out[f"table {table}"] = json.dumps([r for r in rows if ours(r)], default=str)
+    return out
+
+
+def test_two_generations_with_discovery_name_no_sealed_trial_or_task(
+    temporal_env, ray_cluster, settings, contract_path
+):
+    """The whole loop, twice: Discovery, Expansion (search), Update, sealed lift, then generation 1.
+
+    No decision record, training selection, search state, library entry or Discovery prompt
+    may name a sealed trial or show a sealed task's contents (its id, hash, marker or
+    instruction lines). Discovery's near-duplicate check reads sealed instructions (the one
+    allowed read) but its rejections do not name them. SCRIPTED POLICY behind the HTTP API.
+    """
+    from mindforge.payloads import DiscoverySpec
+    from mindforge.policy.scripted import start_scripted_policy
+
+    env, _address, loop = temporal_env
+    name = "leak-loop"
+    with start_scripted_policy(_script()) as policy:
+        spec = _spec(name, SEARCH + SELECTION + SEALED, policy.base_url, str(contract_path), sealed=True)
+        spec = spec.model_copy(
+            update={
+                "generations": 2,
+                "stages": [Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE],
+                "discovery": DiscoverySpec(count=1, attempts=1),
+            }
+        )
+        spec.expansion.search.max_attempts = 8
+        loop.run_until_complete(_run(env, settings, [spec]))
+        requests = list(policy.app.state.policy.requests)
+    sealed_ids, contents = _sealed_evidence(settings, name)
+    assert sealed_ids and contents  # the sealed split was really run: there is something to leak
+    texts = _store_texts(settings, name)
+    assert {"generation 0 record", "generation 1 record"} <= set(texts)
+    assert any(k.startswith("table search_") for k in texts)
+    prompts = [
+        json.dumps(r["messages"]) for r in requests
+        if any("The current task pool." in str(m.get("content", "")) for m in r["messages"])
+    ]
+    assert len(prompts) >= 2  # Discovery asked in both generations
+    texts |= {f"Discovery prompt {i}": p for i, p in enumerate(prompts)}
+    leaks = [(where, s) for where, text in texts.items() for s in sealed_ids | contents if s in text]
+    assert not leaks, leaks[:5]

@@ -142,7 +142,15 @@ def _lineage_containers() -> list:
     return client.containers.list(all=True, filters={"label": "mindforge.managed=true"})
 
 
+def _generation_trials(settings, lineage_id: str, generation: int, stage: str) -> list:
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        rows = trials.list_trials(session=s, lineage_id=lineage_id, generation_index=generation, stage=stage)
+        return [r.to_record() for r in rows]
+
+
 def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(temporal_env, ray_cluster, settings):
+    """A SIGKILL of the worker in generation 1's Expansion (after a continue-as-new): the lineage resumes,
+    no trial is lost or run twice, and the splits stay as assigned. SCRIPTED POLICY behind the HTTP API."""
     env, address, loop = temporal_env
     from mindforge.hcp import load_contract
 
@@ -153,7 +161,7 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
     splits = SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1, overrides=pinned)
     with start_scripted_policy(_finish_script(model_id, delay_sec=1.5)) as slow_policy:
         spec = _spec(
-            "crash", slow_policy.base_url, generations=1, attempts=3, trial_batch_size=9, heartbeat_timeout_sec=8,
+            "crash", slow_policy.base_url, generations=2, attempts=3, trial_batch_size=9, heartbeat_timeout_sec=8,
             splits=splits,
         )
         spec.tasks += [str(BUNDLED_TASKS / t) for t in pinned]
@@ -177,13 +185,13 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
                 )
 
             loop.run_until_complete(start())
-            deadline = time.monotonic() + 240
-            while time.monotonic() < deadline:
-                done = len(_stored(settings, "crash")[0])
+            deadline = time.monotonic() + 400
+            while time.monotonic() < deadline:  # kill inside generation 1, not generation 0
+                done = len(_generation_trials(settings, "crash", 1, "expansion"))
                 if done >= 2:
                     break
                 time.sleep(0.5)
-            assert 2 <= done < len(TASKS) * 3, f"{done} trials stored before the kill"
+            assert 2 <= done < len(TASKS) * 3, f"{done} generation-1 trials stored before the kill"
             before = _splits(settings, "crash")
             first.send_signal(signal.SIGKILL)
             first.wait(10)
@@ -196,10 +204,14 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
                     proc.send_signal(signal.SIGTERM)
                     proc.wait(60)
     records, gens, status = _stored(settings, "crash")
-    assert status == "completed"
-    assert len(records) == len(TASKS) * 3  # none lost
+    assert status == "completed" and [g[1] for g in gens] == ["completed", "completed"]
+    for g in (0, 1):  # none lost: every expansion trial of both generations, and the sealed ones
+        assert len(_generation_trials(settings, "crash", g, "expansion")) == len(TASKS) * 3
+        assert gens[g][3]["expansion"]["trials"] == len(TASKS) * 3
+        assert len(_generation_trials(settings, "crash", g, "sealed")) == spec.evaluation.attempts
+    assert len(records) == 2 * (len(TASKS) * 3 + spec.evaluation.attempts)
     assert len({r.trial_id for r in records}) == len(records)  # none twice
-    assert gens[0][3]["expansion"]["trials"] == len(TASKS) * 3
+    assert gens[1][3]["compounding"]["sealed_tasks"] == gens[0][3]["compounding"]["sealed_tasks"]
     leftover = [c.labels.get("mindforge.trial_id") for c in _lineage_containers() if c.labels.get("mindforge.run_id", "").startswith("crash/")]
     assert leftover == []
     from mindforge.tasks.loader import load_tasks
@@ -242,3 +254,60 @@ def test_replay_saved_histories():
             await replayer.replay_workflow(history)
 
     asyncio.run(replay())
+
+
+def test_a_scheduled_run_continues_the_lineage_from_its_last_pair(temporal_env, ray_cluster, settings, policy):
+    """A Temporal Schedule made by ``mindforge schedule extend`` adds generation 1 to a finished lineage.
+
+    Generation 1 follows the last recorded index, starts from generation 0's successor
+    pair, keeps the pool and its splits as stored, and runs the same frozen sealed tasks
+    with the same attempts. The policy is the SCRIPTED POLICY (the one allowed double).
+    """
+    from mindforge.cli.schedule import create_extend_schedule
+    from workers.lineage_activities import LineageActivities
+    from workers.main import build_workers
+
+    env, _address, loop = temporal_env
+    pinned = {"c-stats-make": PoolSplit.SEALED}
+    splits = SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1, overrides=pinned)
+    spec = _spec("nightly-cont", policy.base_url, generations=1, attempts=1, splits=splits)
+    loop.run_until_complete(_run_in_process(env, settings, spec))
+    before = _splits(settings, "nightly-cont")
+
+    async def fire() -> None:
+        acts = LineageActivities(settings.db_url)
+        orch, sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
+        async with orch, sand:
+            sid = await create_extend_schedule("nightly-cont", 1, "0 2 * * *", settings)
+            handle = env.client.get_schedule_handle(sid)
+            await handle.trigger()
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                gens = _stored(settings, "nightly-cont")[1]
+                if len(gens) == 2 and gens[1][1] == "completed" and _stored(settings, "nightly-cont")[2] == "completed":  # noqa: E501
+                    break
+                await asyncio.sleep(1)
+            await handle.delete()
+
+    loop.run_until_complete(fire())
+    records, gens, status = _stored(settings, "nightly-cont")
+    assert status == "completed" and [(g[0], g[1]) for g in gens] == [(0, "completed"), (1, "completed")]
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        rows = {g.index: g for g in lineages.list_generations(session=s, lineage_id="nightly-cont")}
+        assert rows[1].contract_hash == rows[0].record["contract_hash"]  # the last successor pair
+        lin = lineages.get_lineage(session=s, lineage_id="nightly-cont")
+        assert lin.spec["generations"] == 2 and lin.spec["extensions"][0]["from_generation"] == 1
+    assert _splits(settings, "nightly-cont") == before  # the pool was not re-assigned
+    first, second = gens[0][3]["compounding"], gens[1][3]["compounding"]
+    assert first["sealed_tasks"] == second["sealed_tasks"] and len(first["sealed_tasks"]) == 1
+    assert first["attempts"] == second["attempts"] == 2
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        cells = [
+            sorted((r.task_hash, r.attempt) for r in trials.list_trials(
+                session=s, lineage_id="nightly-cont", generation_index=g, stage="sealed"
+            ))
+            for g in (0, 1)
+        ]
+    assert cells[0] == cells[1] and len(cells[0]) == first["attempts"]  # same sealed tasks, same attempts
+    expansion = [r for r in records if r.task_hash not in set(first["sealed_tasks"])]
+    assert len(expansion) == 2 * (len(TASKS) - 1)  # one attempt per search task in each generation

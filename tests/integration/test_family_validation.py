@@ -2,7 +2,7 @@
 
 Each family under ``tasks/families`` renders its ``[example]`` parameters; the instance is
 materialised as a task directory and validated as ``mindforge tasks validate`` does
-(:func:`mindforge.tasks.validate.validate_task`: it builds, the reference solution passes
+(:func:`mindforge.trials.validate.validate_task`: it builds, the reference solution passes
 twice, the nop agent fails).
 """
 
@@ -15,7 +15,7 @@ import pytest
 from mindforge.discovery.families import load_families
 from mindforge.discovery.materialise import materialise
 from mindforge.tasks.loader import load_task
-from mindforge.tasks.validate import Verdict, validate_task
+from mindforge.trials.validate import Verdict, validate_task
 
 pytestmark = pytest.mark.docker
 

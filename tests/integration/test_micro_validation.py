@@ -18,8 +18,8 @@ import pytest
 from mindforge.agent.base import Agent, AgentOutcome
 from mindforge.agent.shell import PersistentShell
 from mindforge.tasks.loader import load_task
-from mindforge.tasks.validate import Verdict, validate_task
 from mindforge.trials.run import run_trial
+from mindforge.trials.validate import Verdict, validate_task
 from tests.conftest import BUNDLED_TASKS
 
 pytestmark = pytest.mark.docker

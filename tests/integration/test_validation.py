@@ -16,8 +16,8 @@ import pytest
 from mindforge.agent.base import Agent, AgentOutcome
 from mindforge.agent.simple import NopAgent
 from mindforge.tasks.loader import find_task_dirs, load_task
-from mindforge.tasks.validate import Verdict, validate_task
 from mindforge.trials.run import run_trial
+from mindforge.trials.validate import Verdict, validate_task
 from tests.conftest import BUNDLED_TASKS, FIXTURE_TASKS
 
 pytestmark = pytest.mark.docker

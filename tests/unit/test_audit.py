@@ -14,7 +14,7 @@ from mindforge.audit import (
     AuditResult,
     NotAFailureError,
     audit_trial,
-    usable_for_search,
+    usable_for_scoring,
     usable_for_training,
 )
 from mindforge.audit_judge import judge_audit, parse_judge_reply
@@ -222,7 +222,7 @@ def test_only_real_rewards_are_usable(kwargs, owner, search, training) -> None:
     audit = None
     if owner is not None:
         audit = AuditResult(trial_id="t1", failure_class=trial.failure_class, owner=owner, rule="x")
-    assert usable_for_search(trial, audit) is search
+    assert usable_for_scoring(trial, audit) is search
     assert usable_for_training(trial, audit) is training
 
 

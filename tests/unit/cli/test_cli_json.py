@@ -106,8 +106,9 @@ def test_hcp_show_json(name):
     doc = _json(["hcp", "show", str(path), "--json"])
     assert set(doc) == {
         "path", "ref", "version", "content_hash", "name", "revision", "parent", "edit", "description",
-        "unknown_keys", "document",
+        "unknown_keys", "experience", "document",
     }
+    assert doc["experience"] is None  # no shipped contract carries an experience snapshot
     assert doc["ref"] == contract.ref and doc["content_hash"] == contract.content_hash
     # the document is what the content hash covers
     assert doc["document"] == json.loads(canonical_json(contract.to_document()))

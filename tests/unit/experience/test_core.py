@@ -150,3 +150,18 @@ def test_retrieval_is_deterministic_ranked_and_leaves_the_task_out():
     # no word in common: the k first by entry id
     none = retrieve(snapshot, "zzz", k=2, task_id="x", task_hash="y")
     assert [e.entry_id for e in none] == sorted(e.entry_id for e in LIBRARY)[:2]
+
+
+def test_a_round_folds_kept_entries_and_counts_rejections():
+    from mindforge.experience.growth import fold_round
+    from mindforge.experience.validation import reject
+
+    before = ExperienceSnapshot(entries=tuple(LIBRARY[:2]))
+    dup = entry("dup", "Again.", LIBRARY[0].commands, validated=False)
+    plan = plan_replays([dup, LIBRARY[2], LIBRARY[3]], before.entries)
+    failed = reject(entry("bad", "Bad.", ["false"], validated=False), RejectionReason.FAILED, "replay rewards 0, 0")
+    grown, rejections, report = fold_round(before, plan, [LIBRARY[2], LIBRARY[3]], [failed])
+    assert len(grown.entries) == 4 and report.snapshot_id == grown.snapshot_id
+    assert report.entries == {"oracle": 3, "model": 1} and report.added == {"oracle": 1, "model": 1}
+    assert report.rejected == {"failed": 1, "flaky": 0, "duplicate": 1, "too_long": 0}
+    assert len(rejections) == 2

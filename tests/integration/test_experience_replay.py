@@ -22,11 +22,11 @@ from mindforge.experience import (
     make_entry,
     mine_solution,
 )
-from mindforge.experience.replay import replay_entry
 from mindforge.hcp import ExampleStep, load_contract
 from mindforge.payloads.ray_tasks import ReplayEntryTaskInput, SandboxSettings
 from mindforge.policy.scripted import start_scripted_policy
 from mindforge.tasks.loader import load_task
+from mindforge.trials.replay import replay_entry
 from mindforge.trials.run import run_trial
 from tests.conftest import REPO
 from tests.unit.experience.helpers import LIBRARY
