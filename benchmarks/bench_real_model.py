@@ -9,8 +9,13 @@ OpenAI-compatible API), with the evidence kept on the splits it belongs to:
 2. **adaptive configuration search vs random search vs best single contract**, each at
    the same attempt budget, on the tasks the base contract failed: cumulative coverage,
    the best single contract's coverage, and the attempts adaptive search needed to reach
-   random search's final coverage. Targets: adaptive coverage >= 3x the best single
-   contract's, and <= 0.5x random search's attempts;
+   random search's final coverage. The best single contract is a real sweep, as DESIGN.md
+   and ``bench_search`` define it: every candidate that passed a trial in either search
+   (the most favourable choice for it) runs on *all* failing tasks with the same attempts
+   per task (``--sweep-attempts``, default the search budget spread over the tasks), and
+   the one that covers most is it - not the best candidate inside the adaptive run, which
+   saw only the tasks the allocator gave it (printed beside it, labelled so). Targets:
+   adaptive coverage >= 3x the best single contract's, and <= 0.5x random search's attempts;
 3. **Update**: the product's Update (:func:`update`: an Update-only lineage through
    Temporal and Ray, the product's ``UpdateSpec`` and ``TrainerConfig`` defaults) trains
    under the successor contract (adaptive search's best single contract) with on-policy
@@ -26,7 +31,8 @@ skill; only figure 3 reads the sealed split, and nothing in it decides anything.
 
 Run on demand (needs the ``llamacpp`` extra and ``mindforge dev up``)::
 
-    .venv/bin/python benchmarks/bench_real_model.py [--budget 160] [--iterations 4] [--rollouts 8] \\
+    .venv/bin/python benchmarks/bench_real_model.py [--budget 160] [--sweep-attempts N] [--iterations 4] \\
+        [--rollouts 8] \\
         [--eval-attempts 4] [--skip-engines]
 """
 
@@ -153,6 +159,46 @@ def _coverage(state: Any) -> tuple[int, int, str | None]:
     )
 
 
+def sweep_candidates(*states: Any, limit: int) -> list[Any]:
+    """Candidates that passed at least one search trial in any of ``states``, most wins first (at most ``limit``)."""
+    wins: dict[str, int] = {}
+    found: dict[str, Any] = {}
+    for state in states:
+        for key, stats in state.cells.items():
+            if stats.successes:
+                cand = state.candidates[int(key.split(":")[1])]
+                wins[cand.contract_hash] = wins.get(cand.contract_hash, 0) + stats.successes
+                found[cand.contract_hash] = cand
+    ranked = sorted(wins, key=lambda h: (-wins[h], h))[:limit]
+    return [found[h] for h in ranked]
+
+
+def sweep(runner: Runner, root: Any, candidates: list[Any], failing: list[Any], by_hash: dict[str, Any],
+          attempts: int) -> Any:
+    """Run every candidate on every failing task ``attempts`` times; returns the coverage ledger.
+
+    The best single contract is the ledger's :meth:`~mindforge.search.coverage.Ledger.single_contract`:
+    each candidate had the same attempts on the same tasks.
+    """
+    from mindforge.search import materialize
+    from mindforge.search.coverage import Ledger
+
+    ledger = Ledger(tasks=[t.task_hash for t in failing])
+    for cand in candidates:
+        contract = materialize(root, cand.edits)
+        jobs = [
+            (by_hash[t.task_hash], contract, f"sweep/{cand.contract_hash[:12]}/{t.task_id}/{a}", a)
+            for t in failing
+            for a in range(attempts)
+        ]
+        records = runner.run(jobs, run_id=f"{SPLIT_KEY}-sweep")
+        for rec in records:
+            ledger.add(rec.task_hash, cand.contract_hash, rec.reward, usable=rec.has_real_reward)
+        print(f"  sweep: {cand.contract_hash[:12]} covered {len(ledger.solved_by(cand.contract_hash))} "
+              f"of {len(failing)}", flush=True)
+    return ledger
+
+
 def _attempts_to_reach(curve: list[tuple[int, int]], covered: int) -> int | None:
     return next((spent for spent, c in curve if c >= covered), None)
 
@@ -230,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--budget", type=int, default=160, help="search attempts per strategy (35 tasks)")
+    parser.add_argument("--sweep-attempts", type=int, default=None,
+                        help="best single contract sweep: attempts per failing task per candidate "
+                        "(default: the search budget spread over the failing tasks)")
+    parser.add_argument("--sweep-max", type=int, default=6, help="candidates swept at most (most search wins first)")
     parser.add_argument("--rollouts", type=int, default=8, help="Update: rollouts per task per draw (group size)")
     parser.add_argument("--iterations", type=int, default=4, help="Update: on-policy GRPO iterations")
     parser.add_argument("--eval-attempts", type=int, default=4, help="attempts per sealed task per pair")
@@ -256,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         a_cov, a_single, a_best = _coverage(adaptive)
         r_cov, r_single, _r_best = _coverage(random_)
         reach = _attempts_to_reach(adaptive.curve, r_cov) if r_cov else None
+        per_task = args.sweep_attempts or max(1, args.budget // max(len(failing), 1))
+        swept = sweep_candidates(adaptive, random_, limit=args.sweep_max)
+        ledger = sweep(runner, root, swept, failing, by_hash, per_task)
+        sweep_best, sweep_single = ledger.single_contract()
         successor = None
         if a_best is not None:
             from mindforge.search import materialize
@@ -285,10 +339,16 @@ def main(argv: list[str] | None = None) -> int:
         "(search-set coverage, not skill):"
     )
     print(
-        f"   adaptive: cumulative {a_cov}, best single contract {a_single}; "
-        f"random: cumulative {r_cov} (best single {r_single})"
+        f"   adaptive: cumulative {a_cov} (best candidate within the adaptive run, not a sweep: {a_single}); "
+        f"random: cumulative {r_cov} (best candidate within it {r_single})"
     )
-    print(f"   adaptive / best single: {a_cov / max(a_single, 1):.2f}x (target >= 3x)")
+    print(
+        f"   best single contract, swept: {sweep_single} of {len(failing)} "
+        f"({len(swept)} candidates that passed a search trial x {len(failing)} tasks x {per_task} attempts; "
+        f"best {sweep_best[:12] if sweep_best else '-'})"
+    )
+    print(f"   adaptive / best single contract (sweep): {a_cov / max(sweep_single, 1):.2f}x (target >= 3x)"
+          + ("; the sweep covered nothing: the ratio divides by 1" if sweep_single == 0 else ""))
     if r_cov == 0:
         print("   random search covered nothing: attempts to reach its coverage is not a figure (no ratio)")
     elif reach is None:

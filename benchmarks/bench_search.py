@@ -27,6 +27,19 @@ Each strategy runs on the same seeds. Printed: attempts to full cumulative cover
 coverage at fixed attempt budgets, and the ratios. Run::
 
     python benchmarks/bench_search.py [--seeds 10] [--tasks 39] [--p 0.6]
+
+``--mode rankings`` (issue 17, item 8) measures the audit-fit rankings that were written
+to put the coupled ``command`` format first for one model (``SearchConfig.audit_fit_ranking``:
+the fit sum ahead of measured progress in refinements and stepping stones, and the 1e-6
+tie-break) against the default, where measured progress (the posterior) decides. From
+the shipped JSON baseline, given the simulation's ten placeholder examples
+(:data:`benchmarks.simulate.SIM_EXAMPLES`), in five worlds of two-edit tasks: the
+``command`` format plus any example unlocks (the world the rankings were tuned for);
+``fenced_bash`` plus any example; either format plus the one example that matches the
+task; and a mix of all four. Printed per world and success rate p: tasks covered
+within the budget, summed over the seeds, with and without the rankings::
+
+    python benchmarks/bench_search.py --mode rankings [--seeds 8] [--tasks 10] [--budget 96]
 """
 
 from __future__ import annotations
@@ -40,10 +53,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.simulate import (  # noqa: E402 - after the sys.path insert
+    SIM_EXAMPLES,
     UNLOCKS,
     UnlockOracle,
     base_search_tasks,
     make_unlock_tasks,
+    matching_kind,
 )
 from mindforge.hcp import derive, load_contract  # noqa: E402 - after the sys.path insert
 from mindforge.search import (  # noqa: E402 - after the sys.path insert
@@ -135,14 +150,72 @@ def _all_reached(attempts: list[int | None]) -> list[int] | None:
     return reached if len(reached) == len(attempts) else None
 
 
+def ranking_worlds(n_tasks: int) -> dict[str, list[str]]:
+    """World name -> the kinds of its ``n_tasks`` tasks (cycled by :func:`make_unlock_tasks`)."""
+    def matching(fmt: str) -> list[str]:
+        return [matching_kind(fmt, e.name) for e in SIM_EXAMPLES]
+
+    return {
+        "command + any example": ["combo:command+example"],
+        "fenced_bash + any example": ["combo:fenced_bash+example"],
+        "command + matching example": matching("command"),
+        "fenced_bash + matching example": matching("fenced_bash"),
+        "mixed": [
+            "combo:command+example", "combo:fenced_bash+example", *matching("command")[:2], *matching("fenced_bash")[:2]
+        ],
+    }
+
+
+def rankings_main(args: argparse.Namespace) -> int:
+    """``--mode rankings``: covered tasks with and without ``audit_fit_ranking`` per world and p."""
+    root = load_contract(REPO / "hcp_contracts" / "baseline.toml")
+    ps = [float(p) for p in args.ps.split(",")]
+    print(f"from {root.ref} (JSON), {args.tasks} tasks a world, budget {args.budget} attempts, "
+          f"{args.seeds} seeds, {len(SIM_EXAMPLES)} placeholder examples offered")  # fmt: skip
+    header = f"{'world':<31} {'p':>4} {'rankings on':>12} {'off (default)':>14} {'off - on':>9}"
+    print(header + "\n" + "-" * len(header))
+    totals = {True: 0, False: 0}
+    for world, kinds in ranking_worlds(args.tasks).items():
+        tasks = make_unlock_tasks(args.tasks, kinds)
+        failing = base_search_tasks(tasks, root)
+        for p in ps:
+            covered = {}
+            for ranked in (True, False):
+                runs = [
+                    run_strategy(
+                        root, tasks, failing,
+                        SearchConfig(seed=seed, examples=SIM_EXAMPLES, audit_fit_ranking=ranked),
+                        seed, p, args.budget,
+                    )
+                    for seed in range(args.seeds)
+                ]  # fmt: skip
+                covered[ranked] = sum(covered_at(curve, args.budget) for _full, curve in runs)
+                totals[ranked] += covered[ranked]
+            cap = args.tasks * args.seeds
+            print(f"{world:<31} {p:>4} {covered[True]:>7}/{cap:<4} {covered[False]:>9}/{cap:<4} "
+                  f"{covered[False] - covered[True]:>+9}")  # fmt: skip
+    print(f"all worlds: rankings on {totals[True]}, off {totals[False]} "
+          f"({totals[False] - totals[True]:+d} tasks covered without them)")  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=int, default=39, help="number of tasks (>= 30)")
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--mode", choices=("unlock", "rankings"), default="unlock")
+    parser.add_argument("--tasks", type=int, default=None, help="number of tasks (unlock: 39, >= 30; rankings: 10)")
+    parser.add_argument("--seeds", type=int, default=None, help="unlock: 10; rankings: 8")
     parser.add_argument("--p", type=float, default=0.6, help="success probability when unlocked (< 1)")
     parser.add_argument("--budgets", default="100,200,400,800", help="attempt budgets for coverage")
     parser.add_argument("--max-attempts", type=int, default=6000, help="cap on attempts per run")
+    parser.add_argument("--budget", type=int, default=96, help="rankings: attempts per run (the main job's)")
+    parser.add_argument("--ps", default="0.2,0.6", help="rankings: success probabilities when unlocked")
     args = parser.parse_args(argv)
+    if args.mode == "rankings":
+        args.tasks = args.tasks or 10
+        args.seeds = args.seeds or 8
+        return rankings_main(args)
+    args.tasks = args.tasks or 39
+    args.seeds = args.seeds or 10
     budgets = [int(b) for b in args.budgets.split(",")]
     root = bench_root()
     tasks = make_unlock_tasks(args.tasks)

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
 from mindforge.audit import audit_trial
-from mindforge.hcp import SHELL_FORMATS, HCPContract
+from mindforge.hcp import SHELL_FORMATS, HCPContract, WorkedExample
+from mindforge.hcp.examples import ExampleStep
 from mindforge.search.candidates import materialize
 from mindforge.search.state import (
     CellResult,
@@ -59,23 +61,66 @@ UNLOCKS: dict[str, Predicate] = {
     "skill:show_tree.sh": _skill("show_tree.sh"),
     "skill:show_lines.sh": _skill("show_lines.sh"),
 }
-#: kinds that need two edits together (not in the default mix: the benchmark's tasks need one)
+#: the simulation's worked examples (op ``add_example`` through ``SearchConfig.examples``):
+#: placeholders about nothing, so no simulated figure depends on what an example says
+SIM_EXAMPLES: list[WorkedExample] = [
+    WorkedExample(
+        name=f"sim_{i:02d}", instruction=f"Simulated chore number {i}.", steps=[ExampleStep(command=f"echo sim-{i}")]
+    )
+    for i in range(10)
+]
+#: kinds ``combo:<format>+example:<name>``: unlocked by that action format plus the one
+#: named example (the example must match the task), e.g. ``combo:command+example:sim_03``
+MATCHING_EXAMPLE = re.compile(r"^combo:(?P<format>\w+)\+example:(?P<name>[\w.-]+)$")
+
+
+def _has_examples(root: HCPContract, c: HCPContract) -> bool:
+    return bool(c.resources.examples)
+
+
+#: kinds that need two edits together (not in the default mix: the benchmark's tasks need one);
+#: ``combo:fenced_bash+example`` is a world where another format than ``command`` plus an example unlocks
 COMBO_UNLOCKS: dict[str, Predicate] = {
     "combo:read_file+plan": lambda root, c: "read_file" in c.tools.allow and c.hooks.plan_first,
-    "combo:command+example": lambda root, c: c.tools.action_format == "command" and bool(c.resources.examples),
+    "combo:command+example": lambda root, c: c.tools.action_format == "command" and _has_examples(root, c),
+    "combo:fenced_bash+example": lambda root, c: c.tools.action_format == "fenced_bash" and _has_examples(root, c),
 }
+_SHELL_STEP: Predicate = lambda root, c: c.tools.action_format in SHELL_FORMATS  # noqa: E731 - a table entry
 #: combination kind -> predicate of the first step: under such a contract the task
 #: still fails, but as a wrong answer (``model.wrong_answer``) instead of its base failure
 STEPPING: dict[str, Predicate] = {
-    "combo:command+example": lambda root, c: c.tools.action_format in SHELL_FORMATS,
+    "combo:command+example": _SHELL_STEP,
+    "combo:fenced_bash+example": _SHELL_STEP,
 }
 #: combination kind -> (predicate, share): under a contract with only the other half of
 #: the pair, that share of the failed attempts (drawn per trial) gets past the base
 #: failure too - on SmolLM2 a worked example alone makes some JSON replies parse - so a
 #: full stepping stone competes with many partial ones
 PARTIAL_STEPPING: dict[str, tuple[Predicate, float]] = {
-    "combo:command+example": (lambda root, c: bool(c.resources.examples), 0.5),
+    "combo:command+example": (_has_examples, 0.5),
+    "combo:fenced_bash+example": (_has_examples, 0.5),
 }
+
+
+def matching_kind(action_format: str, example: str) -> str:
+    """The kind of a task unlocked by ``action_format`` plus the example named ``example`` only."""
+    return f"combo:{action_format}+example:{example}"
+
+
+def unlock_predicate(kind: str) -> Predicate:
+    """Whether a contract unlocks a task of this kind (:data:`UNLOCKS`, :data:`COMBO_UNLOCKS`, or a
+    :data:`MATCHING_EXAMPLE` kind: the format plus the named example)."""
+    match = MATCHING_EXAMPLE.match(kind)
+    if match:
+        fmt, name = match["format"], match["name"]
+        return lambda root, c: c.tools.action_format == fmt and c.resources.example(name) is not None
+    return UNLOCKS.get(kind) or COMBO_UNLOCKS[kind]
+
+
+def _family(kind: str) -> str:
+    """The kind whose stepping tables apply (a matching-example kind steps like ``combo:<format>+example``)."""
+    match = MATCHING_EXAMPLE.match(kind)
+    return f"combo:{match['format']}+example" if match else kind
 #: the audit rule of a failed attempt past a stepping stone
 STEPPED_RULE = "model.wrong_answer"
 
@@ -128,7 +173,7 @@ def base_transcript(kind: str) -> tuple[list[dict[str, Any]], FailureClass, Limi
     loops; or it simply finishes with a wrong answer.
     """
     finish = [_ev("reply", turn=9, finish_reason="stop"), _ev("action", turn=9, tool="finish", arguments={})]
-    if kind in ("format", "combo:command+example"):
+    if kind == "format" or (kind.startswith("combo:") and "example" in kind):
         bad = [
             _ev("unusable_reply", failure_class="parse_error", reason="no JSON action found", count=i)
             for i in (1, 2, 3)
@@ -211,8 +256,7 @@ class UnlockOracle:
 
     def unlocks(self, task_hash: str, contract: HCPContract) -> bool:
         """Whether ``contract`` has the property that unlocks the task."""
-        kind = self.kinds[task_hash]
-        return (UNLOCKS.get(kind) or COMBO_UNLOCKS[kind])(self.root, contract)
+        return unlock_predicate(self.kinds[task_hash])(self.root, contract)
 
     def failure_rule(self, task_hash: str, contract: HCPContract, trial_id: str = "") -> str:
         """The audit rule reported for a failed attempt: :data:`STEPPED_RULE` past a stepping stone, else ``""``.
@@ -222,7 +266,7 @@ class UnlockOracle:
         """
         if not self.report_rules:
             return ""
-        kind = self.kinds[task_hash]
+        kind = _family(self.kinds[task_hash])
         stepping = STEPPING.get(kind)
         if stepping is not None and stepping(self.root, contract):
             return STEPPED_RULE

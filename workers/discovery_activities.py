@@ -15,7 +15,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.discovery.records import ProposalBatch, ProposalVerdict
-from mindforge.evaluation import PoolSplit
+from mindforge.evaluation import PoolSplit, admission_config
 from mindforge.payloads import (
     AdmitInput,
     CheckProposalInput,
@@ -23,7 +23,8 @@ from mindforge.payloads import (
     DiscoveryResult,
     TrialStage,
 )
-from mindforge.payloads.ray_tasks import CheckProposalTaskInput
+from mindforge.payloads.ray_tasks import CheckProposalTaskInput, SandboxSettings
+from mindforge.settings import Settings, get_settings
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.errors import StoreError
@@ -74,12 +75,16 @@ class DiscoveryActivities:
 
     Args:
         engine: a SQLAlchemy engine of the migrated store.
-        artifact_root: where staging and admitted tasks live.
+        artifact_root: where staging and admitted tasks live (and the checks' trials).
+        settings: the worker's settings; their Docker settings travel in each check's Ray
+            task input (default :func:`mindforge.settings.get_settings`).
     """
 
-    def __init__(self, engine, artifact_root: Path) -> None:
+    def __init__(self, engine, artifact_root: Path, settings: Settings | None = None) -> None:
         self.engine = engine
         self.artifact_root = Path(artifact_root)
+        sandbox = SandboxSettings.from_settings(settings or get_settings())
+        self.sandbox = sandbox.model_copy(update={"artifact_root": str(self.artifact_root)})
 
     @activity.defn(name="propose_tasks")
     async def propose(self, inp: DiscoveryInput) -> ProposalBatch:
@@ -103,6 +108,7 @@ class DiscoveryActivities:
             contract = loads_contract(_contract_toml(s, inp.contract_hash))
             # the proposer sees the search split only: selection and sealed tasks stay out of its prompt
             tasks = _pool_tasks(s, inp.lineage_id, PoolSplit.SEARCH)
+            # ids of every split, to name new tasks apart from them; never put in the prompt
             taken = {t.task_id for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
             solved: set[str] = set()
             failed: set[str] = set()
@@ -144,15 +150,26 @@ class DiscoveryActivities:
 
         with store_engine.session_scope(self.engine) as s:
             toml_text = _contract_toml(s, inp.contract_hash)
-            pool_paths = [t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)]
+            # THE ONE ALLOWED READ of sealed (and selection) task contents outside measurement:
+            # the near-duplicate check compares a proposal's instruction and tests with every
+            # pool task's, so that a copy of a sealed task cannot enter the pool (on the search
+            # split it would leak the sealed task into search and training). The check only
+            # rejects; nothing it reads reaches a prompt, a record or a decision
+            # (docs/architecture.md, section 2; tests/e2e/test_evidence_leak.py).
+            members = {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=inp.lineage_id)}
+            pool_tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)
+            pool_paths = [t.path for t in pool_tasks]
+            held_out = [t.task_id for t in pool_tasks if members.get(t.id) != PoolSplit.SEARCH]
         ref = check_proposal_task.remote(
             CheckProposalTaskInput(
                 task_dir=inp.task_dir,
                 pool_paths=pool_paths,
+                held_out_ids=held_out,
                 contract_toml=toml_text,
                 policy_url=inp.policy_url,
                 attempts=inp.attempts,
                 run_id=f"{inp.lineage_id}/g{inp.generation}/discovery",
+                sandbox=self.sandbox,
             )
         )
         try:
@@ -192,7 +209,7 @@ class DiscoveryActivities:
             config = DiscoveryConfig(
                 count=max(1, batch.requested),
                 generation=inp.generation,
-                splits=inp.evaluation.splits,
+                splits=admission_config(inp.evaluation.splits),  # the sealed split is frozen
                 split_key=inp.lineage_id,
                 # counts before this generation's admissions, so a retried activity decides the same splits
                 existing=pool.category_split_counts(session=s, lineage_id=inp.lineage_id, exclude=new),

@@ -15,8 +15,10 @@ import asyncio
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from mindforge.evaluation import PairRef, PoolSplit, paired_lift
+from mindforge.evaluation.compounding import measure_generation
 from mindforge.evaluation.lift import Baseline, LiftReport
 from mindforge.payloads import (
     EvaluationSpec,
@@ -30,6 +32,8 @@ from mindforge.payloads import (
 )
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, trials
+from mindforge.store.errors import SealedSplitFrozenError
+from mindforge.store.models import TaskSource
 
 #: trial stage that evaluates pairs on each non-search split
 STAGE_OF_SPLIT = {PoolSplit.SELECTION: TrialStage.SELECTION, PoolSplit.SEALED: TrialStage.SEALED}
@@ -38,6 +42,27 @@ STAGE_OF_SPLIT = {PoolSplit.SELECTION: TrialStage.SELECTION, PoolSplit.SEALED: T
 def split_tasks(session, lineage_id: str, split: PoolSplit) -> set[str]:
     """Content hashes of a lineage's tasks on one split."""
     return {m.task_hash for m in pool.list_pool(session=session, lineage_id=lineage_id, split=split)}
+
+
+def check_sealed_frozen(session, lineage_id: str) -> None:
+    """Check that the sealed split is the one the lineage started with.
+
+    Raises:
+        SealedSplitFrozenError: a sealed task joined the pool after the lineage started: a
+            discovered task, or one added by a later generation (only ``prepare_lineage``
+            puts tasks on the sealed split).
+    """
+    late = [m.task_hash for m in pool.list_pool(session=session, lineage_id=lineage_id, split=PoolSplit.SEALED)
+            if m.added_generation]
+    late += [
+        t.id for t in pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=PoolSplit.SEALED)
+        if t.source == TaskSource.DISCOVERED
+    ]
+    if late:
+        raise SealedSplitFrozenError(
+            f"lineage {lineage_id!r}: sealed task(s) {', '.join(sorted(h[:12] for h in set(late)))} joined after the "
+            "lineage started; the sealed split is frozen when the lineage starts"
+        )
 
 
 def plan_pair_trials(
@@ -64,6 +89,8 @@ def plan_pair_trials(
 
     Raises:
         ValueError: ``split`` is the search split (it is never evaluated this way).
+        mindforge.evaluation.StageSplitError: a planned trial's task is not on ``split``
+            (non-retryable by name: ``workflows.options.NON_RETRYABLE``).
     """
     if split not in STAGE_OF_SPLIT:
         raise ValueError(f"pairs are evaluated on the selection or sealed split, not {split.value!r}")
@@ -86,6 +113,9 @@ def plan_pair_trials(
             for t in tasks
             for a in range(evaluation.attempts)
         ]
+        pool.check_trial_splits(
+            session=session, lineage_id=lineage_id, stage=stage, trials=[(t.trial_id, t.task_hash) for t in specs]
+        )
         batches += [
             RunTrialsInput(
                 lineage_id=lineage_id, generation=generation, stage=stage, contract_hash=contract_hash,
@@ -117,31 +147,40 @@ class EvaluationActivities:
 
     @activity.defn(name="plan_sealed_trials")
     async def plan_sealed_trials(self, inp: SealedEvaluationInput) -> SealedPlan:
-        """Sealed trials of the parent, the successor and (after generation 0) generation 0's pair.
+        """Sealed trials of the parent, the successor, generation 0's pair and the harness-only pair.
 
-        Nothing runs when the lineage has no sealed tasks, or when the successor is the
-        parent and generation 0's pair is the parent too (nothing changed to measure).
+        Every generation runs its parent on the sealed split even when it hands the
+        parent on, so each pair of the compounding table has a sealed figure; the
+        harness-only pair runs only when both the contract and the adapter changed.
+        Nothing runs when the lineage has no sealed tasks.
+
+        Raises:
+            ApplicationError: non-retryable (``SealedSplitFrozenError``) when a sealed task
+                joined the pool after the lineage started.
         """
 
         def work() -> SealedPlan:
-            pairs = self._pairs(inp)
-            if len(pairs) < 2:
-                return SealedPlan(note="the generation kept its parent pair: there is no change to measure")
             with store_engine.session_scope(self.engine) as s:
+                check_sealed_frozen(s, inp.lineage_id)
                 batches, n = plan_pair_trials(
-                    s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SEALED, pairs
+                    s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SEALED, self._pairs(inp)
                 )
             if not n:
                 return SealedPlan(note="the lineage has no sealed tasks")
             return SealedPlan(batches=batches, tasks=n)
 
-        return await asyncio.to_thread(work)
+        try:
+            return await asyncio.to_thread(work)
+        except SealedSplitFrozenError as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     @staticmethod
     def _pairs(inp: SealedEvaluationInput) -> list[PairRef]:
         pairs = [inp.parent, inp.successor]
         if inp.root is not None:
             pairs.append(inp.root)
+        if inp.harness is not None:
+            pairs.append(inp.harness)
         return list({(p.contract_hash, p.adapter): p for p in pairs}.values())
 
     @activity.defn(name="measure_sealed_lift")
@@ -150,8 +189,10 @@ class EvaluationActivities:
 
         The generation record gets ``sealed_lift`` and ``sealed_lift_vs_root`` (each
         ``{"mean", "lo", "hi", "n_tasks", "n_trials", "measured_on": "sealed", ...}`` or
-        None) with ``sealed_lift_reason`` when there is no figure, and the full reports
-        under ``evaluation``.
+        None) with ``sealed_lift_reason`` when there is no figure, the full reports
+        under ``evaluation``, and the compounding row under ``compounding``
+        (:class:`mindforge.evaluation.compounding.GenerationCompounding`: every pair's
+        sealed score, ``lift_vs_prev``, ``lift_vs_root`` and the harness/weights attribution).
         """
         return await asyncio.to_thread(self._measure, inp)
 
@@ -191,6 +232,11 @@ class EvaluationActivities:
                     "root": out.root.model_dump(mode="json") if out.root else None,
                 },
             }
+            record["compounding"] = measure_generation(
+                records, tasks, generation=inp.generation, parent=inp.parent, successor=inp.successor, root=inp.root,
+                harness=inp.harness, attempts=inp.evaluation.attempts, resamples=inp.evaluation.lift_resamples,
+                seed=inp.evaluation.seed,
+            ).model_dump(mode="json")
             lineages.update_generation(session=s, lineage_id=inp.lineage_id, index=inp.generation, record=record)
             return out
 

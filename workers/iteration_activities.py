@@ -137,6 +137,10 @@ class IterationActivities:
         (:func:`mindforge.trainer.curriculum.redraw_tasks`, DAPO's dynamic sampling), until
         ``tasks_per_iteration`` groups have signal. Ids name the iteration and the draw
         (:func:`rollout_round`), so a retry runs none twice and counts none twice.
+
+        Raises:
+            StageSplitError: a planned trial's task is not on the search split
+                (non-retryable by name: ``workflows.options.NON_RETRYABLE``).
         """
         return await asyncio.to_thread(self._plan_draw, inp)
 
@@ -180,6 +184,10 @@ class IterationActivities:
                     specs.append(
                         TrialSpec(trial_id=trial_id, task_path=task.path, task_hash=task_hash, attempt=attempt)
                     )
+            pool.check_trial_splits(
+                session=s, lineage_id=inp.lineage_id, stage=TrialStage.ROLLOUT,
+                trials=[(t.trial_id, t.task_hash) for t in specs],
+            )
             part = {
                 "iteration": inp.iteration, "draw": inp.draw, "tasks": len(chosen), "trials": len(specs), "note": note
             }

@@ -21,6 +21,7 @@ from mindforge.evaluation import (
     PoolSplit,
     SplitCandidate,
     SplitTooSmallError,
+    StageSplitError,
     assign_splits,
     check_split_sizes,
     split_counts,
@@ -39,7 +40,8 @@ from mindforge.payloads import (
     TrialSpec,
     TrialStage,
 )
-from mindforge.payloads.ray_tasks import RunTrialTaskInput, RunTrialTaskResult
+from mindforge.payloads.ray_tasks import RunTrialTaskInput, RunTrialTaskResult, SandboxSettings
+from mindforge.settings import Settings, get_settings
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.errors import NotFoundError
@@ -73,10 +75,13 @@ class LineageActivities:
 
     Args:
         db_url: SQLAlchemy URL of the store (migrated on construction).
+        settings: the worker's settings; their artifact root and Docker settings travel
+            in every trial's Ray task input (default :func:`mindforge.settings.get_settings`).
     """
 
-    def __init__(self, db_url: str) -> None:
+    def __init__(self, db_url: str, settings: Settings | None = None) -> None:
         self.engine = store_engine.init_db(db_url)
+        self.sandbox = SandboxSettings.from_settings(settings or get_settings())
 
     # ------------------------------------------------------------ orchestration queue
     @activity.defn(name="prepare_lineage")
@@ -178,12 +183,17 @@ class LineageActivities:
 
     @activity.defn(name="plan_expansion_trials")
     async def plan_expansion_trials(self, inp: ExpansionInput) -> PlanTrialsResult:
-        """Trial specs for ``attempts`` trials of every search-split task, with deterministic ids."""
+        """Trial specs for ``attempts`` trials of every search-split task, with deterministic ids.
+
+        Raises:
+            ApplicationError: non-retryable ``StageSplitError`` when a planned trial's task
+                is not on the search split (never, unless the pool query is wrong).
+        """
 
         def work() -> PlanTrialsResult:
             with store_engine.session_scope(self.engine) as s:
                 tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
-                return PlanTrialsResult(trials=[
+                plan = PlanTrialsResult(trials=[
                     TrialSpec(
                         trial_id=trials.make_trial_id(
                             lineage_id=inp.lineage_id,
@@ -201,8 +211,16 @@ class LineageActivities:
                     for t in tasks
                     for a in range(inp.expansion.attempts)
                 ])
+                pool.check_trial_splits(
+                    session=s, lineage_id=inp.lineage_id, stage=TrialStage.EXPANSION,
+                    trials=[(t.trial_id, t.task_hash) for t in plan.trials],
+                )
+                return plan
 
-        return await asyncio.to_thread(work)
+        try:
+            return await asyncio.to_thread(work)
+        except StageSplitError as exc:
+            raise _non_retryable(exc) from exc
 
     @activity.defn(name="summarize_expansion")
     async def summarize_expansion(self, inp: ExpansionInput) -> ExpansionResult:
@@ -239,12 +257,17 @@ class LineageActivities:
         (their sandboxes are removed by the runner, or reaped on the next engine start).
 
         Raises:
-            ApplicationError: non-retryable when the contract is not registered.
+            ApplicationError: non-retryable when the contract is not registered, or
+                (``StageSplitError``) when a trial's task is on another split than the
+                batch's stage allows (:func:`mindforge.evaluation.split_of_stage`).
         """
         import ray
 
-        todo, skipped, toml_text = await asyncio.to_thread(self._todo, inp)
-        payloads = [self._payload(inp, t, toml_text) for t in todo]
+        try:
+            todo, skipped, toml_text = await asyncio.to_thread(self._todo, inp)
+        except StageSplitError as exc:
+            raise _non_retryable(exc) from exc
+        payloads = [self._payload(inp, t, toml_text, self.sandbox) for t in todo]
         refs = [run_trial_ref(p) for p in payloads]
         ran = passed = errors = 0
         pending = list(refs)
@@ -272,11 +295,15 @@ class LineageActivities:
                 raise ApplicationError(
                     f"contract {inp.contract_hash} is not registered", type="InputError", non_retryable=True
                 )
+            pool.check_trial_splits(
+                session=s, lineage_id=inp.lineage_id, stage=inp.stage,
+                trials=[(t.trial_id, t.task_hash) for t in inp.trials],
+            )
             todo = [t for t in inp.trials if not trials.trial_exists(session=s, trial_id=t.trial_id)]
             return todo, len(inp.trials) - len(todo), contract.toml_text
 
     @staticmethod
-    def _payload(inp: RunTrialsInput, t: TrialSpec, toml_text: str) -> RunTrialTaskInput:
+    def _payload(inp: RunTrialsInput, t: TrialSpec, toml_text: str, sandbox: SandboxSettings) -> RunTrialTaskInput:
         return RunTrialTaskInput(
             task_path=t.task_path,
             trial_id=t.trial_id,
@@ -286,6 +313,7 @@ class LineageActivities:
             contract_toml=toml_text,
             contract_hash=inp.contract_hash,
             policy_url=inp.policy_url,
+            sandbox=sandbox,
         )
 
     def _store(self, inp: RunTrialsInput, rec: TrialRecord) -> None:

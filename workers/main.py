@@ -19,7 +19,6 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from mindforge.cli.temporal_client import connect
 from mindforge.payloads import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.discovery_activities import DiscoveryActivities
@@ -29,6 +28,7 @@ from workers.lineage_activities import LineageActivities
 from workers.search_activities import SearchActivities
 from workers.training_activities import TrainingActivities
 from workers.update_activities import UpdateActivities
+from workflows.client import connect
 from workflows.discovery import DiscoveryWorkflow
 from workflows.expansion import ExpansionWorkflow
 from workflows.generation import GenerationWorkflow
@@ -77,19 +77,25 @@ def init_ray(address: str) -> None:
         ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
 
 
-def warm_up_ray() -> int:
+def warm_up_ray(settings: Settings | None = None) -> int:
     """Start one Ray worker process per CPU of the cluster and load MindForge's trial code in each.
 
     Ray starts worker processes lazily; without this the first trials of a job also pay
     for interpreter start-up, imports and the Docker client (seconds). Returns the number
     of warmed processes.
+
+    Args:
+        settings: the worker's settings, whose Docker engine each process opens
+            (default :func:`get_settings`).
     """
     import ray
 
+    from mindforge.payloads.ray_tasks import SandboxSettings
     from workers.ray_trials import warm
 
+    sandbox = SandboxSettings.from_settings(settings or get_settings())
     n = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    ray.get([warm.remote() for _ in range(n)])
+    ray.get([warm.remote(sandbox) for _ in range(n)])
     return n
 
 
@@ -104,7 +110,7 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     Returns:
         ``{"orchestration": [...], "sandbox": [...]}``.
     """
-    disc = DiscoveryActivities(acts.engine, settings.artifacts)
+    disc = DiscoveryActivities(acts.engine, settings.artifacts, settings)
     upd = UpdateActivities(acts.engine, settings.artifacts)
     training = TrainingActivities(acts.engine, settings.artifacts)
     # bound methods compare equal, never identical: each attribute access makes a new one
@@ -164,11 +170,11 @@ async def run_worker(
     """
     settings = settings or get_settings()
     queues = queues or ["orchestration", "sandbox"]
-    client = await connect(settings)
+    client = await connect(settings.temporal_address, settings.temporal_namespace)
     if "sandbox" in queues:
         init_ray(settings.ray_address)
-        warm_up_ray()
-    acts = LineageActivities(settings.db_url)
+        warm_up_ray(settings)
+    acts = LineageActivities(settings.db_url, settings)
     workers = build_workers(client, acts, queues, graceful_shutdown_sec, settings=settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

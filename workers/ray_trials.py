@@ -15,43 +15,46 @@ from typing import Any
 import ray
 
 from mindforge.discovery.records import ProposalVerdict
+from mindforge.experience.replay import ReplayVerdict
 from mindforge.payloads import TrainAdapterResult, ValidateAdapterInput
 from mindforge.payloads.ray_tasks import (
     CheckProposalTaskInput,
+    ReplayEntryTaskInput,
     RunTrialTaskInput,
     RunTrialTaskResult,
+    SandboxSettings,
     TrainTaskInput,
     ValidateTaskResult,
 )
 
-_ENGINE = None
+#: one Docker engine (and image map) per sandbox settings, per Ray worker process
+_ENGINES: dict[SandboxSettings, Any] = {}
 
 
-def _engine():
-    global _ENGINE
-    if _ENGINE is None:
-        from mindforge.settings import get_settings
+def _engine(sandbox: SandboxSettings) -> Any:
+    """The Docker engine and image map of ``sandbox``, opened once in this process."""
+    if sandbox not in _ENGINES:
         from mindforge.trials.run import open_engine
 
-        _ENGINE = open_engine(get_settings())
-    return _ENGINE
+        _ENGINES[sandbox] = open_engine(sandbox.to_settings())
+    return _ENGINES[sandbox]
 
 
 def run_trial_payload(payload: RunTrialTaskInput) -> RunTrialTaskResult:
     """Run one trial and return its record, ``worker`` set to ``host/node/pid``.
 
     Args:
-        payload: the trial (task, ids, agent kind, contract, endpoint).
+        payload: the trial (task, ids, agent kind, contract, endpoint, and the worker's
+            sandbox settings: the artifact root and Docker engine it runs with).
     """
     from pathlib import Path
 
     from mindforge.agent.base import Agent
     from mindforge.agent.simple import NopAgent, OracleAgent
-    from mindforge.settings import get_settings
     from mindforge.tasks.loader import load_task
     from mindforge.trials.run import run_trial
 
-    engine, image_map = _engine()
+    engine, image_map = _engine(payload.sandbox)
     task = load_task(Path(payload.task_path))
     kind = payload.agent
     agent: Agent
@@ -71,7 +74,7 @@ def run_trial_payload(payload: RunTrialTaskInput) -> RunTrialTaskResult:
         engine,
         run_id=payload.run_id,
         trial_id=payload.trial_id,
-        artifact_root=get_settings().artifacts,
+        artifact_root=Path(payload.sandbox.artifact_root),
         attempt=payload.attempt,
         image_map=image_map,
     )
@@ -84,12 +87,12 @@ def run_trial_payload(payload: RunTrialTaskInput) -> RunTrialTaskResult:
 
 
 @ray.remote(max_retries=0)
-def warm() -> str:
+def warm(sandbox: SandboxSettings) -> str:
     """Load the trial code and open the Docker engine in this worker process (see ``warm_up_ray``)."""
     import mindforge.agent.loop  # noqa: F401 - imports are the point
     import mindforge.trials.run  # noqa: F401 - imports are the point
 
-    _engine()
+    _engine(sandbox)
     return f"{socket.gethostname()}/{os.getpid()}"
 
 
@@ -97,6 +100,40 @@ def warm() -> str:
 def run_trial_task(payload: RunTrialTaskInput) -> RunTrialTaskResult:
     """Ray task wrapper of :func:`run_trial_payload` (retries belong to Temporal, not Ray)."""
     return run_trial_payload(payload)
+
+
+def replay_entry_payload(payload: ReplayEntryTaskInput) -> ReplayVerdict:
+    """Validate one candidate experience entry by replaying it with no model (sandbox, then verifier).
+
+    Args:
+        payload: the candidate, its task, the run id, the number of replays and the sandbox settings.
+
+    Returns:
+        the verdict (:class:`mindforge.experience.replay.ReplayVerdict`): kept with its
+        validation and outputs, or rejected as ``failed`` / ``flaky``.
+    """
+    from pathlib import Path
+
+    from mindforge.experience.entry import ExperienceEntry
+    from mindforge.experience.replay import replay_entry
+    from mindforge.tasks.loader import load_task
+
+    engine, image_map = _engine(payload.sandbox)
+    return replay_entry(
+        ExperienceEntry.model_validate(payload.entry),
+        load_task(Path(payload.task_path)),
+        engine,
+        artifact_root=Path(payload.sandbox.artifact_root),
+        run_id=payload.run_id,
+        runs=payload.runs,
+        image_map=image_map,
+    )
+
+
+@ray.remote(max_retries=0)
+def replay_entry_task(payload: ReplayEntryTaskInput) -> ReplayVerdict:
+    """Ray task wrapper of :func:`replay_entry_payload` (retries belong to Temporal, not Ray)."""
+    return replay_entry_payload(payload)
 
 
 @ray.remote(max_retries=0)
@@ -108,18 +145,17 @@ def check_proposal_task(payload: CheckProposalTaskInput) -> ProposalVerdict:
     from mindforge.discovery.admission import check_proposal
     from mindforge.discovery.checks import PoolIndex
     from mindforge.hcp import loads_contract
-    from mindforge.settings import get_settings
     from mindforge.tasks.loader import load_task
 
-    engine, image_map = _engine()
+    engine, image_map = _engine(payload.sandbox)
     contract = loads_contract(payload.contract_toml)
-    pool_index = PoolIndex.from_tasks([load_task(Path(p)) for p in payload.pool_paths])
+    pool_index = PoolIndex.from_tasks([load_task(Path(p)) for p in payload.pool_paths], payload.held_out_ids)
     return check_proposal(
         Path(payload.task_dir),
         pool_index,
         engine,
         image_map,
-        get_settings().artifacts,
+        Path(payload.sandbox.artifact_root),
         make_agent=lambda: ModelAgent(contract, base_url=payload.policy_url),
         attempts=payload.attempts,
         run_id=payload.run_id,

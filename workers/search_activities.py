@@ -37,7 +37,7 @@ from mindforge.payloads import (
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store import search as search_repo
-from workers.evaluation_activities import plan_pair_trials, split_records
+from workers.evaluation_activities import split_records
 
 
 def _events(record) -> list[dict] | None:
@@ -201,7 +201,7 @@ class SearchActivities:
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
                 budget=budget.model_dump(exclude_none=True), job_id=job_id,
             )
-            config = SearchConfig(seed=b.seed, cells_per_step=b.cells_per_step)
+            config = SearchConfig(seed=b.seed, cells_per_step=b.cells_per_step, examples=list(b.examples))
             try:
                 state = init_search(job_id=job_id, root=root, tasks=tasks, budget=budget, config=config, cost=cost)
             except SearchRefused as exc:
@@ -217,7 +217,12 @@ class SearchActivities:
 
     @activity.defn(name="plan_search_step")
     async def plan_search_step(self, inp: SearchStepInput) -> SearchPlanResult:
-        """Plan the next step from the committed state; register its new candidates; fetch prompt edits."""
+        """Plan the next step from the committed state; register its new candidates; fetch prompt edits.
+
+        Raises:
+            StageSplitError: a planned cell's task is not on the search split
+                (non-retryable by name: ``workflows.options.NON_RETRYABLE``).
+        """
         return await asyncio.to_thread(self._plan, inp)
 
     def _plan(self, inp: SearchStepInput) -> SearchPlanResult:
@@ -231,6 +236,10 @@ class SearchActivities:
             root = root_contract(state)
             register_candidates(session=s, job_id=inp.job_id, root=root, candidates=plan.new_candidates)
             paths = {t.id: t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
+            pool.check_trial_splits(
+                session=s, lineage_id=inp.lineage_id, stage=TrialStage.SEARCH,
+                trials=[(c.trial_id, c.task_hash) for c in plan.cells],
+            )
         out = SearchPlanResult(step=plan.step, stop_reason=plan.stop_reason, cells=list(plan.cells))
         by_contract: dict[str, list[TrialSpec]] = defaultdict(list)
         for c in plan.cells:
@@ -317,33 +326,72 @@ class SearchActivities:
     # ------------------------------------------------------------- successor
     @activity.defn(name="plan_successor_check")
     async def plan_successor_check(self, inp: SearchStepInput) -> SuccessorCheckPlan:
-        """Selection-split trials of the parent and the search's best single contract (none when nothing to compare)."""
+        """The successor race's next selection-split trials (:func:`mindforge.evaluation.race.plan_race`).
+
+        The search's leading contracts (``evaluation.successor_candidates``) race on the
+        selection split within ``evaluation.race_budget`` attempts per task; the parent runs
+        ``evaluation.attempts`` in round 0. Called once per round: it returns the round's
+        missing trials (batched by contract, ``trial_batch_size``), and none when the race
+        is over or there is nothing to compare.
+        """
         return await asyncio.to_thread(self._plan_successor, inp)
 
-    def _plan_successor(self, inp: SearchStepInput) -> SuccessorCheckPlan:
-        from mindforge.search.summary import search_summary
+    def _race(self, s, inp: SearchStepInput) -> tuple[Any, list[str], list[Any], set[str]]:
+        """(race plan or None, candidates, selection records, selection tasks) from the store."""
+        from mindforge.evaluation.race import RaceConfig, plan_race
+        from mindforge.search.summary import ranked_candidates
         from mindforge.store.search_state import load_state
 
+        job = search_repo.get_search_job(session=s, job_id=inp.job_id) if inp.job_id else None
+        state = load_state(session=s, job_id=inp.job_id) if job is not None and job.state else None
+        ranked = [h for h in (ranked_candidates(state) if state else []) if h != inp.contract_hash]
+        candidates = ranked[: inp.evaluation.successor_candidates]
+        records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
+        if not candidates or not tasks:
+            return None, candidates, records, tasks
+        config = RaceConfig(budget=inp.evaluation.race_budget, parent_attempts=inp.evaluation.attempts)
+        parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
+        return plan_race(records, parent, candidates, tasks, config), candidates, records, tasks
+
+    def _plan_successor(self, inp: SearchStepInput) -> SuccessorCheckPlan:
         with store_engine.session_scope(self.engine) as s:
-            job = search_repo.get_search_job(session=s, job_id=inp.job_id) if inp.job_id else None
-            state = load_state(session=s, job_id=inp.job_id) if job is not None and job.state else None
-            best = search_summary(state)["best_single"]["contract_hash"] if state else None
-            if not best:
+            race, candidates, _records, tasks = self._race(s, inp)
+            if not candidates:
                 return SuccessorCheckPlan(note="no search candidate solved a task")
-            pairs = [PairRef(contract_hash=h, adapter=inp.adapter) for h in (inp.contract_hash, best)]
-            batches, n = plan_pair_trials(
-                s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SELECTION, pairs
+            if race is None:
+                return SuccessorCheckPlan(candidate_hash=candidates[0], note="no selection tasks: the parent is kept")
+            paths = {t.id: t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
+        by_contract: dict[str, list[TrialSpec]] = defaultdict(list)
+        for t in race.trials:
+            trial_id = trials.make_trial_id(
+                lineage_id=inp.lineage_id, generation_index=inp.generation, stage=TrialStage.SELECTION.value,
+                task_hash=t.task_hash, contract_hash=t.contract_hash, adapter=inp.adapter, attempt=t.attempt,
             )
-        if not n:
-            return SuccessorCheckPlan(candidate_hash=best, note="no selection tasks: the parent is kept")
-        return SuccessorCheckPlan(candidate_hash=best, batches=batches)
+            by_contract[t.contract_hash].append(
+                TrialSpec(trial_id=trial_id, task_path=paths[t.task_hash], task_hash=t.task_hash, attempt=t.attempt)
+            )
+        size = inp.runtime.trial_batch_size
+        batches = [
+            RunTrialsInput(
+                lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.SELECTION, contract_hash=h,
+                adapter=inp.adapter, policy_url=inp.runtime.policy_url, trials=specs[i : i + size],
+            )
+            for h, specs in sorted(by_contract.items())
+            for i in range(0, len(specs), size)
+        ]
+        return SuccessorCheckPlan(
+            candidate_hash=candidates[0], batches=batches, round=race.round, candidates=candidates,
+            note="" if batches else f"race over after {len(race.rounds)} round(s) on {len(tasks)} tasks",
+        )
 
     @activity.defn(name="choose_successor")
     async def choose_successor(self, inp: SearchStepInput) -> SuccessorChoice:
         """Pick the next contract on selection evidence only (:func:`mindforge.evaluation.choose_successor`).
 
-        The decision, with ``decided_on: "selection"`` and the ids of every trial it read,
-        goes to the generation record under ``successor``. Returns the choice.
+        Only the race's finalist may be promoted; every candidate's trials are read and
+        recorded. The decision, with ``decided_on: "selection"``, the ids of every trial it
+        read, its rule in words and the race's rounds, goes to the generation record under
+        ``successor``. Returns the choice.
         """
         return await asyncio.to_thread(self._choose, inp)
 
@@ -352,12 +400,14 @@ class SearchActivities:
 
         parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
         with store_engine.session_scope(self.engine) as s:
-            records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
-            candidates = sorted({r.contract_hash or "" for r in records} - {inp.contract_hash, ""})
+            race, candidates, records, tasks = self._race(s, inp)
+            finalists = None if race is None else ([race.finalist] if race.done and race.finalist else [])
             choice = choose_successor(
-                records, parent, candidates, tasks, min_tasks=inp.evaluation.splits.min_tasks,
+                records, parent, candidates, tasks, min_tasks=inp.evaluation.splits.min_tasks, finalists=finalists,
                 resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
             )
+            if race is not None:
+                choice.race = race.model_dump(mode="json", exclude={"trials", "trial_ids"})
             lineages.update_generation(
                 session=s, lineage_id=inp.lineage_id, index=inp.generation,
                 record={"successor": choice.model_dump(mode="json")},

@@ -248,7 +248,8 @@ class UpdateActivities:
             with store_engine.session_scope(self.engine) as s:
                 records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
                 decision = decide_promotion(
-                    records, inp.without, inp.with_adapter, tasks, min_lift=inp.update.promotion_min_lift,
+                    records, inp.without, inp.with_adapter, tasks, min_tasks=inp.evaluation.splits.min_tasks,
+                    margin=inp.update.promotion_margin,
                     resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
                 )
                 merge_update_record(s, inp.lineage_id, inp.generation, {"promotion": decision.model_dump(mode="json")})

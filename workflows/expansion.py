@@ -6,8 +6,9 @@
    step by step (plan -> run trials per candidate contract -> observe), until the budget
    is spent or every failing task is covered; the stop reason is recorded. A search the
    budget cannot afford is refused before it starts, and the refusal is recorded.
-4. Successor: the best single search contract and the parent run on the selection split;
-   a child is promoted only on that evidence (``mindforge.evaluation.choose_successor``),
+4. Successor: the search's leading contracts race on the selection split (successive
+   halving within a budget, ``mindforge.evaluation.race``), beside the parent; the
+   finalist is promoted only on that evidence (``mindforge.evaluation.choose_successor``),
    never on search coverage and never on sealed trials.
 Coverage, search summary and successor choice land in the generation's record.
 """
@@ -40,6 +41,8 @@ with workflow.unsafe.imports_passed_through():
 
 #: upper bound on search steps in one workflow run (each step is a few activities)
 MAX_SEARCH_STEPS = 200
+#: upper bound on successor-race rounds (successive halving over n candidates takes ceil(log2 n))
+MAX_RACE_ROUNDS = 16
 
 
 @workflow.defn(name="ExpansionWorkflow")
@@ -105,8 +108,11 @@ class ExpansionWorkflow:
                 return
 
     async def _successor(self, inp: SearchStepInput) -> str:
-        check: SuccessorCheckPlan = await o.store_activity(o.PLAN_SUCCESSOR_CHECK, inp, SuccessorCheckPlan)
-        if check.batches:
+        """Race the leading candidates on selection, round by round (each round's trials all at once), then decide."""
+        for _ in range(MAX_RACE_ROUNDS):
+            check: SuccessorCheckPlan = await o.store_activity(o.PLAN_SUCCESSOR_CHECK, inp, SuccessorCheckPlan)
+            if not check.batches:
+                break
             await asyncio.gather(*(o.run_trials(b, inp.runtime.heartbeat_timeout_sec) for b in check.batches))
         choice: SuccessorChoice = await o.store_activity(o.CHOOSE_SUCCESSOR, inp, SuccessorChoice)
         return choice.contract_hash

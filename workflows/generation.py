@@ -2,8 +2,9 @@
 
 Child ids derive from the lineage id (``<lineage>-gen-<i>-<stage>``). After the enabled
 stages, the generation measures the pair it hands on against its parent (and against
-generation 0's pair) on the sealed split: the only place sealed trials run, and nothing
-is decided on them.
+generation 0's pair, and - when contract and adapter both changed - against the
+harness-only pair, for the attribution) on the sealed split: the only place sealed trials
+run, and nothing is decided on them.
 """
 
 from __future__ import annotations
@@ -70,14 +71,23 @@ class GenerationWorkflow:
             # the next generation's pair, as the Update's promotion gate decided it
             result.contract_hash, result.adapter = upd.contract_hash, upd.adapter
             result.update_outcome = str(upd.outcome)
-        lift = await self._sealed(inp, PairRef(contract_hash=result.contract_hash, adapter=result.adapter))
+        # the harness-only pair: the contract search chose, still with the parent's adapter
+        harness = (
+            PairRef(contract_hash=result.successor_contract_hash, adapter=inp.adapter)
+            if result.successor_contract_hash else None
+        )
+        lift = await self._sealed(inp, PairRef(contract_hash=result.contract_hash, adapter=result.adapter), harness)
         result.sealed_lift = lift.parent.summary() if lift.parent is not None and lift.parent.mean is not None else None
         result.stages_run = ran
         await self._record(inp, RunStatus.COMPLETED, result)
         return result
 
-    async def _sealed(self, inp: GenerationInput, successor: PairRef) -> SealedLiftResult:
-        """Run the parent, the successor and generation 0's pair on the sealed split; measure the lifts."""
+    async def _sealed(self, inp: GenerationInput, successor: PairRef, harness: PairRef | None) -> SealedLiftResult:
+        """Run the parent, the successor, generation 0's pair and the harness-only pair on the sealed split.
+
+        The harness-only pair (new contract, old adapter) runs only when it is neither the
+        parent nor the successor: it splits the lift into a harness and a weights part.
+        """
         sealed = SealedEvaluationInput(
             lineage_id=inp.lineage_id,
             generation=inp.index,
@@ -86,6 +96,7 @@ class GenerationWorkflow:
             parent=PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter),
             successor=successor,
             root=inp.root if inp.index > 0 else None,
+            harness=harness,
         )
         plan: SealedPlan = await o.store_activity(o.PLAN_SEALED_TRIALS, sealed, SealedPlan)
         await asyncio.gather(*(o.run_trials(b, inp.spec.runtime.heartbeat_timeout_sec) for b in plan.batches))

@@ -93,6 +93,8 @@ NON_RETRYABLE = [
     "NotFoundError",
     "ValueError",
     "SplitTooSmallError",
+    "StageSplitError",  # a trial's stage and its task's split disagree (mindforge.evaluation.stages)
+    "OffContractError",  # an Update step off its training contract (mindforge.evaluation.on_contract)
 ]
 
 #: store-only activities: quick, retried with backoff

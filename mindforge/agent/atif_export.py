@@ -5,7 +5,8 @@ Steps: the system prompt (``system``), the contract's worked examples, the instr
 it got, and its metrics with the sampled token ids and log-probabilities when the server
 returned them - and a ``user`` step for each message the harness injected (hooks,
 parse-error notes). Failure class, limit and MindForge's ids go under
-``extra["mindforge"]``.
+``extra["mindforge"]``, with the experience snapshot and the ids of the entries shown
+(``experience_snapshot``, ``experience_entries``) when the contract retrieves experience.
 
 A worked example's assistant turns were written by the harness, not sampled: they are
 ``agent`` steps with ``is_copied_context = true`` (the RFC's mark for context copied in;
@@ -62,6 +63,14 @@ def _context_steps(messages: list[dict[str, Any]], ts: str, add: Any) -> None:
             example.observation = Observation(results=[*earlier, result])
         else:
             add(timestamp=ts, source="system" if role == "system" else "user", message=content)
+
+
+def _experience_extra(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"experience_snapshot", "experience_entries"}`` from the ``experience`` event; {} without one."""
+    event = next((e for e in events if e["event"] == "experience"), None)
+    if event is None:
+        return {}
+    return {"experience_snapshot": event["snapshot"], "experience_entries": list(event["entries"])}
 
 
 def transcript_to_atif(
@@ -156,6 +165,7 @@ def transcript_to_atif(
                 "limit_fired": end.get("limit_fired"),
                 "detail": end.get("detail", ""),
                 "agent_steps": len(agent_steps),
+                **_experience_extra(events),
             }
         },
     )

@@ -27,6 +27,8 @@ class AgentOutcome(BaseModel):
         prompt_tokens / completion_tokens: totals over all model calls.
         num_turns: model calls made.
         artifacts: name -> path of files the agent wrote under its artifact dir.
+        experience_entries: ids of the experience entries shown as worked examples,
+            best first (``mindforge.experience``); [] when none were shown.
     """
 
     failure_class: FailureClass | None = None
@@ -36,6 +38,7 @@ class AgentOutcome(BaseModel):
     completion_tokens: int = 0
     num_turns: int = 0
     artifacts: dict[str, str] = Field(default_factory=dict)
+    experience_entries: list[str] = Field(default_factory=list)
 
 
 class Agent(ABC):

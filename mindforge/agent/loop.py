@@ -32,6 +32,7 @@ from mindforge.agent.endpoint import resolve_endpoint
 from mindforge.agent.shell import PersistentShell
 from mindforge.agent.transcript import TranscriptWriter
 from mindforge.atif import write_trajectory
+from mindforge.experience.contract import shown_entries
 from mindforge.sandbox.base import Sandbox
 from mindforge.tasks.model import Task
 from mindforge.trials.record import FailureClass, LimitFired
@@ -90,9 +91,13 @@ class ModelAgent(Agent):
         state = _State()
         try:
             skills = self._install_skills(sandbox)
+            shown = shown_entries(c, instruction=task.instruction, task_id=task.id, task_hash=task.content_hash)
+            out.experience_entries = [entry.entry_id for entry in shown]
+            if c.resources.experience is not None:
+                tr.write("experience", snapshot=c.resources.experience.snapshot, entries=out.experience_entries)
             messages: list[dict[str, Any]] = [
                 {"role": "system", "content": prompts.render_system_prompt(c, skills)},
-                *prompts.render_examples(c),
+                *prompts.render_examples(c, [entry.to_example() for entry in shown]),
                 {"role": "user", "content": prompts.render_instruction(c, task.instruction)},
             ]
             if c.hooks.plan_first:

@@ -215,8 +215,8 @@ def render_action(contract, tool: str, arguments: dict[str, Any], call_id: str) 
     return {"role": "assistant", "content": f"```bash\n{command}\n```" if fmt == "fenced_bash" else command}
 
 
-def render_examples(contract) -> list[dict[str, Any]]:
-    """The contract's worked examples (``resources.examples``) as few-shot chat turns.
+def render_examples(contract, retrieved: list[Any] | None = None) -> list[dict[str, Any]]:
+    """The contract's worked examples (``resources.examples``), then ``retrieved``, as few-shot chat turns.
 
     Each example is a user turn (its instruction through ``resources.instruction_template``)
     followed, in ``multi_turn`` mode, by one assistant action and one observation per step
@@ -224,12 +224,19 @@ def render_examples(contract) -> list[dict[str, Any]]:
     the contract allows it; in ``single_command`` mode by one assistant action whose
     command is the steps joined with `` && `` and no observation.
 
+    Args:
+        contract: the HCP contract.
+        retrieved: worked examples retrieved for this task from the contract's experience
+            snapshot (``mindforge.experience.contract.shown_entries``, as ``to_example()``),
+            shown after the contract's own, best last (nearest the task); None = none.
+
     Returns:
         the messages to put between the system prompt and the task's instruction; ``[]``
         without examples.
     """
     messages: list[dict[str, Any]] = []
-    for i, example in enumerate(contract.resources.examples):
+    examples = [*contract.resources.examples, *reversed(retrieved or [])]
+    for i, example in enumerate(examples):
         messages.append({"role": "user", "content": render_instruction(contract, example.instruction)})
         if contract.workspace.mode == "single_command":
             command = " && ".join(c.strip() for c in example.commands)

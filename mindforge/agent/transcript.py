@@ -3,8 +3,10 @@
 Events (``event`` key): ``request`` (the messages added since the previous request, and the
 sampling parameters), ``reply`` (content, tool calls, finish reason, usage, and the sampled
 token ids and log-probabilities when the server returned them), ``action``,
-``observation``, ``harness`` (a message the harness injected: hooks, parse errors) and
-``end``. Line numbers (1-based) are stable evidence for audits. An ATIF trajectory is
+``observation``, ``harness`` (a message the harness injected: hooks, parse errors),
+``experience`` (the contract's experience snapshot and the ids of the entries shown,
+before the first request, when the contract retrieves experience) and ``end``. Line
+numbers (1-based) are stable evidence for audits. An ATIF trajectory is
 derived from the same events at the end of the trial (``mindforge.agent.atif_export``).
 """
 

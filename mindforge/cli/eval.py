@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from mindforge.cli.common import load_task_dirs, task_progress
+from mindforge.cli.common import ENGINE_HELP, load_task_dirs, task_progress
 from mindforge.cli.output import make_console
 
 
@@ -25,6 +25,7 @@ def eval_command(
         help="Serve this model in-process for the run instead of using an endpoint: smollm2, tiny, a .gguf file, "
         "a model directory or a hub id (its served name must be the contract's model.id).",
     ),
+    engine: str = typer.Option("auto", "--engine", help=ENGINE_HELP + " With --model only."),
     out: Path = typer.Option(None, "--out", "-o", help="JSON results file (default: under the run's artifacts)."),
 ) -> None:
     """Run trials of every task under one HCP contract (no Temporal, for quick work)."""
@@ -38,15 +39,22 @@ def eval_command(
     if errors:
         raise errors[0][1]
     if not model:
+        if engine != "auto":
+            raise InputError("--engine", "engine", "chooses the engine of --model's in-process server; give --model")
         _run(hcp, loaded, attempts, concurrency, base_url, out)
         return
+    from mindforge.cli.common import choose_engine
     from mindforge.policy.models import resolve_model
     from mindforge.policy.server import start_policy_server
 
-    served = resolve_model(model).name  # checked before the model is loaded
-    if served != hcp.model.id:
-        raise InputError(contract, "model.id", f"is {hcp.model.id!r} but --model {model} is served as {served!r}")
-    with start_policy_server(model, port=0) as server:
+    resolved = resolve_model(model)  # checked before the model is loaded
+    if resolved.name != hcp.model.id:
+        raise InputError(
+            contract, "model.id", f"is {hcp.model.id!r} but --model {model} is served as {resolved.name!r}"
+        )
+    chosen = choose_engine(engine, resolved)
+    make_console().print(f"serving {model} as {resolved.name} on {chosen}")
+    with start_policy_server(model, port=0, engine=chosen) as server:
         _run(hcp, loaded, attempts, concurrency, server.base_url, out)
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from mindforge.cli.output import print_json
 from mindforge.errors import InputError
+from mindforge.experience.contract import describe_experience, experience_content_keys, experience_summary
 from mindforge.hcp import (
     ContractRegistry,
     HCPContract,
@@ -89,6 +90,8 @@ def show(
         console.print(f"  edit          {escape(ident.edit)}")
     if ident.description:
         console.print(f"  description   {escape(ident.description)}")
+    if contract.resources.experience is not None:
+        console.print(f"  experience    {escape(experience_summary(contract))}")
     document = contract.to_document()
     for section, body in document.items():
         if section in ("version", "mindforge"):
@@ -120,7 +123,8 @@ def show_document(contract: HCPContract, path: Path) -> dict[str, Any]:
 
     Returns:
         ``{"path", "ref", "version", "content_hash", "name", "revision", "parent",
-        "edit", "description", "unknown_keys", "document"}``: ``document`` is the
+        "edit", "description", "unknown_keys", "experience", "document"}``: ``experience``
+        is the snapshot's hash, entry counts, ``k`` and filter (null without one); ``document`` is the
         resolved contract (defaults filled in, unknown keys kept) as the content hash
         sees it, TOML dates and times tagged as in :func:`mindforge.hcp.canonical_json`;
         ``parent`` is null for a root contract.
@@ -137,6 +141,7 @@ def show_document(contract: HCPContract, path: Path) -> dict[str, Any]:
         "edit": ident.edit,
         "description": ident.description,
         "unknown_keys": contract.unknown_keys(),
+        "experience": describe_experience(contract),
         "document": json.loads(canonical_json(contract.to_document())),
     }
 
@@ -147,9 +152,18 @@ def diff(
     b: Annotated[Path, typer.Argument(help="The new contract.")],
     identity: Annotated[bool, typer.Option(help="Include [mindforge] (name, revision, parent, edit).")] = True,
 ) -> None:
-    """Print what changed from A to B, one line per key path (+ added, - removed, ~ changed)."""
-    changes = diff_contracts(_load_or_exit(a), _load_or_exit(b), include_identity=identity)
-    typer.echo(format_diff(changes) if changes else "no differences")
+    """Print what changed from A to B, one line per key path (+ added, - removed, ~ changed).
+
+    An experience snapshot's content is summarised (hash, entries by provenance, k) rather than diffed.
+    """
+    old, new = _load_or_exit(a), _load_or_exit(b)
+    changes = diff_contracts(old, new, include_identity=identity)
+    hidden = experience_content_keys(old) | experience_content_keys(new)
+    shown = [change for change in changes if change.key not in hidden]
+    lines = [format_diff(shown)] if shown else []
+    if len(shown) < len(changes) or (old.resources.experience is None) != (new.resources.experience is None):
+        lines.append(f"~ experience: {experience_summary(old)} -> {experience_summary(new)}")
+    typer.echo("\n".join(lines) if lines else "no differences")
 
 
 @app.command("hash")

@@ -15,7 +15,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mindforge.cli.output import make_console, print_json
+from mindforge.cli.output import EXAMPLES_HELP, make_console, print_json
 from mindforge.errors import InfraError, InputError
 
 app = typer.Typer(
@@ -84,7 +84,7 @@ def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
 
 def build_spec(
     name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
-    search_attempts=None, audit_judge=False, update_loop=None,
+    search_attempts=None, audit_judge=False, update_loop=None, examples=None, say=None,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
@@ -96,15 +96,21 @@ def build_spec(
     resolves to that model). ``splits`` is a :class:`mindforge.evaluation.SplitConfig`
     (:func:`split_config`). ``search_attempts`` caps configuration
     search per generation (None: the default budget; 0: no search). ``audit_judge`` sends
-    the failures audit rules cannot decide to the policy endpoint as a judge.
+    the failures audit rules cannot decide to the policy endpoint as a judge. ``examples``
+    is a folder of the user's worked examples (``--examples DIR``,
+    :func:`mindforge.search.library.load_example_folder`) that search may add; None: none.
+    ``say`` (e.g. ``console.print``) is given each split's size and each gate's rule and
+    minimum detectable lift at 80% power (:func:`check_gates`).
     ``update_loop`` overrides :class:`mindforge.payloads.UpdateSpec` fields of the
     on-policy loop (``iterations``, ``group_size``, ``tasks_per_iteration``,
     ``time_budget_sec``); None values keep the spec's defaults.
 
     Raises:
-        InputError: a missing path, an invalid contract, an unknown stage, or a base
-            model spec that names no loadable model (``ModelSpecError``).
+        InputError: a missing path, an invalid contract, an unknown stage, a bad
+            worked-example file (naming the file and field), or a base model spec that
+            names no loadable model (``ModelSpecError``).
         SplitTooSmallError: a split below the minimum (see :func:`check_pool_splits`).
+        InputError: a gate that cannot pass at any lift (see :func:`check_gates`).
     """
     from mindforge.hcp import load_contract
     from mindforge.payloads import (
@@ -128,13 +134,16 @@ def build_spec(
         stage_list = [Stage(s.strip()) for s in stages.split(",") if s.strip()]
     except ValueError as exc:
         raise InputError("--stages", "stages", str(exc)) from None
-    check_pool_splits(name, tasks, splits)
+    counts = check_pool_splits(name, tasks, splits)
+    from mindforge.search.library import load_example_folder
+
+    seeded = load_example_folder(Path(examples)) if examples is not None else []
     search = (
-        SearchBudgetSpec() if search_attempts is None
-        else SearchBudgetSpec(enabled=False) if search_attempts == 0
-        else SearchBudgetSpec(max_attempts=search_attempts)
+        SearchBudgetSpec(examples=seeded) if search_attempts is None
+        else SearchBudgetSpec(enabled=False, examples=seeded) if search_attempts == 0
+        else SearchBudgetSpec(max_attempts=search_attempts, examples=seeded)
     )
-    return LineageSpec(
+    spec = LineageSpec(
         name=name,
         tasks=[str(p.resolve()) for p in tasks],
         contract_path=str(contract.resolve()),
@@ -147,6 +156,54 @@ def build_spec(
         ),
         evaluation=EvaluationSpec(splits=splits, seed=seed),
     )
+    lines = check_gates(spec, counts)
+    if say is not None:
+        for line in lines:
+            say(line)
+    return spec
+
+
+def check_gates(spec, counts: dict) -> list[str]:
+    """Each split's size and each gate's power at the configured trials; refuses a gate that cannot pass.
+
+    The power is computed (:func:`mindforge.evaluation.power.gate_power`): exact binomial
+    against a baseline that passes nothing, simulated with a fixed seed over a baseline
+    passing 25% of its trials.
+
+    Args:
+        spec: the lineage spec.
+        counts: split name -> task count (:func:`check_pool_splits`).
+
+    Returns:
+        lines to print.
+
+    Raises:
+        InputError: a gate that runs cannot pass at any lift (the selection split holds
+            no task, or fewer than ``--min-split-tasks``), naming the option and the numbers.
+    """
+    from mindforge.evaluation.power import GateCannotPassError, configured_gates, gate_power
+    from mindforge.payloads import Stage
+
+    ev = spec.evaluation
+    gates = configured_gates(
+        counts.get("selection", 0),
+        successor=Stage.EXPANSION in spec.stages and spec.expansion.search.enabled,
+        promotion=Stage.UPDATE in spec.stages,
+        attempts=ev.attempts, min_tasks=ev.splits.min_tasks, candidates=ev.successor_candidates,
+        race_budget=ev.race_budget, margin=spec.update.promotion_margin,
+    )
+    lines = ["splits: " + ", ".join(f"{k} {counts.get(k, 0)} tasks" for k in ("search", "selection", "sealed"))]
+    for rule in gates:
+        try:
+            lines.append(gate_power(rule, seed=ev.seed).describe())
+        except GateCannotPassError as exc:
+            raise InputError(exc.field, "evaluation.splits", exc.reason) from None
+    if any(r.gate == "successor" for r in gates):
+        lines.append(
+            f"  (successor: up to {ev.successor_candidates} search contracts race on selection by successive halving, "
+            f"{ev.race_budget} attempts per task among them; the figure is the finalist's)"
+        )
+    return lines
 
 
 async def start_lineage(spec, settings) -> str:
@@ -244,6 +301,7 @@ def start(
     update_time_budget: float = typer.Option(
         None, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (default none)."
     ),
+    examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
 ) -> None:
     """Start a lineage and print its Temporal Web UI link."""
@@ -255,6 +313,7 @@ def start(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
         search_attempts, audit_judge,
         {"iterations": iterations, "group_size": group_size, "time_budget_sec": update_time_budget},
+        examples, say=console.print,
     )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
@@ -265,9 +324,10 @@ def start(
 
 
 def _print_store_status(name: str, as_json: bool = False) -> None:
+    from mindforge.reports import compounding
     from mindforge.settings import get_settings
     from mindforge.store import engine as se
-    from mindforge.store import lineages
+    from mindforge.store import lineages, registry
 
     settings = get_settings()
     eng = se.init_db(settings.db_url)
@@ -276,8 +336,12 @@ def _print_store_status(name: str, as_json: bool = False) -> None:
         if lin is None:
             raise InputError("lineage", "name", f"no lineage {name!r} in {settings.db_url}")
         gens = lineages.list_generations(session=s, lineage_id=name)
+        table_rows = compounding.compounding_rows(
+            gens, contract_edit=lambda old, new: compounding.edits_between(s, old, new),
+            library_entries=lambda h: compounding.library_entries(s, h),
+        )
         if as_json:
-            return print_json(status_document(lin, gens, ui_link(settings, workflow_id_for(name))))
+            return print_json(status_document(lin, gens, ui_link(settings, workflow_id_for(name)), table_rows))
         table = Table(title=f"lineage {name}: {lin.status}  generation {lin.current_generation}")
         for col in ("gen", "status", "stages run", "admitted", "base eval solved (search split)", "search coverage",
                     "successor (selection)", "update", "sealed lift"):
@@ -285,6 +349,9 @@ def _print_store_status(name: str, as_json: bool = False) -> None:
         for g in gens:
             table.add_row(str(g.index), str(g.status), ", ".join(g.stages_run), *_generation_cells(g.record))
         console.print(table)
+        stored = {r.contract_hash: registry.get_contract(session=s, content_hash=r.contract_hash) for r in table_rows}
+        refs = {h: f"{c.name}@{c.revision}" for h, c in stored.items() if c is not None}
+        console.print(compounding_table(table_rows, lambda h: refs.get(h, (h or "-")[:12])))
     console.print(f"Web UI: {ui_link(settings, workflow_id_for(name))}")
 
 
@@ -306,20 +373,39 @@ def lineage_row(lin) -> dict:
     }
 
 
-def status_document(lin, generations, web_ui: str) -> dict:
+def compounding_table(rows, contract_ref) -> Table:
+    """The compounding table (:mod:`mindforge.reports.compounding`) as a Rich table, one row per pair."""
+    from mindforge.reports import compounding
+
+    table = Table(title="compounding: every pair on the one frozen sealed split (pair k: generation k starts from it)")
+    for col in compounding.HEADER:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*compounding.table_cells(row, contract_ref))
+    return table
+
+
+def status_document(lin, generations, web_ui: str, compounding_rows=None) -> dict:
     """``mindforge lineage status --json``: the lineage, its generations and its Web UI link.
 
     Returns:
-        :func:`lineage_row` plus ``"spec"``, ``"web_ui"`` and ``"generations"``: one
-        object per generation, index order, with ``{"index", "status", "stages_run",
-        "contract_hash", "adapter_revision_id", "started_at", "finished_at", "record"}``
-        (``record``: the stored generation record as it is, e.g. ``expansion``,
-        ``search``, ``successor``, ``update``, ``sealed_lift``).
+        :func:`lineage_row` plus ``"spec"``, ``"web_ui"``, ``"generations"`` and
+        ``"compounding"``. ``generations``: one object per generation, index order, with
+        ``{"index", "status", "stages_run", "contract_hash", "adapter_revision_id",
+        "started_at", "finished_at", "record"}`` (``record``: the stored generation record
+        as it is, e.g. ``expansion``, ``search``, ``successor``, ``update``,
+        ``sealed_lift``) and the compounding figures of the pair the generation hands on
+        (``sealed``, ``sealed_parent``, ``lift_vs_prev``, ``lift_vs_root``,
+        ``attribution``, ...: :func:`mindforge.reports.compounding.generation_figures`, the
+        same as ``report --format json``). ``compounding``: the table's rows, pair 0 first.
     """
+    from mindforge.reports.compounding import generation_figures
+
     return {
         **lineage_row(lin),
         "spec": lin.spec,
         "web_ui": web_ui,
+        "compounding": [r.model_dump(mode="json") for r in compounding_rows or []],
         "generations": [
             {
                 "index": g.index,
@@ -330,6 +416,7 @@ def status_document(lin, generations, web_ui: str) -> dict:
                 "started_at": g.started_at.isoformat() if g.started_at else None,
                 "finished_at": g.finished_at.isoformat() if g.finished_at else None,
                 "record": g.record,
+                **generation_figures(g.record),
             }
             for g in generations
         ],
@@ -350,8 +437,9 @@ def _generation_cells(record: dict) -> list[str]:
         search_text = f"refused: {search['refused']}"
     elif search:
         search_text = (
-            f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best single "
-            f"{search.get('best_single', {}).get('covered', 0)}; {search.get('spent', {}).get('attempts', 0)} trials, "
+            f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best candidate in the run "
+            f"(not a sweep) {search.get('best_single', {}).get('covered', 0)}; "
+            f"{search.get('spent', {}).get('attempts', 0)} trials, "
             f"{search.get('stop_reason')}"
         )
     else:

@@ -8,6 +8,11 @@ from rich.console import Console
 
 #: table width when the output is a file or a pipe (Rich would assume 80 columns there)
 PIPE_WIDTH = 200
+#: help of ``--examples`` (lineage start, quickstart, schedule create): one wording everywhere
+EXAMPLES_HELP = (
+    "Folder of your own worked-example TOML files (instruction + [[steps]]) that configuration search may add "
+    "to contracts; none by default. Examples written from the evaluated tasks void the sealed figure."
+)
 
 
 def make_console(*, stderr: bool = False) -> Console:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import typer
 
-from mindforge.cli.output import make_console
+from mindforge.cli.common import ENGINE_HELP, choose_engine
+from mindforge.cli.output import EXAMPLES_HELP, make_console
 from mindforge.errors import InputError
 from mindforge.settings import REPO_ROOT
 
@@ -55,10 +56,7 @@ def quickstart_command(
         "or a hub id.",
     ),
     engine: str = typer.Option(
-        "auto", "--engine",
-        help="Generation engine of the embedded server: 'llamacpp' (a GGUF model on llama.cpp), 'transformers', "
-        "or 'auto' (llamacpp for a GGUF model when llama-cpp-python is installed, else transformers). Training "
-        "always runs on transformers + PEFT.",
+        "auto", "--engine", help=ENGINE_HELP + " Training always runs on transformers + PEFT."
     ),
     contract: Path = typer.Option(
         None,
@@ -93,6 +91,7 @@ def quickstart_command(
     update_time_budget: float = typer.Option(
         300.0, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts."
     ),
+    examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
 ) -> None:
     """Run one generation of a lineage end to end on this machine and print what it found."""
     from mindforge.cli.lineage import (
@@ -118,7 +117,7 @@ def quickstart_command(
     # the embedded server's model, resolved once here (a GGUF file is converted now): the
     # server and the trainer reuse the copy; with --policy-url the contract's model.id rules
     resolved = None if policy_url else resolve_model(model)
-    engine = _engine(engine, resolved) if resolved is not None else "external"
+    engine = choose_engine(engine, resolved) if resolved is not None else "external"
     shipped = bundled_contract(resolved.name if resolved else model) or "baseline.toml"
     contract = contract or REPO_ROOT / "hcp_contracts" / shipped
     hcp = load_contract(contract)
@@ -137,6 +136,7 @@ def quickstart_command(
             "iterations": iterations, "group_size": group_size, "tasks_per_iteration": 4,
             "time_budget_sec": update_time_budget,
         },
+        examples=examples, say=lambda line: console.print(line, highlight=False),
     )
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -161,10 +161,9 @@ def quickstart_command(
         )
         wid = asyncio.run(start_lineage(spec, settings))
         console.print(f"started lineage [bold]{name}[/]\nWeb UI: {ui_link(settings, wid)}")
-        final = asyncio.run(wait_lineage(settings, wid, worker=worker, worker_log=worker_log))
-        console.print(f"lineage {name}: {final.get('state')}")
+        asyncio.run(wait_lineage(settings, wid, worker=worker, worker_log=worker_log))
         page = _report(name)
-        _print_results(name)
+        _print_results(name)  # its first line is "lineage <name>: <state>"
         console.print(
             f"report: {page}\nartifacts: {settings.artifacts / 'runs'}\nstore: {settings.db_url}\n"
             f"Web UI: {ui_link(settings, wid)}\nwall time {time.monotonic() - started:.0f} s"
@@ -175,27 +174,6 @@ def quickstart_command(
             worker.wait(60)
         if server:
             server.stop()
-
-
-def _engine(choice: str, resolved) -> str:
-    """The embedded server's engine: ``auto`` picks llama.cpp for a GGUF model when it is installed.
-
-    Raises:
-        InputError: an unknown choice, or ``llamacpp`` for a model without a GGUF file or
-            without the ``llamacpp`` extra installed.
-    """
-    import importlib.util
-
-    have_llamacpp = importlib.util.find_spec("llama_cpp") is not None
-    if choice == "auto":
-        return "llamacpp" if resolved.gguf_path and have_llamacpp else "transformers"
-    if choice not in ("llamacpp", "transformers"):
-        raise InputError("--engine", "engine", f"unknown engine {choice!r}; choose auto, llamacpp or transformers")
-    if choice == "llamacpp" and not resolved.gguf_path:
-        raise InputError("--engine", "engine", f"llamacpp serves a GGUF file; --model {resolved.spec!r} has none")
-    if choice == "llamacpp" and not have_llamacpp:
-        raise InputError("--engine", "engine", "llama-cpp-python is not installed: pip install -e '.[llamacpp]'")
-    return choice
 
 
 def _report(name: str) -> Path:

@@ -47,7 +47,8 @@ def _base(data: ReportData, index: int) -> list[str]:
         f"  base contract {data.contract_ref(cov.base_contract)}: solved {_rate(cov.base_solved, cov.summary.tasks)} "
         f"search tasks; {_rate(wins, usable)} of its trials passed",
         f"  search-set coverage of the {cov.failing} tasks it failed: adaptive search {cov.failing_covered} "
-        f"(cumulative), best single contract {cov.failing_single} ({best}: {edit}); an upper bound on the searched "
+        f"(cumulative), best candidate within the adaptive run (not a sweep) {cov.failing_single} ({best}: {edit}); "
+        "an upper bound on the searched "
         "tasks, not skill",
     ]
 
@@ -66,6 +67,8 @@ def _decisions(data: ReportData, decisions: list[dict[str, Any]]) -> list[str]:
                 f"  adapter promotion (decided on {d.get('decided_on')}, {len(d.get('trial_ids') or [])} trials): "
                 f"{'promoted' if d.get('promoted') else 'not promoted'} - {d.get('reason', '')}"
             )
+        if d.get("rule"):
+            out.append(f"    rule: {d['rule']}")
     return out
 
 

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mindforge.cli.output import print_json
+from mindforge.cli.output import EXAMPLES_HELP, print_json
 
 app = typer.Typer(help="Temporal Schedules that start a lineage on a cron.", no_args_is_help=True)
 console = Console()
@@ -86,6 +86,7 @@ def create(
     audit_judge: bool = typer.Option(
         False, "--audit-judge", help="Ask the policy model to judge failures the audit rules cannot decide."
     ),
+    examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
 ) -> None:
     """Create a schedule that runs a lineage on a cron (overlapping firings are skipped)."""
     from mindforge.cli.lineage import build_spec, split_config
@@ -95,7 +96,7 @@ def create(
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     spec = build_spec(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, 16, base_model,
-        search_attempts, audit_judge,
+        search_attempts, audit_judge, examples=examples, say=console.print,
     )
     sid = asyncio.run(create_schedule(spec, cron, settings))
     console.print(

@@ -2,15 +2,14 @@
 
 Commands talk to Temporal only through this module (workflow classes are named by
 string, so no command imports workflow or activity code); ``mindforge worker`` uses the
-same :func:`connect`. Temporal is imported when a command first connects, not when the
-CLI starts.
+same connection (:func:`workflows.client.connect`). Temporal is imported when a command
+first connects, not when the CLI starts.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mindforge.errors import InfraError
 from mindforge.settings import Settings
 
 if TYPE_CHECKING:
@@ -19,23 +18,14 @@ if TYPE_CHECKING:
 
 
 async def connect(settings: Settings) -> Client:
-    """A Temporal client with the pydantic data converter, from settings.
+    """A Temporal client with the pydantic data converter, from settings (:func:`workflows.client.connect`).
 
     Raises:
         InfraError: Temporal does not answer at ``settings.temporal_address``.
     """
-    from temporalio.client import Client
-    from temporalio.contrib.pydantic import pydantic_data_converter
+    from workflows.client import connect as connect_to
 
-    try:
-        return await Client.connect(
-            settings.temporal_address, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
-        )
-    except RuntimeError as exc:
-        raise InfraError(
-            f"Temporal does not answer at {settings.temporal_address} ({exc}); "
-            "start the dev stack with `mindforge dev up` or set MINDFORGE_TEMPORAL_ADDRESS"
-        ) from None
+    return await connect_to(settings.temporal_address, settings.temporal_namespace)
 
 
 def search_attributes(

@@ -95,19 +95,48 @@ class TemporalComponent(Component):
             if up
             else False
         )
-        return ComponentStatus(
-            name=self.name,
-            address=self.settings.temporal_address,
-            up=up,
-            detail=(
-                f"Web UI {self.settings.temporal_ui_url} {'answers' if ui else 'not answering'}"
-                if up
-                else "not answering"
-            ),
-        )
+        detail = "not answering"
+        if up:
+            detail = f"Web UI {self.settings.temporal_ui_url} {'answers' if ui else 'not answering'}"
+        if up and self.local and self.lost_db() is not None:
+            detail += f"; its SQLite file {self.db_file} is gone (`mindforge dev up` restarts it)"
+        return ComponentStatus(name=self.name, address=self.settings.temporal_address, up=up, detail=detail)
+
+    @property
+    def db_file(self) -> Path:
+        """The dev server's SQLite file (``<data_dir>/temporal/temporal.db``)."""
+        return self.settings.data_dir / "temporal" / "temporal.db"
+
+    def lost_db(self) -> int | None:
+        """The pid of the dev server this data dir started, when it runs but its SQLite file is gone.
+
+        A file deleted under a running server keeps working through the open handle, but
+        every history in it is lost when the server stops, and a fresh ``dev up`` must not
+        hand workflows to it as if it were durable.
+        """
+        pid = _pid_alive(self.settings.data_dir / "temporal" / "server.pid")
+        return pid if pid is not None and not self.db_file.exists() else None
 
     def up(self, say: Say) -> ComponentStatus:
+        """Start the dev server unless it answers; restart the one whose SQLite file is gone.
+
+        Raises:
+            DevStackError: a remote Temporal does not answer, the server exits or does
+                not answer within 90 s, or a server this data dir started lost its
+                SQLite file and would not stop.
+        """
         st = self.status()
+        if st.up and self.local and (pid := self.lost_db()) is not None:
+            say(
+                f"the Temporal dev server (pid {pid}) answers but its SQLite file {self.db_file} is gone: its "
+                "histories would be lost at its next stop; restarting it on a new file"
+            )
+            st = self.down(say)
+            if st.up:
+                raise DevStackError(
+                    f"the Temporal dev server (pid {pid}) lost its SQLite file {self.db_file} and did not stop; "
+                    f"stop it (kill {pid}) and run `mindforge dev up` again"
+                )
         if st.up or not self.local:
             if not st.up:
                 raise DevStackError(
@@ -121,7 +150,7 @@ class TemporalComponent(Component):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         cmd = [
             _tool("temporal"), "server", "start-dev",
-            "--db-filename", str(data / "temporal.db"),
+            "--db-filename", str(self.db_file),
             "--ip", "127.0.0.1" if host in LOCAL_HOSTS else host,
             "--port", str(port),
             "--ui-port", str(self._ui_port()),

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -81,12 +82,45 @@ def hash_tests_dir(task: Task) -> str:
     return content_hash(task.tests_dir)
 
 
+def task_family(task: Task) -> str:
+    """The task family a task is an instance of (``[metadata] family``), or ``""``."""
+    family = (task.config.metadata.model_extra or {}).get("family")
+    return family if isinstance(family, str) else ""
+
+
+def instance_key(task: Task) -> str:
+    """sha256 of the normalised instruction tokens and the reference solution's text."""
+    solve = task.solution_dir / "solve.sh"
+    text = solve.read_text(encoding="utf-8", errors="replace") if solve.is_file() else ""
+    doc = " ".join(instruction_tokens(task.instruction)) + "\0" + "\n".join(_lines(text).splitlines())
+    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
+
+
+#: how a rejection names a selection or sealed pool task (never by its id)
+HELD_OUT_NAME = "a held-out (selection or sealed) pool task"
+
+
 class PoolEntry(BaseModel):
-    """What the duplicate checks need of one pool task."""
+    """What the duplicate checks need of one pool task.
+
+    ``family`` and ``instance_key`` (:func:`instance_key`) are set for family instances.
+
+    Attributes:
+        held_out: the task is on the selection or sealed split: a rejection it causes
+            does not name it, so no record (and no later Discovery prompt) does.
+    """
 
     task_id: str
     tokens: list[str]
     tests_hash: str
+    family: str = ""
+    instance_key: str = ""
+    held_out: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The task as a rejection may name it."""
+        return HELD_OUT_NAME if self.held_out else f"pool task {self.task_id!r}"
 
 
 class PoolIndex(BaseModel):
@@ -95,17 +129,27 @@ class PoolIndex(BaseModel):
     entries: list[PoolEntry] = Field(default_factory=list)
 
     @classmethod
-    def from_tasks(cls, tasks: Iterable[Task]) -> PoolIndex:
-        """Index loaded tasks."""
-        index = cls()
+    def from_tasks(cls, tasks: Iterable[Task], held_out: Iterable[str] = ()) -> PoolIndex:
+        """Index loaded tasks.
+
+        Args:
+            tasks: the pool's tasks, every split.
+            held_out: ids of those on the selection or sealed split (see :class:`PoolEntry`).
+        """
+        index, hidden = cls(), set(held_out)
         for task in tasks:
-            index.add(task)
+            index.add(task, held_out=task.id in hidden)
         return index
 
-    def add(self, task: Task) -> None:
+    def add(self, task: Task, held_out: bool = False) -> None:
         """Add a task (e.g. one just admitted, so that a later proposal cannot duplicate it)."""
+        family = task_family(task)
         self.entries.append(
-            PoolEntry(task_id=task.id, tokens=instruction_tokens(task.instruction), tests_hash=hash_tests_dir(task))
+            PoolEntry(
+                task_id=task.id, tokens=instruction_tokens(task.instruction), tests_hash=hash_tests_dir(task),
+                family=family, instance_key=instance_key(task) if family else "",
+                held_out=held_out,
+            )
         )
 
     def ids(self) -> set[str]:
@@ -114,6 +158,11 @@ class PoolIndex(BaseModel):
 
     def find_duplicate(self, task: Task, threshold: float = SIMILARITY_THRESHOLD) -> Rejection | None:
         """The first pool task that ``task`` duplicates (same tests, or a near-identical instruction).
+
+        Instances of one family share their wording by design, so between them the test
+        is stricter than similarity: an instance duplicates another of its family when
+        their instructions and reference solutions are equal (:func:`instance_key`);
+        against every other pool task the instruction similarity applies as usual.
 
         Args:
             task: the proposed task.
@@ -128,19 +177,31 @@ class PoolIndex(BaseModel):
                 return Rejection(
                     task_id=task.id,
                     reason=RejectReason.DUPLICATE_TESTS,
-                    detail=f"tests/ identical to pool task {entry.task_id!r}",
+                    detail=f"tests/ identical to {entry.shown}",
                 )
+        family = task_family(task)
+        if family:
+            key = instance_key(task)
+            for entry in self.entries:
+                if entry.family == family and entry.instance_key == key:
+                    return Rejection(
+                        task_id=task.id,
+                        reason=RejectReason.DUPLICATE_INSTRUCTION,
+                        detail=f"instruction and solution equal {entry.shown} (family {family!r})",
+                    )
         tokens = instruction_tokens(task.instruction)
-        best, best_id = 0.0, ""
+        best, best_entry = 0.0, None
         for entry in self.entries:
+            if family and entry.family == family:
+                continue
             score = instruction_similarity(tokens, entry.tokens, prune_below=max(threshold, best))
             if score > best:
-                best, best_id = score, entry.task_id
-        if best >= threshold:
+                best, best_entry = score, entry
+        if best >= threshold and best_entry is not None:
             return Rejection(
                 task_id=task.id,
                 reason=RejectReason.DUPLICATE_INSTRUCTION,
-                detail=f"instruction {best:.2f} similar to pool task {best_id!r} (threshold {threshold:g})",
+                detail=f"instruction {best:.2f} similar to {best_entry.shown} (threshold {threshold:g})",
             )
         return None
 

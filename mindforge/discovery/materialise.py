@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
@@ -45,15 +46,19 @@ class DiscoveredTaskLimits(BaseModel):
     tags: tuple[str, ...] = Field(default=("discovered",))
 
 
-def task_toml(proposal: TaskProposal, limits: DiscoveredTaskLimits) -> str:
-    """The ``task.toml`` text of a proposal: its category and difficulty, fixed limits, no network."""
-    doc = {
+def task_toml(proposal: TaskProposal, limits: DiscoveredTaskLimits, metadata: dict[str, Any] | None = None) -> str:
+    """The ``task.toml`` text of a proposal: its category and difficulty, fixed limits, no network.
+
+    ``metadata`` adds keys to ``[metadata]`` (a family instance: ``family`` and ``family_params``).
+    """
+    doc: dict[str, Any] = {
         "version": "1.0",
         "metadata": {
             "difficulty": proposal.difficulty,
             "category": proposal.category,
             "tags": list(limits.tags),
             "proposed_id": proposal.task_id,
+            **(metadata or {}),
         },
         "verifier": {"timeout_sec": float(limits.verifier_timeout_sec)},
         "agent": {"timeout_sec": float(limits.agent_timeout_sec)},
@@ -74,6 +79,7 @@ def materialise(
     *,
     task_id: str | None = None,
     limits: DiscoveredTaskLimits | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``proposal`` as the task directory ``staging_dir/<task_id>``.
 
@@ -83,6 +89,7 @@ def materialise(
         task_id: the directory name, i.e. the task id (default the proposed id);
             callers pass the generation-prefixed id.
         limits: limits for ``task.toml`` (default :class:`DiscoveredTaskLimits`).
+        metadata: extra ``[metadata]`` keys (see :func:`task_toml`).
 
     Returns:
         The task directory.
@@ -97,7 +104,7 @@ def materialise(
     if root.exists():
         raise InputError(root, "", "task directory already exists in the staging area")
     root.mkdir(parents=True)
-    (root / "task.toml").write_text(task_toml(proposal, limits or DiscoveredTaskLimits()), encoding="utf-8")
+    (root / "task.toml").write_text(task_toml(proposal, limits or DiscoveredTaskLimits(), metadata), encoding="utf-8")
     for rel, text in proposal.all_files().items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)

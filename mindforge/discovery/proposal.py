@@ -85,6 +85,8 @@ class PoolSummary(BaseModel):
         failed: tasks the current pair attempted and never solved.
         untried: pool tasks without results for the current pair.
         failure_classes: failure class -> count, from the last audit.
+        families: family -> difficulty level -> ``(solved, tried)`` over the pool's
+            family instances the pair tried (shown in family proposals).
     """
 
     categories: dict[str, int] = Field(default_factory=dict)
@@ -92,6 +94,7 @@ class PoolSummary(BaseModel):
     failed: list[TaskHead] = Field(default_factory=list)
     untried: list[TaskHead] = Field(default_factory=list)
     failure_classes: dict[str, int] = Field(default_factory=dict)
+    families: dict[str, dict[str, tuple[int, int]]] = Field(default_factory=dict)
 
 
 class ProposalOutcome(BaseModel):
@@ -104,6 +107,7 @@ class ProposalOutcome(BaseModel):
         proposal: the checked proposal, or None when rejected.
         reason: ``malformed`` when rejected, else None.
         detail: the defect, naming the key path.
+        family / params: the family and parameters of a family proposal (else empty).
     """
 
     index: int
@@ -111,6 +115,8 @@ class ProposalOutcome(BaseModel):
     proposal: TaskProposal | None = None
     reason: RejectReason | None = None
     detail: str = ""
+    family: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
 
     def rejection(self) -> Rejection:
         """This outcome as a rejection record (only for rejected outcomes)."""
@@ -159,6 +165,11 @@ def summarise_pool(
             summary.solved if task.id in solved_ids else summary.failed if task.id in failed_ids else summary.untried
         )
         bucket.append(head)
+        family = (task.config.metadata.model_extra or {}).get("family")
+        if isinstance(family, str) and (task.id in solved_ids or task.id in failed_ids):
+            level = task.config.metadata.difficulty
+            solved_n, tried_n = summary.families.setdefault(family, {}).get(level, (0, 0))
+            summary.families[family][level] = (solved_n + (task.id in solved_ids), tried_n + 1)
     return summary
 
 

@@ -204,6 +204,7 @@ class StagedProposal(BaseModel):
         proposed_id: the id the model proposed.
         path: the task directory.
         category / declared_difficulty: from the proposal.
+        family / params: the task family and its parameters (family proposals only).
     """
 
     task_id: str
@@ -211,6 +212,8 @@ class StagedProposal(BaseModel):
     path: str
     category: str
     declared_difficulty: str
+    family: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class ProposalBatch(BaseModel):

@@ -32,6 +32,8 @@ from mindforge.discovery.admission import (
     unique_task_id,
 )
 from mindforge.discovery.checks import SIMILARITY_THRESHOLD, PoolIndex
+from mindforge.discovery.families import load_families
+from mindforge.discovery.family_proposal import request_family_proposals
 from mindforge.discovery.materialise import DiscoveredTaskLimits, materialise
 from mindforge.discovery.proposal import PoolSummary, request_proposals
 from mindforge.discovery.records import (
@@ -48,6 +50,7 @@ from mindforge.evaluation.splits import (
     PoolSplit,
     SplitCandidate,
     SplitConfig,
+    admission_config,
     assign_splits,
 )
 from mindforge.sandbox.docker import DockerEngine
@@ -73,6 +76,8 @@ class DiscoveryConfig(BaseModel):
         max_tokens: completion limit of the proposal call, tokens (None = the contract's).
         rules: base images and size limits of proposals.
         limits: limits written into each task's ``task.toml``.
+        families_dir: the task families a ``families``-mode contract proposes from
+            (default the bundled ``tasks/families``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -88,6 +93,7 @@ class DiscoveryConfig(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
     rules: ProposalRules = DEFAULT_RULES
     limits: DiscoveredTaskLimits = Field(default_factory=DiscoveredTaskLimits)
+    families_dir: str | None = None
 
 
 def propose_batch(
@@ -119,10 +125,17 @@ def propose_batch(
     """
     run_id = run_id or f"discovery-{uuid.uuid4().hex[:8]}"
     staging_dir = Path(staging_dir)
-    outcomes = request_proposals(
-        client, contract, summary, config.count, rules=config.rules, max_tokens=config.max_tokens,
-        reply_path=staging_dir / "reply.json",
-    )
+    if contract.prompts.discovery_mode == "families":
+        families = load_families(Path(config.families_dir) if config.families_dir else None)
+        outcomes = request_family_proposals(
+            client, contract, summary, config.count, families, max_tokens=config.max_tokens,
+            reply_path=staging_dir / "reply.json",
+        )
+    else:
+        outcomes = request_proposals(
+            client, contract, summary, config.count, rules=config.rules, max_tokens=config.max_tokens,
+            reply_path=staging_dir / "reply.json",
+        )
     batch = ProposalBatch(
         run_id=run_id,
         generation=config.generation,
@@ -138,11 +151,12 @@ def propose_batch(
             continue
         task_id = unique_task_id(prop.task_id, config.generation, taken)
         taken.add(task_id)
-        path = materialise(prop, staging_dir, task_id=task_id, limits=config.limits)
+        extra = {"family": outcome.family, "family_params": outcome.params} if outcome.family else None
+        path = materialise(prop, staging_dir, task_id=task_id, limits=config.limits, metadata=extra)
         batch.staged.append(
             StagedProposal(
                 task_id=task_id, proposed_id=prop.task_id, path=str(path), category=prop.category,
-                declared_difficulty=prop.difficulty,
+                declared_difficulty=prop.difficulty, family=outcome.family, params=outcome.params,
             )
         )
     return batch
@@ -155,7 +169,8 @@ def admission_record(batch: ProposalBatch, verdicts: list[ProposalVerdict], conf
         batch: the staged proposals.
         verdicts: one verdict per staged proposal (matched by ``task_id``; a staged
             proposal without a verdict is an error).
-        config: the run's knobs (splits, split key, existing pool counts, threshold).
+        config: the run's knobs (splits, split key, existing pool counts, threshold);
+            the sealed fraction is ignored: admitted tasks never join the sealed split.
 
     Returns:
         The record; admitted tasks keep their staging paths.
@@ -185,9 +200,12 @@ def admission_record(batch: ProposalBatch, verdicts: list[ProposalVerdict], conf
             record.rejected.append(Rejection(task_id=staged.proposed_id, reason=verdict.reason, detail=verdict.detail))
             continue
         accepted.append((staged, verdict, task.config.metadata.category))
+    # admitted tasks go to search (and selection), never to the sealed split: the sealed split is frozen
+    # at lineage start, so the reported lift is measured on tasks no generation's Discovery chose
+    unsealed = admission_config(config.splits)
     splits = assign_splits(
         [SplitCandidate(task_hash=v.content_hash, task_id=st.task_id, category=cat) for st, v, cat in accepted],
-        config.splits,
+        unsealed,
         split_key=config.split_key,
         existing=config.existing,
     )
@@ -195,6 +213,8 @@ def admission_record(batch: ProposalBatch, verdicts: list[ProposalVerdict], conf
         provenance = make_provenance(
             verdict, proposed_id=staged.proposed_id, pair=batch.pair, generation=batch.generation, run_id=batch.run_id
         )
+        if staged.family:
+            provenance["family"] = {"name": staged.family, "params": staged.params}
         record.admitted.append(
             AdmittedTask(
                 task_id=staged.task_id, proposed_id=staged.proposed_id, path=staged.path,

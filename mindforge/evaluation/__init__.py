@@ -2,11 +2,15 @@
 
 - :mod:`~mindforge.evaluation.splits` - search / selection / sealed, and how a task is
   assigned to one;
+- :mod:`~mindforge.evaluation.stages` - the split each trial stage runs on, enforced;
 - :mod:`~mindforge.evaluation.scoring` - the one per-task scorer every split uses;
 - :mod:`~mindforge.evaluation.stats` - Wilson intervals and the paired bootstrap;
 - :mod:`~mindforge.evaluation.lift` - the paired lift of one pair over another;
 - :mod:`~mindforge.evaluation.decisions` - successor contract and adapter promotion,
   decided on the selection split only.
+- :mod:`~mindforge.evaluation.race` - selection trials shared among successor candidates
+  (successive halving with Hoeffding stops);
+- :mod:`~mindforge.evaluation.power` - each gate's minimum detectable lift at 80% power.
 
 Pure: no Temporal, Ray or store imports.
 """
@@ -26,10 +30,12 @@ from mindforge.evaluation.splits import (
     SplitCandidate,
     SplitConfig,
     SplitTooSmallError,
+    admission_config,
     assign_splits,
     check_split_sizes,
     split_counts,
 )
+from mindforge.evaluation.stages import StageSplitError, check_stage_split, split_of_stage
 from mindforge.evaluation.stats import Interval, bootstrap_lift, wilson_interval
 
 __all__ = [
@@ -41,15 +47,19 @@ __all__ = [
     "SplitCandidate",
     "SplitConfig",
     "SplitTooSmallError",
+    "StageSplitError",
     "SuccessorChoice",
     "TaskScores",
+    "admission_config",
     "assign_splits",
     "bootstrap_lift",
+    "check_stage_split",
     "check_split_sizes",
     "choose_successor",
     "decide_promotion",
     "paired_lift",
     "score_tasks",
     "split_counts",
+    "split_of_stage",
     "wilson_interval",
 ]

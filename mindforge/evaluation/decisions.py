@@ -34,6 +34,9 @@ class SuccessorChoice(BaseModel):
         scores: contract hash -> mean selection score over its scored tasks.
         considered: per candidate: ``n_tasks``, ``lift`` or ``skipped`` (why).
         trial_ids: every trial the decision read, sorted.
+        rule: the rule applied, in words.
+        race: how the selection trials were shared among the candidates
+            (:class:`mindforge.evaluation.race.RacePlan` as JSON), when they were raced.
     """
 
     decided_on: PoolSplit = PoolSplit.SELECTION
@@ -45,6 +48,16 @@ class SuccessorChoice(BaseModel):
     scores: dict[str, float | None] = Field(default_factory=dict)
     considered: dict[str, dict] = Field(default_factory=dict)
     trial_ids: list[str] = Field(default_factory=list)
+    rule: str = ""
+    race: dict = Field(default_factory=dict)
+
+
+def successor_rule(min_tasks: int) -> str:
+    """The successor gate's rule in words (stated in the decision record and the report)."""
+    return (
+        "promote the race's finalist when its paired selection lift over the parent (with the parent's adapter) "
+        f"has a 95% lower bound above 0 on at least {min_tasks} paired selection task(s); otherwise keep the parent"
+    )
 
 
 def choose_successor(
@@ -54,6 +67,7 @@ def choose_successor(
     selection_tasks: set[str],
     *,
     min_tasks: int = 5,
+    finalists: list[str] | None = None,
     resamples: int = 2000,
     seed: int = 0,
 ) -> SuccessorChoice:
@@ -71,6 +85,9 @@ def choose_successor(
         candidates: candidate contract hashes (run with ``parent.adapter``).
         selection_tasks: the lineage's selection-split task hashes.
         min_tasks: fewest paired tasks for a decision.
+        finalists: when given, only these candidates may be promoted (the race's
+            finalist, :func:`mindforge.evaluation.race.plan_race`); the others' trials
+            are still read and recorded, marked ``skipped``.
         resamples / seed: bootstrap settings.
 
     Returns:
@@ -87,6 +104,9 @@ def choose_successor(
         read |= set(cand.trial_ids)
         scores[contract] = cand.mean
         tasks = sorted(set(base.scores) & set(cand.scores))
+        if finalists is not None and contract not in finalists:
+            considered[contract] = {"n_tasks": len(tasks), "skipped": "stopped by the race before the final round"}
+            continue
         if len(tasks) < min_tasks:
             considered[contract] = {"n_tasks": len(tasks), "skipped": f"fewer than {min_tasks} scored selection tasks"}
             continue
@@ -95,7 +115,9 @@ def choose_successor(
         key = (lift[1], lift[0])  # ties: the first in sorted order (smaller hash) stays
         if lift[1] > 0 and (best is None or key > best[0]):
             best = (key, contract, lift, len(tasks))
-    evidence = {"scores": scores, "considered": considered, "trial_ids": sorted(read)}
+    evidence = {
+        "scores": scores, "considered": considered, "trial_ids": sorted(read), "rule": successor_rule(min_tasks)
+    }
     if best is None:
         return SuccessorChoice(
             contract_hash=parent.contract_hash,
@@ -121,7 +143,9 @@ class PromotionDecision(BaseModel):
         decided_on: the split the decision read (always ``selection``).
         promoted: True when the new adapter goes into the next generation's pair.
         reason: why, in words.
-        min_lift: the gate's threshold (reward units).
+        rule: the rule applied, in words (what the report states).
+        margin: the non-inferiority margin (reward units; 0 = the lower bound must be above 0).
+        min_tasks: the fewest paired selection tasks the gate decides on.
         lift: the selection lift of the pair with the new adapter over the pair without it.
         trial_ids: every trial the decision read, sorted.
     """
@@ -129,9 +153,20 @@ class PromotionDecision(BaseModel):
     decided_on: PoolSplit = PoolSplit.SELECTION
     promoted: bool
     reason: str
-    min_lift: float
+    rule: str = ""
+    margin: float = 0.0
+    min_tasks: int = 1
     lift: LiftReport
     trial_ids: list[str] = Field(default_factory=list)
+
+
+def promotion_rule(margin: float, min_tasks: int) -> str:
+    """The promotion gate's rule in words (stated in the decision record and the report)."""
+    bound = "above 0" if margin == 0 else f"above -{margin:g} (a declared non-inferiority margin of {margin:g})"
+    return (
+        f"promote when the paired selection lift's 95% lower bound is {bound} on at least {min_tasks} paired "
+        "selection task(s); never when both pairs score 0 on every selection task"
+    )
 
 
 def decide_promotion(
@@ -140,30 +175,38 @@ def decide_promotion(
     with_adapter: PairRef,
     selection_tasks: set[str],
     *,
-    min_lift: float = 0.0,
-    min_tasks: int = 1,
+    min_tasks: int,
+    margin: float = 0.0,
     resamples: int = 2000,
     seed: int = 0,
 ) -> PromotionDecision:
-    """Promote a new adapter revision only when it does not lose on the selection split.
+    """Promote a new adapter revision only on selection evidence, by a stated rule.
 
-    Rule: the pair with the new adapter (``with_adapter``) and the pair without it
-    (``without``: the same successor contract with the parent's adapter) run the same
-    selection tasks; the adapter is promoted when the paired mean lift is at least
-    ``min_lift`` on at least ``min_tasks`` paired tasks. No evidence (no task scored
-    under both) is no promotion.
+    Rule (:func:`promotion_rule`): the pair with the new adapter (``with_adapter``) and the
+    pair without it (``without``: the same contract with the parent's adapter) run the
+    same selection tasks; the adapter is promoted when the paired bootstrap lift's 95%
+    lower bound is above ``-margin`` (``margin`` 0: above 0, superiority; a positive
+    margin is a declared non-inferiority margin) on at least ``min_tasks`` paired tasks.
+    A comparison in which both pairs score 0 on every paired task is no evidence and
+    never promotes, whatever the margin; no task scored under both is no evidence either.
+    The gate's power at the configured trials is :mod:`mindforge.evaluation.power`.
 
     Args:
         records: trials (only the two pairs' on selection tasks are read).
         without / with_adapter: the pairs compared.
         selection_tasks: the lineage's selection-split task hashes.
-        min_lift: the least paired mean lift that promotes (reward units).
-        min_tasks: the fewest paired tasks for a promotion.
-        resamples / seed: bootstrap settings of the recorded interval.
+        min_tasks: the fewest paired tasks for a promotion (the spec's ``splits.min_tasks``).
+        margin: the non-inferiority margin in reward units (>= 0).
+        resamples / seed: bootstrap settings of the interval.
 
     Returns:
-        the decision, with the lift it read and its trial ids.
+        the decision, with the rule in words, the lift it read and its trial ids.
+
+    Raises:
+        ValueError: a negative margin.
     """
+    if margin < 0:
+        raise ValueError(f"the non-inferiority margin must be >= 0, got {margin}")
     lift = paired_lift(
         [r for r in records if r.task_hash in selection_tasks],
         without,
@@ -173,20 +216,20 @@ def decide_promotion(
         resamples=resamples,
         seed=seed,
     )
-    if lift.mean is None:
-        promoted, reason = False, f"no evidence: {lift.reason}; the parent adapter is kept"
+    kept = "; the parent adapter is kept"
+    if lift.mean is None or lift.lo is None:
+        promoted, reason = False, f"no evidence: {lift.reason}{kept}"
     elif lift.n_tasks < min_tasks:
-        promoted, reason = False, f"only {lift.n_tasks} paired selection task(s), fewer than {min_tasks}"
-    elif lift.mean >= min_lift:
-        promoted = True
-        reason = (
-            f"selection lift {lift.mean:+.3f} (95% CI {lift.lo:+.3f}..{lift.hi:+.3f}) on {lift.n_tasks} tasks "
-            f">= {min_lift:+.3f}"
-        )
+        promoted, reason = False, f"only {lift.n_tasks} paired selection task(s), fewer than {min_tasks}{kept}"
+    elif all(v["parent"] == 0 and v["successor"] == 0 for v in lift.per_task.values()):
+        promoted, reason = False, f"no evidence: both pairs score 0 on all {lift.n_tasks} selection tasks{kept}"
     else:
-        promoted = False
-        reason = (
-            f"selection lift {lift.mean:+.3f} on {lift.n_tasks} tasks is below {min_lift:+.3f}; "
-            "the parent adapter is kept"
-        )
-    return PromotionDecision(promoted=promoted, reason=reason, min_lift=min_lift, lift=lift, trial_ids=lift.trial_ids)
+        figure = f"selection lift {lift.mean:+.3f} (95% CI {lift.lo:+.3f}..{lift.hi:+.3f}) on {lift.n_tasks} tasks"
+        bound = -margin if margin else 0.0
+        promoted = lift.lo > bound
+        verdict = "above" if promoted else "not above"
+        reason = f"{figure}: lower bound {verdict} {bound:+.3f}" + ("" if promoted else kept)
+    return PromotionDecision(
+        promoted=promoted, reason=reason, rule=promotion_rule(margin, min_tasks), margin=margin, min_tasks=min_tasks,
+        lift=lift, trial_ids=lift.trial_ids,
+    )

@@ -18,6 +18,11 @@ on the fractions too (stratified largest-remainder allocation). Tasks that join 
 (Discovery admissions) are assigned by the same function, given how many tasks of their
 category each split holds already; tasks already in the pool never move.
 
+The sealed split is frozen when the lineage starts (DESIGN.md, "Compounding, measured"):
+every generation's pair runs the same sealed tasks, so a later task never joins it.
+Admitted tasks are placed with :func:`admission_config`: the lineage's selection fraction
+of the whole pool goes to selection, the rest to search, and none to sealed.
+
 Pure: stdlib and pydantic only.
 """
 
@@ -192,6 +197,24 @@ def assign_splits(
         for task in members:
             out[task.task_hash] = PoolSplit.SEARCH
     return out
+
+
+def admission_config(config: SplitConfig) -> SplitConfig:
+    """The split config for tasks that join a running lineage (Discovery): the sealed split stays frozen.
+
+    The sealed fraction becomes 0 and pins to ``sealed`` are dropped (such a task goes
+    to selection or search like any other), so :func:`assign_splits` places a joining
+    task on search or selection only; the selection split keeps its share of the whole
+    pool (sealed tasks counted in the pool's size).
+
+    Args:
+        config: the lineage's split config.
+
+    Returns:
+        the same config with no room on the sealed split.
+    """
+    overrides = {task: split for task, split in config.overrides.items() if PoolSplit(split) != PoolSplit.SEALED}
+    return config.model_copy(update={"sealed_fraction": 0.0, "overrides": overrides})
 
 
 def split_counts(assignment: Mapping[str, PoolSplit]) -> dict[PoolSplit, int]:

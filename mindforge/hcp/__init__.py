@@ -35,9 +35,13 @@ from mindforge.hcp.io import (
 from mindforge.hcp.model import HCP_VERSION, HCPContract, canonical_json
 from mindforge.hcp.sections import (
     ACTION_FORMATS,
+    EXPERIENCE_KIND,
+    EXPERIENCE_KS,
+    EXPERIENCE_PATH,
     KNOWN_TOOLS,
     SHELL_FORMATS,
     EmbeddedResource,
+    ExperienceSettings,
     HooksSection,
     MindForgeSection,
     ModelSection,
@@ -51,6 +55,9 @@ from mindforge.hcp.sections import (
 
 __all__ = [
     "ACTION_FORMATS",
+    "EXPERIENCE_KIND",
+    "EXPERIENCE_KS",
+    "EXPERIENCE_PATH",
     "HCP_VERSION",
     "KNOWN_TOOLS",
     "SHELL_FORMATS",
@@ -59,6 +66,7 @@ __all__ = [
     "ContractImmutableError",
     "ContractRegistry",
     "EmbeddedResource",
+    "ExperienceSettings",
     "ExampleStep",
     "HCPContract",
     "HooksSection",

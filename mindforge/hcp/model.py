@@ -21,7 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mindforge.hcp.embedded import EmbeddedResource
 from mindforge.hcp.sections import (
+    EXPERIENCE_KIND,
     SHELL_FORMAT_TOOLS,
     SHELL_FORMATS,
     HooksSection,
@@ -94,7 +96,33 @@ class HCPContract(BaseModel):
         if self.mindforge.parent == self.ref:
             raise FieldProblem("mindforge.parent", f"a contract cannot be its own parent ({self.ref})")
         self._check_action_format()
+        self._check_experience()
         return self
+
+    def _check_experience(self) -> None:
+        settings = self.resources.experience
+        kinds = [i for i, item in enumerate(self.resources.embedded) if item.kind == EXPERIENCE_KIND]
+        if len(kinds) > 1:
+            raise FieldProblem(f"resources.embedded[{kinds[1]}].kind", "a contract carries one experience snapshot")
+        if settings is None:
+            if kinds:
+                raise FieldProblem(
+                    f"resources.embedded[{kinds[0]}]", "an experience snapshot without [resources.experience]"
+                )
+            return
+        if not kinds or self.resources.embedded[kinds[0]].sha256 != settings.snapshot:
+            raise FieldProblem(
+                "resources.experience.snapshot",
+                f"no [[resources.embedded]] entry of kind {EXPERIENCE_KIND!r} with sha256 {settings.snapshot}",
+            )
+
+    @property
+    def experience_resource(self) -> EmbeddedResource | None:
+        """The embedded experience snapshot named by ``resources.experience``, or None."""
+        settings = self.resources.experience
+        if settings is None:
+            return None
+        return next((i for i in self.resources.embedded if i.kind == EXPERIENCE_KIND), None)
 
     def _check_action_format(self) -> None:
         fmt, allow = self.tools.action_format, list(self.tools.allow)

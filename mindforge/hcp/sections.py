@@ -219,6 +219,48 @@ def _check_template(value: str) -> str:
     return value
 
 
+#: the retrieval sizes a contract may ask for (search edits try these)
+EXPERIENCE_KS: tuple[int, ...] = (0, 1, 2, 4, 8)
+#: the kind of the embedded resource that carries an experience snapshot
+EXPERIENCE_KIND = "experience"
+#: where a contract carries its experience snapshot (``[[resources.embedded]]`` path)
+EXPERIENCE_PATH = ".mindforge/experience.json"
+
+
+class ExperienceSettings(_Section):
+    """``[resources.experience]``: per-task retrieval from the lineage's experience library.
+
+    The snapshot itself is the ``[[resources.embedded]]`` entry of kind ``experience``
+    whose ``sha256`` equals ``snapshot`` (checked on load), so the contract hash covers it
+    and a trial is reproducible from (contract, task) alone (:mod:`mindforge.experience`).
+
+    Attributes:
+        snapshot: the snapshot's id: sha256 (hex) of its canonical JSON.
+        k: how many entries to show per task (0, 1, 2, 4 or 8), ranked by BM25 over
+            instructions, never one mined from the task itself.
+        provenance: which entries may be shown: ``any``, ``oracle`` (reference solutions)
+            or ``model`` (the lineage's own validated passes).
+    """
+
+    snapshot: str
+    k: int = 4
+    provenance: Literal["any", "oracle", "model"] = "any"
+
+    @field_validator("snapshot")
+    @classmethod
+    def _snapshot(cls, value: str) -> str:
+        if not re.fullmatch(r"[0-9a-f]{64}", value):
+            raise ValueError(f"{value!r} is not a snapshot id (a lowercase hex sha256, 64 characters)")
+        return value
+
+    @field_validator("k")
+    @classmethod
+    def _k(cls, value: int) -> int:
+        if value not in EXPERIENCE_KS:
+            raise ValueError(f"k = {value} is not one of {list(EXPERIENCE_KS)}")
+        return value
+
+
 class ResourcesSection(_Section):
     """``[resources]``: what the model is told, and files carried in the contract.
 
@@ -232,6 +274,8 @@ class ResourcesSection(_Section):
         examples: worked examples shown as few-shot turns before the task, in the
             contract's action format (:mod:`mindforge.hcp.examples`); at most 8, names
             unique.
+        experience: retrieval from an experience snapshot carried in ``embedded``
+            (:class:`ExperienceSettings`); None (the default, left out of the document) = none.
     """
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
@@ -241,6 +285,7 @@ class ResourcesSection(_Section):
     examples: list[WorkedExample] = Field(
         default_factory=list, max_length=MAX_EXAMPLES, json_schema_extra=OMIT_AT_DEFAULT
     )
+    experience: ExperienceSettings | None = None
 
     @field_validator("instruction_template")
     @classmethod
@@ -345,6 +390,12 @@ class PromptsSection(_Section):
         discovery: the Discovery stage's task-proposal prompt: the system message of the
             proposal request (plain text); the pool summary and the reply format go in
             the user message (``mindforge.discovery.proposal``).
+        discovery_mode: what the model is asked for. ``task`` (the default): whole tasks
+            in free text (instruction, Dockerfile, tests, solution), for models that can
+            write them; ``families``: a task family and its parameters as JSON, under a
+            JSON-schema grammar where the engine has one (``mindforge.discovery.family_proposal``),
+            for small models.
     """
 
     discovery: str = Field(default=DEFAULT_DISCOVERY_PROMPT, min_length=1)
+    discovery_mode: Literal["task", "families"] = Field(default="task", json_schema_extra=OMIT_AT_DEFAULT)

@@ -278,6 +278,10 @@ class SealedEvaluationInput(BaseModel):
         parent: the generation's pair.
         successor: the pair the next generation starts from.
         root: generation 0's pair (None in generation 0, where it is the parent).
+        harness: the harness-only pair - the contract the configuration search chose,
+            with the parent's adapter - for the attribution of the lift into a harness
+            and a weights part (None: the contract did not change). Run only when it
+            differs from both the parent and the successor.
     """
 
     lineage_id: str
@@ -287,6 +291,7 @@ class SealedEvaluationInput(BaseModel):
     parent: PairRef
     successor: PairRef
     root: PairRef | None = None
+    harness: PairRef | None = None
 
 
 class SealedPlan(BaseModel):

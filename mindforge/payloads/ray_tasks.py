@@ -6,13 +6,58 @@ payloads. Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from mindforge.settings import Settings
 from mindforge.trainer.config import TrainerConfig
 from mindforge.trainer.validate_adapter import AdapterReport
 from mindforge.trials.record import TrialRecord
+
+
+class SandboxSettings(BaseModel):
+    """The worker's settings a Ray task needs to run a trial: where its files go, the Docker engine, the image map.
+
+    The settings given to ``run_worker`` reach the Ray worker processes through this
+    record (a field of each trial task's input), not through the Ray process's own
+    environment, which may say otherwise.
+
+    Attributes:
+        data_dir: the worker's data dir (the user's image map lives there).
+        artifact_root: where trial directories go (``runs/<run_id>/<trial_id>/``).
+        image_map_file / image_map_enabled: the repo's image map and whether it is on.
+        docker_pids_limit: the sandbox's process limit.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    data_dir: str
+    artifact_root: str
+    image_map_file: str
+    image_map_enabled: bool = True
+    docker_pids_limit: int = 512
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SandboxSettings:
+        """The part of ``settings`` a trial's Ray task needs."""
+        return cls(
+            data_dir=str(settings.data_dir),
+            artifact_root=str(settings.artifacts),
+            image_map_file=str(settings.image_map_file),
+            image_map_enabled=settings.image_map_enabled,
+            docker_pids_limit=settings.docker_pids_limit,
+        )
+
+    def to_settings(self) -> Settings:
+        """Settings carrying these values (the others from the Ray process, unused by a trial)."""
+        return Settings(
+            data_dir=self.data_dir,
+            artifact_root=self.artifact_root,
+            image_map_file=self.image_map_file,
+            image_map_enabled=self.image_map_enabled,
+            docker_pids_limit=self.docker_pids_limit,
+        )
 
 
 class RunTrialTaskInput(BaseModel):
@@ -24,6 +69,7 @@ class RunTrialTaskInput(BaseModel):
         agent: ``model`` (the contract's harness on the policy), ``oracle`` or ``nop``.
         contract_toml / contract_hash: the HCP contract (``model`` trials).
         policy_url: the policy endpoint; None = the contract's env var / settings.
+        sandbox: the worker's settings for the trial (artifact root, Docker engine).
     """
 
     task_path: str
@@ -34,6 +80,7 @@ class RunTrialTaskInput(BaseModel):
     contract_toml: str = ""
     contract_hash: str = ""
     policy_url: str | None = None
+    sandbox: SandboxSettings
 
 
 class RunTrialTaskResult(BaseModel):
@@ -48,18 +95,23 @@ class CheckProposalTaskInput(BaseModel):
     Attributes:
         task_dir: the staged task directory.
         pool_paths: the lineage's pool task directories (duplicate checks).
+        held_out_ids: ids of those on the selection or sealed split (a rejection does
+            not name them).
         contract_toml: the proposing pair's contract (difficulty trials).
         policy_url: the policy endpoint.
         attempts: difficulty trials of the pair.
         run_id: the run id of the validation and difficulty trials.
+        sandbox: the worker's settings for the checks (artifact root, Docker engine).
     """
 
     task_dir: str
     pool_paths: list[str] = Field(default_factory=list)
+    held_out_ids: list[str] = Field(default_factory=list)
     contract_toml: str
     policy_url: str | None = None
     attempts: int = 2
     run_id: str
+    sandbox: SandboxSettings
 
 
 class TrainingItem(BaseModel):
@@ -95,3 +147,21 @@ class ValidateTaskResult(BaseModel):
     report: AdapterReport | None = None
     error: str = ""
     message: str = ""
+
+
+class ReplayEntryTaskInput(BaseModel):
+    """One candidate experience entry to validate by replay (``replay_entry_task``).
+
+    Attributes:
+        entry: the candidate (``mindforge.experience.entry.ExperienceEntry`` as JSON data).
+        task_path: the task it was mined from (its content hash must match the entry's).
+        run_id: the run the replay trials belong to.
+        runs: the most replays (at least 2; every one must pass).
+        sandbox: the worker's sandbox settings.
+    """
+
+    entry: dict[str, Any]
+    task_path: str
+    run_id: str
+    runs: int = Field(default=2, ge=2)
+    sandbox: SandboxSettings

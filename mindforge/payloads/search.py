@@ -80,8 +80,18 @@ class SearchObserveResult(BaseModel):
 
 
 class SuccessorCheckPlan(BaseModel):
-    """Selection-split trials of the parent and the best search candidate (empty = nothing to compare)."""
+    """The successor race's next selection-split trials (empty = the race is over, or nothing to compare).
+
+    Attributes:
+        candidate_hash: the search's leading candidate.
+        batches: the round's trials not yet stored, one batch per contract and ``trial_batch_size``.
+        round: the race round they belong to.
+        candidates: contracts raced.
+        note: why nothing runs, when nothing does.
+    """
 
     candidate_hash: str | None = None
     batches: list[RunTrialsInput] = Field(default_factory=list)
+    round: int = 0
+    candidates: list[str] = Field(default_factory=list)
     note: str = ""

@@ -15,7 +15,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from mindforge.domain import TrialStage as TrialStage  # re-exported: the stage enum lives with the shared enums
 from mindforge.evaluation.splits import SplitConfig
+from mindforge.hcp.examples import WorkedExample
 from mindforge.trainer.config import TrainerConfig
 
 
@@ -25,22 +27,6 @@ class Stage(StrEnum):
     DISCOVERY = "discovery"
     EXPANSION = "expansion"
     UPDATE = "update"
-
-
-class TrialStage(StrEnum):
-    """Where a stored trial ran (its ``stage``); the split of its task follows from it.
-
-    ``expansion``, ``search`` and ``rollout`` trials run on search tasks (the last are the
-    Update's rollouts of the next pair's contract, for GRPO groups); ``selection`` trials
-    run on selection tasks and feed decisions only (successor contract, adapter
-    promotion); ``sealed`` trials run on sealed tasks and feed the reported lift only.
-    """
-
-    EXPANSION = "expansion"
-    SEARCH = "search"
-    ROLLOUT = "rollout"
-    SELECTION = "selection"
-    SEALED = "sealed"
 
 
 class RuntimeSpec(BaseModel):
@@ -79,6 +65,9 @@ class SearchBudgetSpec(BaseModel):
         max_wall_sec: wall-clock seconds the search may take.
         cells_per_step: (task, contract) cells planned per step.
         seed: the allocator's seed.
+        examples: the user's worked examples (``--examples DIR``) the search may add
+            to a contract, one ``add_example`` edit each; none by default. Examples
+            written from the evaluated tasks void the sealed figure.
     """
 
     enabled: bool = True
@@ -87,13 +76,17 @@ class SearchBudgetSpec(BaseModel):
     max_wall_sec: float | None = Field(default=None, gt=0)
     cells_per_step: int = Field(default=8, ge=1)
     seed: int = 0
+    examples: list[WorkedExample] = Field(default_factory=list)
 
 
 class ExpansionSpec(BaseModel):
     """The Expansion stage: the base evaluation, the audit and configuration search.
 
     Attributes:
-        attempts: trials per search task in the base evaluation (the GRPO group size).
+        attempts: trials per search task in the base evaluation. Not the GRPO group size:
+            training groups each task's search-split trials per pair
+            (:mod:`mindforge.trainer.selection`), so base-evaluation, search and rollout
+            trials of one pair share a group, capped at ``max_trials_per_group``.
         audit_judge: ask the policy endpoint to decide the failures the audit rules flag
             ``needs_judge`` (:func:`mindforge.audit_judge.judge_audit`); the verdict is stored
             as ``judge:<model>``, and an unusable reply keeps the rules' verdict.
@@ -117,8 +110,11 @@ class UpdateSpec(BaseModel):
         max_groups_per_task / max_trials_per_group: selection caps per task and group.
         serving_urls: endpoints each new adapter revision is handed off to besides the
             policy endpoint, which always gets it.
-        promotion_min_lift: the least selection lift (reward units) that promotes a new
-            adapter revision into the next generation's pair.
+        promotion_margin: the promotion gate's declared non-inferiority margin (reward
+            units): a new adapter revision is promoted when its paired selection lift's
+            95% lower bound is above ``-promotion_margin``; 0 (the default) asks for a
+            lower bound above 0. Never on a comparison where both pairs score 0 on every
+            selection task (:func:`mindforge.evaluation.decide_promotion`).
         iterations: on-policy GRPO iterations; each draws ``group_size`` rollouts of up to
             ``tasks_per_iteration`` search tasks from the current adapter under the training
             contract, drops flat groups and draws again (``max_draws``), then takes the
@@ -141,7 +137,7 @@ class UpdateSpec(BaseModel):
     max_groups_per_task: int = Field(default=2, ge=1)
     max_trials_per_group: int = Field(default=16, ge=2)
     serving_urls: list[str] = Field(default_factory=list)
-    promotion_min_lift: float = 0.0
+    promotion_margin: float = Field(default=0.0, ge=0.0, lt=1.0)
     iterations: int = Field(default=4, ge=0)
     group_size: int = Field(default=8, ge=2)
     tasks_per_iteration: int = Field(default=8, ge=1)
@@ -156,13 +152,20 @@ class EvaluationSpec(BaseModel):
         splits: how the pool is split into search / selection / sealed
             (:class:`mindforge.evaluation.splits.SplitConfig`; assigned once, by a hash
             of the lineage name and each task's content hash, stratified by category).
-        attempts: attempts per selection or sealed task per pair.
+        attempts: attempts per selection or sealed task per pair (the parent's, in the
+            successor check).
+        successor_candidates: search contracts raced on the selection split for the
+            successor (best by search coverage first).
+        race_budget: attempts per selection task shared among those candidates by
+            successive halving (:mod:`mindforge.evaluation.race`).
         lift_resamples: bootstrap resamples of every lift interval.
         seed: seed of the bootstrap intervals.
     """
 
     splits: SplitConfig = Field(default_factory=SplitConfig)
     attempts: int = Field(default=2, ge=1)
+    successor_candidates: int = Field(default=4, ge=1)
+    race_budget: int = Field(default=8, ge=1)
     lift_resamples: int = Field(default=2000, ge=1)
     seed: int = 0
 

@@ -31,6 +31,7 @@ trials (Expansion, held-out runs); training stays on transformers + PEFT.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import random
 import tempfile
@@ -132,6 +133,7 @@ class LlamaCppEngine:
         self.base_name = served_name
         self.model_path = str(path)
         self.adapters = AdapterRegistry()
+        self._grammars: dict[str, Any] = {}
         eos = {int(first.token_eos())}
         if self.tokenizer.eos_token_id is not None:
             eos.add(int(self.tokenizer.eos_token_id))
@@ -304,6 +306,7 @@ class LlamaCppEngine:
         logprobs: list[TokenLogprobs] = []
         gen = llm.generate(
             prompt,
+            grammar=self._grammar(req),
             temp=temperature,
             top_p=1.0 if req.top_p is None else req.top_p,
             top_k=0,
@@ -323,6 +326,27 @@ class LlamaCppEngine:
         finally:
             gen.close()
         return completion, logprobs
+
+    def _grammar(self, req: ChatCompletionRequest) -> Any:
+        """The llama.cpp grammar of the request's JSON schema (cached per schema), or None.
+
+        Raises:
+            PolicyRequestError: 400 when llama.cpp cannot turn the schema into a grammar.
+        """
+        schema = req.json_schema
+        if schema is None:
+            return None
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            from llama_cpp import LlamaGrammar
+
+            try:
+                self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            except (ValueError, RuntimeError, KeyError) as exc:
+                raise PolicyRequestError(
+                    400, f"response_format.json_schema: no grammar: {exc}", "invalid_request_error"
+                ) from exc
+        return self._grammars[key]
 
     def _token_logprobs(self, llm: Any, token: int, k: int) -> TokenLogprobs:
         """Logprob of ``token`` and the top ``k`` under the logits that produced it (raw distribution)."""

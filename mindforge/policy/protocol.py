@@ -46,6 +46,9 @@ class ChatCompletionRequest(BaseModel):
         n: number of choices; only 1 is supported.
         logprobs / top_logprobs: return per-token logprobs (and the top-k alternatives).
         return_token_ids: vLLM extension, see the module docstring.
+        response_format: OpenAI structured output: ``{"type": "json_schema", "json_schema":
+            {"name", "schema"}}`` constrains the reply to the schema where the engine can
+            (llama.cpp: a grammar); ``{"type": "text"}`` or None: free text.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -64,6 +67,16 @@ class ChatCompletionRequest(BaseModel):
     logprobs: bool = False
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     return_token_ids: bool = False
+    response_format: dict[str, Any] | None = None
+
+    @property
+    def json_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema of a ``json_schema`` response format, else None."""
+        fmt = self.response_format or {}
+        if fmt.get("type") != "json_schema":
+            return None
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        return schema if isinstance(schema, dict) else None
 
     @property
     def token_limit(self) -> int | None:

@@ -28,6 +28,13 @@ from sqlmodel import Session
 from mindforge.audit import usable_for_search
 from mindforge.evaluation import Interval, PoolSplit, wilson_interval
 from mindforge.hcp import diff_contracts, format_diff, loads_contract
+from mindforge.reports.compounding import (
+    CompoundingRow,
+    compounding_rows,
+    edits_between,
+    generation_figures,
+    library_entries,
+)
 from mindforge.search.coverage import CoverageSummary, Ledger
 from mindforge.store import Contract, Trial
 from mindforge.store import lineages as lineage_repo
@@ -172,6 +179,7 @@ class ReportData(BaseModel):
     evidence: list[GenerationEvidence] = Field(default_factory=list)
     split_warnings: list[str] = Field(default_factory=list)
     discovery: dict[int, Any] = Field(default_factory=dict)
+    compounding: list[CompoundingRow] = Field(default_factory=list)
 
     def contract_edit(self, contract_hash: str | None) -> str:
         """The edits that made a contract from its generation's contract, joined by " + " ("" when none)."""
@@ -224,6 +232,8 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
             "sealed_lift": ev.sealed_lift,
             "sealed_lift_reason": ev.sealed_lift_reason,
             "sealed_lift_vs_root": ev.sealed_lift_vs_root,
+            # the compounding figures of the pair this generation hands on (mindforge.reports.compounding)
+            **generation_figures(g.record),
             "record": {k: v for k, v in g.record.items() if k != "discovery"},
         }
         for g, ev in zip(generations, data.evidence, strict=True)
@@ -254,6 +264,11 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
         for job in jobs
     ]
     data.contracts = _contracts(session, generations, jobs, candidates, trials)
+    data.compounding = compounding_rows(
+        generations,
+        contract_edit=lambda old, new: edits_between(session, old, new),
+        library_entries=lambda h: library_entries(session, h),
+    )
     return data
 
 

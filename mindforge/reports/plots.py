@@ -33,7 +33,7 @@ def coverage_curve(curves: dict[str, list[tuple[int, int]]], tasks: dict[str, in
     Args:
         curves: label -> ``[(attempts, tasks covered), ...]``.
         tasks: label -> size of the task set (dotted ceiling line).
-        singles: label -> best single contract's coverage (dashed line).
+        singles: label -> the best candidate's coverage within the run (dashed line; not a sweep).
     """
     fig, ax = plt.subplots(figsize=(8, 4.2))
     for position, (label, points) in enumerate(curves.items()):
@@ -42,7 +42,8 @@ def coverage_curve(curves: dict[str, list[tuple[int, int]]], tasks: dict[str, in
         ax.step(xs, ys, where="post", color=colour, label=f"{label}: cumulative")
         if label in singles:
             ax.axhline(
-                singles[label], color=colour, linestyle="--", linewidth=1, label=f"{label}: best single contract"
+                singles[label], color=colour, linestyle="--", linewidth=1,
+                label=f"{label}: best candidate in the run (not a sweep)",
             )
         if label in tasks:
             ax.axhline(tasks[label], color=colour, linestyle=":", linewidth=1, label=f"{label}: tasks")
@@ -136,6 +137,33 @@ def training_reward(points: list[tuple[int, int, float, float]]) -> str:
     ax.set_ylabel("reward / fraction")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title("Update: training reward per on-policy iteration (search split)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _data_uri(fig)
+
+
+def sealed_by_generation(points: list[tuple[int, float]], root_lifts: list[tuple[int, float, float, float]]) -> str:
+    """Sealed score of each pair of the lineage (pair k: the pair generation k starts from).
+
+    Args:
+        points: ``(k, sealed score)`` per measured pair.
+        root_lifts: ``(k, mean, lo, hi)`` of pair k's paired lift over pair 0 (95% interval).
+    """
+    fig, ax = plt.subplots(figsize=(8, 4))
+    if points:
+        ax.plot([p[0] for p in points], [p[1] for p in points], "o-", color="C0", label="sealed score of pair k")
+    if root_lifts:
+        base = dict(points).get(0)
+        if base is not None:  # pair 0's score plus the paired lift, with the lift's interval
+            xs = [p[0] + 0.05 for p in root_lifts]
+            ys = [base + p[1] for p in root_lifts]
+            err = [[p[1] - p[2] for p in root_lifts], [p[3] - p[1] for p in root_lifts]]
+            ax.errorbar(xs, ys, yerr=err, fmt="s", color="C1", capsize=4, label="pair 0 + paired lift (95% CI)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("pair k (0 = root; generation k-1 handed it on)")
+    ax.set_ylabel("sealed score (mean reward)")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("Sealed success by generation, one frozen sealed split")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _data_uri(fig)

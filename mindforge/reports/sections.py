@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mindforge.evaluation import PoolSplit
-from mindforge.reports import plots
+from mindforge.reports import compounding, plots
 from mindforge.reports.data import ReportData
 
 #: section ids, in order
@@ -29,6 +29,7 @@ SECTION_IDS = (
     "selection-decisions",
     "training-reward",
     "sealed-lift",
+    "compounding",
     "discovery",
 )
 
@@ -106,6 +107,7 @@ def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section
         _decisions(data),
         _training(data, with_plots),
         _sealed(data, with_plots),
+        _compounding(data, with_plots),
         _discovery(data),
     ]
 
@@ -121,7 +123,8 @@ def _summary(data: ReportData) -> Section:
         s.text(
             f"Generation {c.index}: the base contract solved {_pct(c.base_solved, c.summary.tasks)} search tasks; "
             f"of the {c.failing} it failed, adaptive search covered {c.failing_covered} (cumulative) while the best "
-            f"single candidate covered {c.failing_single}. This is search-set coverage: an upper bound across "
+            f"candidate within the adaptive run (not a sweep) covered {c.failing_single}. "
+            "This is search-set coverage: an upper bound across "
             "contracts on the tasks searched, not the skill of any one contract."
         )
     else:
@@ -168,6 +171,11 @@ def _single_vs_adaptive(data: ReportData, with_plots: bool) -> Section:
     s = Section(id="single-vs-adaptive", title="Best single contract against adaptive search")
     if not data.coverage:
         return s.text("No coverage data recorded yet.")
+    s.text(
+        "No sweep was run: the lineage does not run each candidate on all search tasks with the same attempts "
+        "(benchmarks/bench_real_model.py does), so the single-contract figures below are the best candidate "
+        "within the adaptive run, not a sweep - it saw only the tasks the allocator gave it."
+    )
     rows = [
         [
             c.index,
@@ -184,12 +192,13 @@ def _single_vs_adaptive(data: ReportData, with_plots: bool) -> Section:
     ]
     header = [
         "generation", "search tasks", "base solved", "failing after base", "adaptive (cumulative)",
-        "best single candidate", "best candidate", "cumulative, all tasks", "single contract, all tasks",
+        "best candidate in the run (not a sweep)", "that candidate", "cumulative, all tasks",
+        "best candidate in the run, all tasks (not a sweep)",
     ]  # fmt: skip
     s.table(header, rows)
     if with_plots:
         c = data.coverage[-1]
-        labels = ["failing after base", "adaptive search (cumulative)", "best single candidate"]
+        labels = ["failing after base", "adaptive search (cumulative)", "best candidate in the run (not a sweep)"]
         s.image(
             plots.bars(
                 labels,
@@ -198,7 +207,7 @@ def _single_vs_adaptive(data: ReportData, with_plots: bool) -> Section:
                 ylabel="tasks",
                 colours=["#bbbbbb", "C0", "C1"],
             ),
-            "best single contract against adaptive search",
+            "best candidate within the adaptive run (not a sweep) against adaptive search",
         )
     return s
 
@@ -354,7 +363,7 @@ def _decisions(data: ReportData) -> Section:
             rows.append(
                 [
                     ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, len(d.get("trial_ids") or []),
-                    d.get("reason", ""),
+                    d.get("reason", "") + (f" (rule: {d['rule']})" if d.get("rule") else ""),
                 ]
             )
     if not rows:
@@ -443,10 +452,61 @@ def _sealed(data: ReportData, with_plots: bool) -> Section:
     )
 
 
+def _discovery_rows(data: ReportData) -> list[list[object]]:
+    splits = {ev.index: ev.splits for ev in data.evidence}
+    rows: list[list[object]] = []
+    for generation, record in sorted(data.discovery.items()):
+        if not isinstance(record, dict):
+            continue
+        reasons: dict[str, int] = {}
+        rejected = record.get("rejected")
+        for item in rejected if isinstance(rejected, list) else []:
+            reason = str(item.get("reason", "?")) if isinstance(item, dict) else "?"
+            reasons[reason] = reasons.get(reason, 0) + 1
+        pool = splits.get(generation, {})
+        admitted = record.get("admitted")
+        rows.append([
+            generation, record.get("proposed", ""), len(admitted) if isinstance(admitted, list) else admitted,
+            ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "-",
+            "/".join(str(pool.get(k, 0)) for k in ("search", "selection", "sealed")),
+        ])
+    return rows
+
+
+def _compounding(data: ReportData, with_plots: bool) -> Section:
+    s = Section(id="compounding", title="Compounding: every pair on one frozen sealed split")
+    rows = data.compounding
+    if not rows:
+        return s.text("No generations recorded yet.")
+    digests = {r.sealed_tasks_sha256 for r in rows if r.sealed_tasks_sha256}
+    s.text(
+        "Pair k is the pair generation k starts from (pair 0: the root). Each pair's sealed score is the mean over the "
+        "sealed tasks of its mean reward; lifts are paired by task, mean reward difference with a 95% bootstrap "
+        "interval and the task count. The harness part is (new contract, old adapter) over (old contract, old "
+        "adapter); the weights part (new contract, new adapter) over (new contract, old adapter). "
+        + ("Every generation ran the same sealed tasks." if len(digests) == 1 else
+           f"The sealed task set differs between generations ({len(digests)} sets): the figures do not compare."
+           if digests else "")
+    )
+    s.table(compounding.HEADER, [compounding.table_cells(r, data.contract_ref) for r in rows])
+    if with_plots:
+        points = [(r.pair, r.sealed["score"]) for r in rows if r.sealed and r.sealed.get("score") is not None]
+        lifts = [
+            (r.pair, r.lift_vs_root["mean"], r.lift_vs_root["lo"], r.lift_vs_root["hi"])
+            for r in rows if r.pair and r.lift_vs_root and r.lift_vs_root.get("mean") is not None
+        ]
+        if points:
+            s.image(plots.sealed_by_generation(points, lifts), "sealed success by generation")
+    return s
+
+
 def _discovery(data: ReportData) -> Section:
     s = Section(id="discovery", title="Discovery proposals and admissions")
     if not data.discovery:
         return s.text("No Discovery proposals recorded yet.")
+    s.text("Per generation: proposals, admissions, rejections by reason, and the pool after admission:")
+    s.table(["generation", "proposed", "admitted", "rejected by reason", "pool (search/selection/sealed)"],
+            _discovery_rows(data))
     for generation, record in sorted(data.discovery.items()):
         if not isinstance(record, dict):
             s.text(f"Generation {generation}: {record}")

@@ -1,8 +1,8 @@
 """Configuration search: candidate HCP contracts and the adaptive allocation of attempts.
 
 - :mod:`~mindforge.search.edits`: recorded operator edits (the search space);
-- :mod:`~mindforge.search.library`: the skills (``skills/*.sh``) and worked examples
-  (``examples/*.toml``) shipped as data for the edits to add;
+- :mod:`~mindforge.search.library`: the skills (``skills/*.sh``) shipped as data for the
+  edits to add, and the loader of a user's worked-example folder (``--examples DIR``);
 - :mod:`~mindforge.search.candidates`: candidates as edit chains from the search root,
   materialised with :func:`mindforge.hcp.derive`, deduplicated by harness;
 - :mod:`~mindforge.search.proposals`: model-proposed prompt edits;
@@ -38,8 +38,8 @@ from mindforge.search.candidates import (
     materialize,
     materialize_chain,
 )
-from mindforge.search.edits import Edit, edit_changes, operator_edits
-from mindforge.search.library import example_library, skill_library
+from mindforge.search.edits import Edit, edit_changes, edit_example, example_edit, operator_edits
+from mindforge.search.library import load_example_folder, skill_library
 from mindforge.search.proposals import (
     PromptProposal,
     PromptRequest,
@@ -83,8 +83,10 @@ __all__ = [
     "cell_result_from_record",
     "compose_edits",
     "edit_changes",
-    "example_library",
+    "edit_example",
+    "example_edit",
     "harness_hash",
+    "load_example_folder",
     "init_search",
     "make_candidate",
     "materialize",

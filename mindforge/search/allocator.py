@@ -85,7 +85,7 @@ def root_contract(state: SearchState) -> HCPContract:
 
 
 def _single_edits(root: HCPContract, config: SearchConfig) -> list[Edit]:
-    edits = operator_edits(root)
+    edits = operator_edits(root, config.examples)
     if config.edit_keys is not None:
         wanted = set(config.edit_keys)
         edits = [e for e in edits if e.key in wanted]

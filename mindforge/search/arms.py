@@ -7,7 +7,8 @@ the cluster's audit, and, in a cluster nothing has solved yet, its stepping ston
 (candidates whose attempts got past the harness failure the audit named, see
 :func:`mindforge.search.state.is_progress`) refined the same way. A potential arm becomes
 a candidate only when a cell picks it. Refinements try the edits that fit the audit best
-first.
+(the highest affinity level) first, in the catalogue's order; which of them pays off is
+left to measured progress - the posteriors below - not to a ranking written for one model.
 
 Some features only pay off together - a small model needs the bare ``command`` action
 format AND a worked example to solve anything - so no single edit wins; the first edit
@@ -49,8 +50,8 @@ from mindforge.search.state import SearchConfig, SearchState
 REFINE_PER_CLUSTER = 8
 #: stepping stones (progress without a pass) refined per cluster and step
 STEPPING_STONES_PER_CLUSTER = 2
-#: score added per affinity level of an arm's tags (the sum over its tags, see
-#: :func:`_audit_fit`): orders arms whose posteriors are equal, far below any real difference
+#: with ``SearchConfig.audit_fit_ranking`` only (off by default, kept for
+#: ``bench_search.py --mode rankings``): score added per affinity level of an arm's tags
 FIT_TIE_BREAK = 1e-6
 #: how much an attempt that made progress (past the harness failure, not passing) counts
 #: for the candidates that extend it, relative to a success
@@ -109,21 +110,33 @@ def _evidence(state: SearchState) -> dict[int, dict[str, list[int]]]:
     return out
 
 
-def _fitting(singles: list[Edit], table: dict[str, int], root: HCPContract, taken: set[str]) -> list[Edit]:
-    """Single edits in free slots that fit the audit (level >= 1), best fitting first (stable).
+def _fitting(
+    singles: list[Edit], table: dict[str, int], root: HCPContract, taken: set[str], by_fit: bool = False
+) -> list[Edit]:
+    """Single edits in free slots that fit the audit (level >= 1), the highest affinity level first.
 
-    Best fitting: the highest affinity level, then the most of the audit answered (the
-    sum of the levels of all the edit's tags - a coupled edit such as the ``command``
-    format, which also stops replies at their newline and asks for one command, answers
-    more of a parse failure than a format alone), then the catalogue's order.
+    Within a level, one edit of each op before a second edit of the same op, then the
+    catalogue's order: refinements are cut at :data:`REFINE_PER_CLUSTER`, and a list
+    of many examples would otherwise push every other kind of edit past the cut (a
+    rule about the edit space, not about any model). With ``by_fit``
+    (``SearchConfig.audit_fit_ranking``, off by default: a ranking written to put the
+    coupled ``command`` format first for one model, kept only so that
+    ``bench_search.py --mode rankings`` can measure it) edits of one level go in order of
+    the sum of their tags' levels, then the catalogue's order.
     """
     scored = []
+    seen: dict[tuple[int, str], int] = defaultdict(int)
     for i, e in enumerate(singles):
         if e.slot in taken:
             continue
         tags = e.tags(root)
-        scored.append((affinity(table, tags), _audit_fit(table, tags), i, e))
-    return [e for level, _fit, _i, e in sorted(scored, key=lambda x: (-x[0], -x[1], x[2])) if level >= 1]
+        level = affinity(table, tags)
+        # without by_fit: one edit of each op of a level before a second of the same op
+        # (the ten examples do not crowd a format switch out of the refinements)
+        nth = seen[(level, e.op)]
+        seen[(level, e.op)] += 1
+        scored.append((level, -_audit_fit(table, tags) if by_fit else nth, i, e))
+    return [e for level, _order, _i, e in sorted(scored, key=lambda x: (-x[0], x[1], x[2])) if level >= 1]
 
 
 def _refine(arms: Arms, base: list[Edit], fitting: list[Edit], origin: Origin) -> None:
@@ -150,6 +163,7 @@ def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved
             except CandidateError:
                 continue
     evidence = _evidence(state)
+    by_fit = state.config.audit_fit_ranking
     clusters = sorted({state.tasks[t].cluster for t in unsolved})
     for cluster in clusters:
         table = task_affinity_table(next(state.tasks[t] for t in unsolved if state.tasks[t].cluster == cluster))
@@ -158,18 +172,16 @@ def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved
         if best is not None and evidence[best][cluster][1] > 0:
             edits = state.candidates[best].edits
             now = _stone_table(state, best, cluster, table)  # also what its failed attempts ran into
-            _refine(arms, edits, _fitting(singles, now, arms.root, {e.slot for e in edits}), "refine")
+            _refine(arms, edits, _fitting(singles, now, arms.root, {e.slot for e in edits}, by_fit), "refine")
             continue
         # nothing solved here yet: refine the stepping stones, shortest chains first (a
-        # single edit that got past the failure before its own refinements), then the one
-        # whose edits answer most of the audit (as :func:`_fitting` ranks edits: the coupled
-        # command format before a worked example that also makes some replies parse), then
-        # the highest progress rate
+        # single edit that got past the failure before its own refinements), then the
+        # highest measured progress rate
         stones = sorted(
             (i for i in evidence if evidence[i][cluster][2] > 0),
             key=lambda i: (
                 len(state.candidates[i].edits),
-                -_audit_fit(table, _edit_tags(state.candidates[i].edits, arms.root)),
+                -_audit_fit(table, _edit_tags(state.candidates[i].edits, arms.root)) if by_fit else 0,
                 -_progress_rate(evidence[i][cluster]),
                 i,
             ),
@@ -178,7 +190,7 @@ def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved
             edits = state.candidates[stone].edits
             # the stone got past the base failure; refine it with what fits its failure now
             now = _stone_table(state, stone, cluster, table)
-            _refine(arms, edits, _fitting(singles, now, arms.root, {e.slot for e in edits}), "progress")
+            _refine(arms, edits, _fitting(singles, now, arms.root, {e.slot for e in edits}, by_fit), "progress")
 
 
 def _edit_tags(edits: list[Edit], root: HCPContract) -> frozenset[str]:
@@ -300,9 +312,7 @@ def pick_adaptive(
             if len(cand.edits) > 1 and not (stepping if cand.origin == "progress" else composing):
                 continue
             alpha, beta = _posterior(ctx, t, cand, index)
-            # equal posteriors (untried arms at one affinity level): the arm whose edits
-            # answer more of the audit first, e.g. the coupled command format
-            fit = FIT_TIE_BREAK * _audit_fit(ctx.tables[t], ctx.arm(cand)[0])
+            fit = FIT_TIE_BREAK * _audit_fit(ctx.tables[t], ctx.arm(cand)[0]) if state.config.audit_fit_ranking else 0.0
             draws.append((_score(state.config, alpha, beta, rng) + fit, t, position, cand))
     draws.sort(key=lambda d: (-d[0], d[1], d[2]))
     per_task = max(1, math.ceil(n_cells / max(len(unsolved), 1)))

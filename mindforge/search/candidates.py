@@ -112,7 +112,8 @@ def materialize_chain(root: HCPContract, edits: list[Edit]) -> list[HCPContract]
     slots = [e.slot for e in edits]
     if len(set(slots)) != len(slots):
         raise CandidateError(f"edits {[e.key for e in edits]} set the same thing twice")
-    key = (root.content_hash, tuple(e.key for e in edits))
+    # the edits whole (an example's key names it, its value carries it): same key, same chain
+    key = (root.content_hash, tuple(e.model_dump_json() for e in edits))
     if key in _CHAINS:
         _CHAINS.move_to_end(key)
         return list(_CHAINS[key])

@@ -6,8 +6,9 @@ small. :func:`operator_edits` lists the single edits that apply to a contract; e
 into dotted-path changes for :func:`mindforge.hcp.derive` (:func:`edit_changes`).
 
 Every harness feature is reachable from the plain baseline by one edit or a chain of
-them: tools, hooks, skills and worked examples from the shipped library
-(:mod:`mindforge.search.library`), the action format (all four), stop sequences
+them: tools, hooks, skills from the shipped library (:mod:`mindforge.search.library`),
+worked examples the lineage was seeded with (``--examples DIR``; none by default: an
+example written from bundled tasks would carry test answers), the action format (all four), stop sequences
 (named presets), the reply length (``model.max_tokens`` up and down), sampling, the
 observation cap, truncation and what an observation shows (exit code, turn budget),
 the turn limit and the mode (``multi_turn`` / ``single_command``).
@@ -20,22 +21,37 @@ no operation here produces them.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from mindforge.errors import InputError
+from mindforge.experience.contract import experience_changes
+from mindforge.experience.snapshot import load_snapshot
 from mindforge.hcp import (
     ACTION_FORMATS,
     KNOWN_TOOLS,
     SHELL_FORMATS,
     HCPContract,
+    WorkedExample,
     make_embedded,
 )
 from mindforge.hcp.examples import MAX_EXAMPLES
-from mindforge.hcp.sections import SHELL_FORMAT_TOOLS
-from mindforge.search.library import example_library, skill_library
+from mindforge.hcp.sections import EXPERIENCE_KS, SHELL_FORMAT_TOOLS
+from mindforge.search.library import skill_library
 
-__all__ = ["Edit", "EditOp", "edit_changes", "example_library", "operator_edits", "skill_library"]
+__all__ = [
+    "Edit",
+    "EditOp",
+    "edit_changes",
+    "edit_example",
+    "example_edit",
+    "operator_edits",
+    "skill_library",
+    "snapshot_edit",
+]
 
 EditOp = Literal[
     "add_tool",
@@ -58,6 +74,8 @@ EditOp = Literal[
     "top_p",
     "action_format",
     "append_prompt",
+    "experience_k",
+    "experience_snapshot",
 ]
 
 #: boolean hooks an edit may toggle
@@ -117,6 +135,8 @@ _FIXED_TAGS = {
     "top_p": {"sampling"},
     "action_format": {"format"},
     "observation_truncation": {"truncation"},
+    "experience_k": {"examples", "experience"},
+    "experience_snapshot": {"examples", "experience"},
 }
 
 
@@ -125,10 +145,12 @@ class Edit(BaseModel):
 
     Attributes:
         op: the operation.
-        value: its argument: a tool, hook, skill, example, format, mode, truncation or
+        value: its argument: a tool, hook, skill, format, mode, truncation or
             stop-preset name, a number, a boolean (``show_exit_code``,
-            ``show_turn_budget``), or (for ``append_prompt``) the text to append to
-            ``resources.append_system_prompt``.
+            ``show_turn_budget``), for ``append_prompt`` the text to append to
+            ``resources.append_system_prompt``, and for ``add_example`` the worked
+            example itself as JSON (:func:`example_edit`), so a candidate is described
+            by its edits alone, wherever it is materialised.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -141,7 +163,21 @@ class Edit(BaseModel):
         """Stable identity, e.g. ``add_tool=read_file`` (prompt text by its sha256 prefix)."""
         if self.op == "append_prompt":
             return f"append_prompt={hashlib.sha256(str(self.value).encode()).hexdigest()[:12]}"
+        if self.op == "add_example":
+            return f"add_example={self.example_name}"
+        if self.op == "experience_snapshot":
+            return f"experience_snapshot={hashlib.sha256(str(self.value).encode()).hexdigest()[:12]}"
         return f"{self.op}={self.value}"
+
+    @property
+    def example_name(self) -> str:
+        """The worked example's name (op ``add_example``; ``""`` for other ops or an unreadable value)."""
+        if self.op != "add_example":
+            return ""
+        try:
+            return str(json.loads(str(self.value)).get("name", ""))
+        except (ValueError, AttributeError):
+            return ""
 
     @property
     def slot(self) -> str:
@@ -153,7 +189,7 @@ class Edit(BaseModel):
         if self.op == "add_skill":
             return f"skill:{self.value}"
         if self.op == "add_example":
-            return f"example:{self.value}"
+            return f"example:{self.example_name}"
         return self.op
 
     def tags(self, parent: HCPContract | None = None) -> frozenset[str]:
@@ -186,7 +222,7 @@ class Edit(BaseModel):
         if op == "add_skill":
             return frozenset({"skills", f"skill:{value}"})
         if op == "add_example":
-            return frozenset({"examples", f"example:{value}"})
+            return frozenset({"examples", f"example:{self.example_name}"})
         if op == "stop":
             return frozenset({"stop_off"} if value == "none" else {"stop", f"stop:{value}"})
         if op == "show_exit_code":
@@ -211,7 +247,12 @@ class Edit(BaseModel):
         if op == "add_skill":
             return f"skills: add {SKILL_DIR}/{value}"
         if op == "add_example":
-            return f"resources.examples: add worked example {value!r} from the library"
+            return f"resources.examples: add worked example {self.example_name!r} the lineage was seeded with"
+        if op == "experience_k":
+            current = parent.resources.experience.k if parent.resources.experience else None
+            return f"resources.experience.k: {current!r} -> {value!r} (experience entries shown per task)"
+        if op == "experience_snapshot":
+            return f"resources.experience: move to the latest validated snapshot ({self.key.split('=')[1]})"
         if op == "append_prompt":
             return f"prompt: append model-proposed text ({self.key.split('=')[1]}): {str(value)[:80]}"
         if op == "stop":
@@ -257,7 +298,7 @@ def edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
     if op == "add_skill":
         return _skill_changes(parent, str(value))
     if op == "add_example":
-        return _example_changes(parent, str(value))
+        return _example_changes(parent, edit)
     if op == "append_prompt":
         text = str(value).strip()
         if not text or len(text) > MAX_PROMPT_CHARS or text in parent.resources.append_system_prompt:
@@ -272,6 +313,8 @@ def edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
         return {"provider_options.stop": list(STOP_PRESETS[str(value)])}
     if op == "action_format":
         return _format_changes(parent, value)
+    if op in ("experience_k", "experience_snapshot"):
+        return _experience_edit_changes(parent, edit)
     if _current(parent, op) == value and type(_current(parent, op)) is type(value):
         raise ValueError(f"{_PATHS[op]} is already {value!r}")
     return {_PATHS[op]: value}
@@ -315,15 +358,57 @@ def _skill_changes(parent: HCPContract, name: str) -> dict[str, Any]:
     return {"resources.embedded": embedded, "skills.paths": [*parent.skills.paths, path]}
 
 
-def _example_changes(parent: HCPContract, name: str) -> dict[str, Any]:
-    library = example_library()
-    if name not in library:
-        raise ValueError(f"no worked example {name!r} in the library ({', '.join(library)})")
-    if parent.resources.example(name) is not None:
-        raise ValueError(f"worked example {name!r} is already in the contract")
+def example_edit(example: WorkedExample) -> Edit:
+    """The ``add_example`` edit that adds ``example`` (carried as canonical JSON in the edit's value)."""
+    return Edit(op="add_example", value=json.dumps(example.model_dump(mode="json"), sort_keys=True))
+
+
+def edit_example(edit: Edit) -> WorkedExample:
+    """The worked example an ``add_example`` edit carries.
+
+    Raises:
+        ValueError: the edit is another op, or its value is not a worked example as JSON
+            (e.g. a bare library name from before examples left the default search space).
+    """
+    if edit.op != "add_example":
+        raise ValueError(f"{edit.op} is not add_example")
+    try:
+        return WorkedExample.model_validate_json(str(edit.value))
+    except ValueError:
+        raise ValueError(f"add_example carries no worked example as JSON: {str(edit.value)[:60]!r}") from None
+
+
+def _example_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
+    example = edit_example(edit)
+    if not example.name:
+        raise ValueError("a worked example added by search needs a name")
+    if parent.resources.example(example.name) is not None:
+        raise ValueError(f"worked example {example.name!r} is already in the contract")
     if len(parent.resources.examples) >= MAX_EXAMPLES:
         raise ValueError(f"the contract already carries {MAX_EXAMPLES} worked examples")
-    return {"resources.examples": [*parent.resources.examples, library[name]]}
+    return {"resources.examples": [*parent.resources.examples, example]}
+
+
+def snapshot_edit(snapshot_json: str) -> Edit:
+    """The ``experience_snapshot`` edit that moves a contract to this snapshot (its canonical JSON)."""
+    return Edit(op="experience_snapshot", value=snapshot_json)
+
+
+def _experience_edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
+    settings = parent.resources.experience
+    if edit.op == "experience_k":
+        if settings is None:
+            raise ValueError("the contract carries no experience snapshot to retrieve from")
+        if edit.value not in EXPERIENCE_KS or edit.value == settings.k or isinstance(edit.value, bool):
+            raise ValueError(f"experience k {edit.value!r} is not another of {list(EXPERIENCE_KS)}")
+        return {"resources.experience.k": int(edit.value)}
+    try:
+        snapshot = load_snapshot(str(edit.value), "experience_snapshot edit")
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+    if settings is not None and settings.snapshot == snapshot.snapshot_id:
+        raise ValueError(f"the contract already carries snapshot {snapshot.snapshot_id[:12]}")
+    return experience_changes(parent, snapshot)
 
 
 def _scaled(current: float, factor: float, bounds: tuple[float, float], integer: bool) -> float | int | None:
@@ -332,11 +417,35 @@ def _scaled(current: float, factor: float, bounds: tuple[float, float], integer:
     return None if value == current else value
 
 
-def operator_edits(contract: HCPContract) -> list[Edit]:
+def _experience_edits(contract: HCPContract, snapshot_json: str | None) -> list[Edit]:
+    settings = contract.resources.experience
+    out = [Edit(op="experience_k", value=k) for k in EXPERIENCE_KS if settings is not None and k != settings.k]
+    if snapshot_json is not None:
+        edit = snapshot_edit(snapshot_json)
+        try:
+            _experience_edit_changes(contract, edit)
+        except ValueError:
+            return out  # already carries it
+        out.append(edit)
+    return out
+
+
+def operator_edits(
+    contract: HCPContract, examples: Sequence[WorkedExample] = (), snapshot_json: str | None = None
+) -> list[Edit]:
     """Every single operator edit that applies to ``contract``, in a fixed order.
 
+    Args:
+        contract: the contract the edits apply to.
+        examples: worked examples the search may add (a lineage's ``--examples``
+            folder); none by default.
+        snapshot_json: the lineage's latest validated experience snapshot (canonical
+            JSON, ``ExperienceSnapshot.to_json``); when the contract does not carry it yet,
+            an ``experience_snapshot`` edit moves it there. With a snapshot in the
+            contract, ``experience_k`` edits set the other retrieval sizes of 0, 1, 2, 4, 8.
+
     Tools added (those the action format can offer) or removed, boolean hooks toggled,
-    the other ``on_command_error`` variants, library skills and worked examples added,
+    the other ``on_command_error`` variants, library skills and the given worked examples added,
     the observation cap x4 and /4, the other truncations, the exit-code and turn-budget
     lines toggled, the bash timeout x2 and /2, max turns x2 and /2, the other mode, max
     tokens per call x2 (below the context window), /2 and /4 (at least 32), the stop
@@ -356,7 +465,8 @@ def operator_edits(contract: HCPContract) -> list[Edit]:
         if f"{SKILL_DIR}/{name}" not in contract.skills.paths
     ]
     if len(contract.resources.examples) < MAX_EXAMPLES:
-        out += [Edit(op="add_example", value=n) for n in example_library() if contract.resources.example(n) is None]
+        out += [example_edit(e) for e in examples if contract.resources.example(e.name) is None]
+    out += _experience_edits(contract, snapshot_json)
     numeric = [
         ("max_observation_bytes", tools.max_observation_bytes, (4.0, 0.25), OBSERVATION_BYTES_RANGE, True),
         ("bash_timeout_sec", tools.bash_timeout_sec, (2.0, 0.5), BASH_TIMEOUT_SEC_RANGE, False),

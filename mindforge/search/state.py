@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from mindforge.hcp import WorkedExample
 from mindforge.search.candidates import Candidate
 from mindforge.search.edits import Edit
 from mindforge.search.proposals import PromptRequest
@@ -67,6 +68,14 @@ class SearchConfig(BaseModel):
         exploration: weight of the posterior standard deviation under ``ucb``.
         use_audits: take priors from the tasks' audits (off: every edit is unrelated;
             an ablation).
+        audit_fit_ranking: rank refinements, stepping stones and tied arms by how much
+            of the audit their tags answer (the sum of levels) ahead of measured progress.
+            Off by default: it was written to put the coupled ``command`` format first
+            for one model; kept only so ``bench_search.py --mode rankings`` can measure
+            what dropping it costs or gains.
+        examples: worked examples the search may add (op ``add_example``): the
+            lineage's ``--examples`` folder; none by default (nothing shipped may be
+            written from bundled tasks, any of which can be a lineage's sealed task).
     """
 
     seed: int = 0
@@ -85,6 +94,8 @@ class SearchConfig(BaseModel):
     selection: Literal["thompson", "ucb"] = "ucb"
     exploration: float = Field(default=1.0, ge=0)
     use_audits: bool = True
+    audit_fit_ranking: bool = False
+    examples: list[WorkedExample] = Field(default_factory=list)
 
 
 class CostEstimate(BaseModel):

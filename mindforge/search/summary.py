@@ -37,3 +37,20 @@ def search_summary(state: SearchState) -> dict[str, Any]:
         "candidates": len(state.candidates),
         "rejected": dict(state.rejected),
     }
+
+
+def ranked_candidates(state: SearchState) -> list[str]:
+    """Contracts that passed a search trial, best first: failing tasks solved, then passes, then order.
+
+    Returns:
+        candidate contract hashes (the successor race's entrants, :mod:`mindforge.evaluation.race`).
+    """
+    solved: dict[int, set[int]] = defaultdict(set)
+    passes: dict[int, int] = defaultdict(int)
+    for key, stats in state.cells.items():
+        task, cand = (int(part) for part in key.split(":"))
+        if stats.successes:
+            solved[cand].add(task)
+            passes[cand] += stats.successes
+    order = sorted(solved, key=lambda i: (-len(solved[i]), -passes[i], i))
+    return list(dict.fromkeys(state.candidates[i].contract_hash for i in order))

@@ -11,7 +11,8 @@ Usage::
 Repository modules: :mod:`~mindforge.store.lineages` (lineages, generations),
 :mod:`~mindforge.store.registry` (contracts, adapter revisions),
 :mod:`~mindforge.store.pool` (tasks, pools), :mod:`~mindforge.store.trials` (trials,
-audits), :mod:`~mindforge.store.search` (search jobs, candidates).
+audits), :mod:`~mindforge.store.search` (search jobs, candidates),
+:mod:`~mindforge.store.experience` (experience entries, snapshots, rejections).
 """
 
 from mindforge.hcp.folder_registry import ContractImmutableError

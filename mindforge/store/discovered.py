@@ -11,7 +11,9 @@ from mindforge.discovery.materialise import move_task_dir
 from mindforge.discovery.records import AdmittedTask
 from mindforge.domain import TaskSource
 from mindforge.errors import InputError
+from mindforge.evaluation.splits import PoolSplit
 from mindforge.store import pool
+from mindforge.store.errors import SealedSplitFrozenError
 from mindforge.tasks.loader import load_task
 
 
@@ -36,7 +38,15 @@ def admit_to_store(
     Raises:
         InputError: a task directory is missing or its content changed since it was checked.
         AlreadyExistsError: a task is already in the pool on the other split.
+        SealedSplitFrozenError: an admitted task's split is ``sealed`` (the sealed split is
+            frozen at lineage start; nothing is moved or registered then).
     """
+    for item in admitted:
+        if PoolSplit(item.split) == PoolSplit.SEALED:
+            raise SealedSplitFrozenError(
+                f"admitted task {item.task_id!r} of lineage {lineage_id!r} was assigned the sealed split; "
+                "the sealed split is frozen when the lineage starts (admitted tasks go to search or selection)"
+            )
     out: list[AdmittedTask] = []
     for item in admitted:
         dest = move_task_dir(Path(item.path), discovered_dir(artifact_root, lineage_id, item.task_id))

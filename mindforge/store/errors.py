@@ -42,3 +42,13 @@ class ContractIdentityError(StoreError):
 
 class AdapterImmutableError(StoreError):
     """An adapter name is already registered with different weights (sha256) or identity."""
+
+
+class SealedSplitFrozenError(StoreError):
+    """A task that joins a lineage after it started was to go on the sealed split.
+
+    The sealed split is fixed when the lineage starts (DESIGN.md, "Compounding,
+    measured"): every generation's pair runs the same sealed tasks, so Discovery's
+    admitted tasks go to search or selection only
+    (:func:`mindforge.evaluation.splits.admission_config`).
+    """

@@ -268,6 +268,7 @@ class Trial(SQLModel, table=True):
     num_turns: int = 0
     worker: str = ""
     artifacts: dict[str, str] = _json_dict()
+    experience_entries: list[str] = _json_list()
     started_at: datetime = Field(sa_type=UTCDateTime)
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     created_at: datetime = _created_at()
@@ -342,4 +343,66 @@ class SearchCandidate(SQLModel, table=True):
     parent_hash: str | None = Field(default=None, foreign_key="contracts.hash")
     edit: str = ""
     step: int = Field(default=0, ge=0)
+    created_at: datetime = _created_at()
+
+
+class ExperienceEntryRow(SQLModel, table=True):
+    """A validated entry of a lineage's experience library (``mindforge.experience``), once per lineage.
+
+    Only tasks on the lineage's search split are accepted
+    (:func:`mindforge.store.experience.add_entries` refuses any other). ``entry`` holds
+    the whole :class:`~mindforge.experience.entry.ExperienceEntry` as JSON; the other
+    columns repeat what queries filter on.
+    """
+
+    __tablename__ = "experience_entries"
+
+    lineage_id: str = Field(foreign_key="lineages.id", primary_key=True)
+    entry_id: str = Field(primary_key=True)
+    task_id: str
+    task_hash: str = Field(foreign_key="tasks.id", index=True)
+    provenance: str = Field(sa_type=sa.String(32))
+    trial_id: str
+    generation_index: int = Field(default=0, ge=0)
+    entry: dict[str, Any] = _json_dict()
+    created_at: datetime = _created_at()
+
+
+class ExperienceSnapshotRow(SQLModel, table=True):
+    """A published snapshot of a lineage's library: its content hash, entries and document.
+
+    Attributes:
+        snapshot_id: sha256 of the snapshot's canonical JSON (``document``).
+        generation_index: the generation that published it.
+        entry_ids: its entries' ids, sorted.
+        oracle_entries / model_entries: entry counts by provenance.
+        document: the canonical JSON (what a contract embeds).
+    """
+
+    __tablename__ = "experience_snapshots"
+
+    lineage_id: str = Field(foreign_key="lineages.id", primary_key=True)
+    snapshot_id: str = Field(primary_key=True)
+    generation_index: int = Field(default=0, ge=0)
+    entry_ids: list[str] = _json_list()
+    oracle_entries: int = 0
+    model_entries: int = 0
+    document: str = Field(sa_type=sa.Text)
+    created_at: datetime = _created_at()
+
+
+class ExperienceRejectionRow(SQLModel, table=True):
+    """A candidate entry that validation rejected, with its reason (once per lineage, generation and entry)."""
+
+    __tablename__ = "experience_rejections"
+
+    lineage_id: str = Field(foreign_key="lineages.id", primary_key=True)
+    generation_index: int = Field(primary_key=True)
+    entry_id: str = Field(primary_key=True)
+    task_id: str
+    task_hash: str
+    provenance: str = Field(sa_type=sa.String(32))
+    trial_id: str
+    reason: str = Field(sa_type=sa.String(32))
+    detail: str = Field(default="", sa_type=sa.Text)
     created_at: datetime = _created_at()

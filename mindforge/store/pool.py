@@ -10,11 +10,14 @@ only flush; the caller's session scope commits.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from sqlmodel import Session, col, func, select
 
+from mindforge.domain import TrialStage
 from mindforge.evaluation.splits import PoolSplit
+from mindforge.evaluation.stages import check_stage_split
 from mindforge.store._insert import insert_ignore
 from mindforge.store.errors import AlreadyExistsError, StoreError
 from mindforge.store.models import PoolMembership, StoredTask, TaskSource
@@ -84,6 +87,35 @@ def add_to_pool(*, session: Session, lineage_id: str, task_hash: str, split: Poo
             f"it cannot move to {PoolSplit(split).value!r}"
         )
     return False
+
+
+def split_of(*, session: Session, lineage_id: str, task_hash: str) -> PoolSplit | None:
+    """The split a task is on in a lineage's pool, or None when it is not in the pool."""
+    stored = session.get(PoolMembership, (lineage_id, task_hash))
+    return PoolSplit(stored.split) if stored is not None else None
+
+
+def check_trial_splits(
+    *, session: Session, lineage_id: str, stage: TrialStage, trials: Iterable[tuple[str, str]]
+) -> None:
+    """Check that every trial of a batch may run in ``stage`` on its task's split.
+
+    Args:
+        session: the unit of work (read only).
+        lineage_id: the lineage whose pool holds the tasks.
+        stage: the batch's stage.
+        trials: ``(trial_id, task_hash)`` pairs.
+
+    Raises:
+        mindforge.evaluation.StageSplitError: the first trial whose task is on another
+            split than the stage allows (:func:`mindforge.evaluation.split_of_stage`), or
+            on no split of the pool.
+    """
+    splits: dict[str, PoolSplit | None] = {}
+    for trial_id, task_hash in trials:
+        if task_hash not in splits:
+            splits[task_hash] = split_of(session=session, lineage_id=lineage_id, task_hash=task_hash)
+        check_stage_split(trial_id=trial_id, stage=stage, split=splits[task_hash], task_hash=task_hash)
 
 
 def list_pool(*, session: Session, lineage_id: str, split: PoolSplit | None = None) -> list[PoolMembership]:

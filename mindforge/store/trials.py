@@ -15,9 +15,14 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from mindforge.domain import TrialStage
+from mindforge.evaluation.stages import check_stage_split
 from mindforge.store._insert import insert_ignore
 from mindforge.store.models import Audit, AuditOwner, Trial
+from mindforge.store.pool import split_of
 from mindforge.trials.record import FailureClass, TrialRecord
+
+_TRIAL_STAGES = frozenset(s.value for s in TrialStage)
 
 
 def make_trial_id(
@@ -75,7 +80,18 @@ def insert_trial(
 
     Raises:
         sqlalchemy.exc.IntegrityError: the generation does not exist.
+        mindforge.evaluation.StageSplitError: a lineage trial whose stage is a
+            :class:`~mindforge.domain.TrialStage` and whose task is in the lineage's pool
+            on another split than the stage allows (a sealed task stored as ``search``, a
+            search task as ``sealed``...). Tasks outside the pool (task validation, the
+            planners check those) and other stages (``eval``) are not checked here.
     """
+    if lineage_id is not None and stage in _TRIAL_STAGES:
+        split = split_of(session=session, lineage_id=lineage_id, task_hash=record.task_hash)
+        if split is not None:
+            check_stage_split(
+                trial_id=record.trial_id, stage=TrialStage(stage), split=split, task_hash=record.task_hash
+            )
     row = Trial.from_record(record, lineage_id=lineage_id, generation_index=generation_index, stage=stage)
     return insert_ignore(session, row)
 

@@ -114,6 +114,8 @@ class TrialRecord(BaseModel):
         worker: where the trial ran (``host/ray-node-id/pid``; "" when in-process).
         artifacts: name -> path of files under the artifact root (agent log,
             verifier stdout, transcript, ...).
+        experience_entries: ids of the experience entries the agent was shown as worked
+            examples, best first (retrieved from the contract's snapshot); [] when none.
     """
 
     trial_id: str
@@ -135,6 +137,7 @@ class TrialRecord(BaseModel):
     num_turns: int = 0
     worker: str = ""
     artifacts: dict[str, str] = Field(default_factory=dict)
+    experience_entries: list[str] = Field(default_factory=list)
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
 

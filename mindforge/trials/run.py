@@ -182,6 +182,7 @@ def _agent_phase(
     rec.num_turns = outcome.num_turns
     rec.limit_fired = outcome.limit_fired
     rec.artifacts.update(outcome.artifacts)
+    rec.experience_entries = list(outcome.experience_entries)
     if outcome.failure_class is not None:
         rec.failure_class = outcome.failure_class
         rec.failure_detail = outcome.failure_detail

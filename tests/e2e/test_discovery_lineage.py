@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, assign_splits
+from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, admission_config, assign_splits
 from mindforge.hcp import load_contract
 from mindforge.payloads import DiscoverySpec, Stage
 from mindforge.policy.scripted import start_scripted_policy
@@ -86,11 +86,57 @@ def test_discovery_grows_the_pool_by_exactly_the_admitted_tasks(temporal_env, ra
     new = [
         SplitCandidate(task_hash=a["content_hash"], task_id=a["task_id"], category=a["category"]) for a in disc["admitted"]
     ]
-    want = {**start_splits, **assign_splits(new, splits, split_key="disc", existing=existing)}
+    # admitted tasks never join the sealed split, frozen at lineage start
+    want = {**start_splits, **assign_splits(new, admission_config(splits), split_key="disc", existing=existing)}
     assert {m.task_hash: m.split for m in members} == want
     assert {a["content_hash"]: a["split"] for a in disc["admitted"]} == {h.task_hash: want[h.task_hash].value for h in new}
+    assert PoolSplit.SEALED not in {want[h.task_hash] for h in new}
     assert lineage_spec["split_warnings"]  # a pool of 3 is below any minimum; the lineage is flagged
     # generation 1 proposed the same tasks again: rejected as duplicates, so the pool (and each split) stayed
     assert gen1["admitted"] == [] and {r["reason"] for r in gen1["rejected"]} <= {"duplicate_instruction", "duplicate_tests", "broken"}
     # Expansion ran on the search split, one attempt per task, each generation
     assert len(records) == 2 * len(search)
+
+
+def test_family_proposals_grow_the_pool_in_each_of_two_generations(temporal_env, ray_cluster, settings, tmp_path):
+    """Test double: a SCRIPTED POLICY answers the family-proposal prompt (a contract with
+    ``discovery_mode = "families"``): generation 0, with no family results yet, proposes two
+    instances; generation 1, which sees their results, proposes one of them again (a
+    near-duplicate, rejected) and a harder one. The agent answers ``finish`` (solves nothing)."""
+    env, _address, loop = temporal_env
+    text = CONTRACT.read_text(encoding="utf-8").replace("[prompts]\n", '[prompts]\ndiscovery_mode = "families"\n', 1)
+    contract = tmp_path / "families.toml"
+    contract.write_text(text, encoding="utf-8")
+    easy = {"family": "squeeze-repeats", "params": {"lines": 4, "character": "space", "longest_run": 3}}
+    other = {"family": "sum-by-key", "params": {"rows": 8, "keys": 3, "separator": "comma"}}
+    harder = {"family": "sum-by-key", "params": {"rows": 30, "keys": 6, "separator": "tab"}}
+    finish = json.dumps({"tool": "finish", "arguments": {}})
+    script = {
+        "base_models": [load_contract(contract).model.id],
+        "rules": [
+            {"match": {"last_message_contains": "(no family instances tried yet)"},
+             "reply": {"content": json.dumps({"proposals": [easy, other]})}},
+            {"match": {"last_message_contains": "Task families ("},
+             "reply": {"content": json.dumps({"proposals": [easy, harder]})}},
+        ],
+        "default": {"content": finish},
+    }
+    with start_scripted_policy(script) as policy:
+        splits = SplitConfig(selection_fraction=0.0, sealed_fraction=0.25, min_tasks=1, allow_small_splits=True)
+        spec = _spec("fam", policy.base_url, generations=2, attempts=1, splits=splits)
+        spec.contract_path = str(contract)
+        spec.stages = [Stage.DISCOVERY, Stage.EXPANSION]
+        spec.discovery = DiscoverySpec(count=2, attempts=1)
+        loop.run_until_complete(_run_in_process(env, settings, spec))
+    _records, gens, status = _stored(settings, "fam")
+    assert status == "completed"
+    g0, g1 = gens[0][3]["discovery"], gens[1][3]["discovery"]
+    assert [a["provenance"]["family"]["name"] for a in g0["admitted"]] == ["squeeze-repeats", "sum-by-key"]
+    assert [a["provenance"]["family"]["params"] for a in g1["admitted"]] == [harder["params"]], g1["rejected"]
+    assert [r["reason"] for r in g1["rejected"]] == ["duplicate_instruction"]
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        members = pool.list_pool(session=s, lineage_id="fam")
+    sizes = [sum(m.added_generation <= g for m in members) for g in (0, 1)]
+    assert sizes == [len(TASKS) + 2, len(TASKS) + 3]  # the pool grew in both generations
+    assert {a["split"] for a in g0["admitted"] + g1["admitted"]} <= {"search", "selection"}

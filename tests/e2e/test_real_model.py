@@ -32,26 +32,32 @@ from mindforge.payloads import (
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials
 from mindforge.trainer.config import TrainerConfig
-from tests.conftest import REPO
+from tests.conftest import LLAMACPP_EXTRA, REPO, require_module
 from tests.e2e.test_update import _run
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow, pytest.mark.llamacpp]
 
-pytest.importorskip("llama_cpp", reason="the llama.cpp engine (optional extra llamacpp) is not installed")
+require_module("llama_cpp", LLAMACPP_EXTRA)  # set-up installs the extra: a missing engine fails
 
 TASKS = ["write-hello-file", "make-executable", "env-value-to-file", "make-directory"]
-#: command-line prompting (one command per trial, newline stop) and two worked examples
+#: command-line prompting (one command per trial, newline stop) and two worked examples from
+#: benchmarks/reference_examples: they restate bundled tasks, which is fine for this test of
+#: the loop's mechanics (a pass to train on), and would void any sealed figure
 EDITS = [("action_format", "command"), ("add_example", "count_lines"), ("add_example", "grep_to_file")]
 
 
 def _small_model_contract(tmp_path: Path) -> Path:
     """The shipped SmolLM2 baseline with the search's small-model edits applied, one recorded edit each."""
     from mindforge.hcp import derive, load_contract, save_contract
-    from mindforge.search.edits import Edit, edit_changes
+    from mindforge.search.edits import Edit, edit_changes, example_edit
+    from mindforge.search.library import load_example_file
 
     contract = load_contract(REPO / "hcp_contracts" / "smollm2.toml")
     for i, (op, value) in enumerate(EDITS):
-        edit = Edit(op=op, value=value)
+        edit = (
+            example_edit(load_example_file(REPO / "benchmarks" / "reference_examples" / f"{value}.toml"))
+            if op == "add_example" else Edit(op=op, value=value)
+        )
         contract = derive(
             contract, revision=f"1.2.0-e2e.{i}", edit=edit.describe(contract), changes=edit_changes(contract, edit)
         )

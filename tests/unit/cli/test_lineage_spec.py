@@ -9,20 +9,22 @@ import pytest
 
 from mindforge.cli.lineage import build_spec, split_config
 from mindforge.policy.models import ModelSpecError, resolve_model
-from tests.conftest import BUNDLED_TASKS, REPO
+from tests.conftest import BUNDLED_TASKS, REPO, require_module
 
 TASKS = [BUNDLED_TASKS / "log-5xx-report"]
 
 
 def _spec(contract: str, base_model: str | None):
     return build_spec(
-        "n", TASKS, REPO / "hcp_contracts" / contract, 1, 2, split_config(0.0, 0.0, 1), 0, None, "expansion,update", 16,
-        base_model,
+        # one task, no selection split: no gate may run (one that could never pass is refused),
+        # so Expansion without search; the Update's base model is resolved all the same
+        "n", TASKS, REPO / "hcp_contracts" / contract, 1, 2, split_config(0.0, 0.0, 1), 0, None, "expansion", 16,
+        base_model, search_attempts=0,
     )
 
 
 def test_tiny_contract_trains_on_the_tiny_model_the_server_serves(settings) -> None:
-    pytest.importorskip("transformers")
+    require_module("transformers")
     spec = _spec("tiny.toml", None)
     assert spec.update.base_model_path == resolve_model("tiny").hf_dir == str(settings.data_dir / "models" / "tiny")
     assert _spec("baseline.toml", "tiny").update.base_model_path == spec.update.base_model_path
@@ -39,3 +41,24 @@ def test_hub_model_id_passes_through_and_a_directory_becomes_absolute(settings, 
 def test_unloadable_base_model_fails_at_start(settings, tmp_path: Path) -> None:
     with pytest.raises(ModelSpecError, match="no such model directory or GGUF file"):
         _spec("baseline.toml", str(tmp_path / "missing.gguf"))
+
+
+def test_examples_folder_seeds_the_search_and_a_bad_file_is_named(settings, tmp_path: Path) -> None:
+    """``--examples DIR`` (issue 17): the folder's examples travel in the spec; none by default."""
+    from mindforge.errors import InputError
+
+    assert _spec("baseline.toml", None).expansion.search.examples == []
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "list_srv.toml").write_text('instruction = "List /srv."\n[[steps]]\ncommand = "ls /srv"\n')
+    spec = build_spec(
+        "n", TASKS, REPO / "hcp_contracts" / "baseline.toml", 1, 2, split_config(0.0, 0.0, 1), 0, None,
+        "expansion", 16, None, search_attempts=0, examples=folder,
+    )
+    assert [e.name for e in spec.expansion.search.examples] == ["list_srv"]
+    (folder / "broken.toml").write_text('instruction = "x"\n')
+    with pytest.raises(InputError, match=r"broken\.toml.*steps"):
+        build_spec(
+            "n", TASKS, REPO / "hcp_contracts" / "baseline.toml", 1, 2, split_config(0.0, 0.0, 1), 0, None,
+            "expansion", 16, None, search_attempts=0, examples=folder,
+        )

@@ -125,7 +125,7 @@ def test_admit_to_store_registers_moves_and_is_idempotent(tmp_path):
     verdict = ProposalVerdict(task_id=root.name, path=str(root), content_hash=digest, validation_verdict="valid", oracle_rewards=[1.0, 1.0], nop_reward=0.0)
     admitted = AdmittedTask(
         task_id=root.name, proposed_id="region-totals", path=str(root), content_hash=digest, category="data-processing",
-        declared_difficulty="medium", split=PoolSplit.SEALED,
+        declared_difficulty="medium", split=PoolSplit.SELECTION,
         provenance=make_provenance(verdict, proposed_id="region-totals", pair=pair, generation=1, run_id="discovery-x"),
     )
     with session_scope(engine) as session:
@@ -143,7 +143,37 @@ def test_admit_to_store_registers_moves_and_is_idempotent(tmp_path):
         assert prov["generation"] == 1 and prov["lineage_id"] == lineage_id
         assert prov["proposed_by"]["adapter"] == "lin-r1" and prov["proposed_by"]["contract_hash"] == "ab" * 32
         assert prov["validation"]["oracle_rewards"] == [1.0, 1.0] and prov["content_hash"] == digest
-        assert [(m.task_hash, m.split, m.added_generation) for m in members] == [(digest, PoolSplit.SEALED, 1)]
+        assert [(m.task_hash, m.split, m.added_generation) for m in members] == [(digest, PoolSplit.SELECTION, 1)]
+    engine.dispose()
+
+
+def test_an_admitted_task_can_never_be_sealed(tmp_path):
+    """The sealed split is frozen at lineage start: admission places no task there, and the store refuses one."""
+    from mindforge.discovery.records import ProposalBatch
+    from mindforge.discovery.run import DiscoveryConfig, admission_record
+    from mindforge.evaluation import SplitConfig, admission_config
+    from mindforge.store.errors import SealedSplitFrozenError
+
+    staged, verdict = _staged(tmp_path, VALID, "g2-region-totals")
+    pair = PairInfo(contract_hash="cd" * 32, contract_ref="baseline@1.0.0", model="m")
+    batch = ProposalBatch(run_id="discovery-s", generation=2, pair=pair, requested=1, proposed=1, staged=[staged])
+    # most of the pool sealed and the task pinned there: admission still places it elsewhere
+    lineage_splits = SplitConfig(
+        selection_fraction=0.3, sealed_fraction=0.6, overrides={"g2-region-totals": PoolSplit.SEALED}
+    )
+    config = DiscoveryConfig(count=1, generation=2, splits=admission_config(lineage_splits), split_key="lin")
+    record = admission_record(batch, [verdict], config)
+    assert [a.split for a in record.admitted] == [PoolSplit.SEARCH]
+
+    engine = init_db(f"sqlite:///{tmp_path / 'db' / 'mf.db'}")
+    sealed = record.admitted[0].model_copy(update={"split": PoolSplit.SEALED})
+    with session_scope(engine) as session:
+        lineage_id = create_lineage(session=session, lineage_in=LineageCreate(name="frozen")).id
+    with pytest.raises(SealedSplitFrozenError, match="sealed split is frozen"), session_scope(engine) as session:
+        admit_to_store(session, lineage_id, 2, [sealed], artifact_root=tmp_path / "artifacts")
+    assert Path(sealed.path).exists()  # nothing moved
+    with session_scope(engine) as session:
+        assert session.exec(select(PoolMembership)).all() == []
     engine.dispose()
 
 

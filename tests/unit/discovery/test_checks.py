@@ -140,3 +140,17 @@ def test_single_line_expectations_are_not_answers(tmp_path):
         "test_sh": "#!/usr/bin/env bash\n[ \"$(bash /app/hello.sh)\" = 'Hello, operator of this machine' ] && echo 1 > /logs/verifier/reward.txt\n",
     }
     assert find_answer_in_instruction(_task(tmp_path, item)) is None
+
+
+def test_a_duplicate_of_a_held_out_task_is_rejected_without_naming_it(tmp_path, bundled):
+    """Discovery's one allowed read of sealed tasks: it rejects the copy, and its record names no held-out task."""
+    dup = _task(tmp_path, near_duplicate())
+    named = PoolIndex.from_tasks(bundled).find_duplicate(dup)
+    target = next(t.id for t in bundled if repr(t.id) in named.detail)  # the task it duplicates
+    hidden = PoolIndex.from_tasks(bundled, held_out=[target]).find_duplicate(dup)
+    assert hidden.reason == RejectReason.DUPLICATE_INSTRUCTION
+    assert target not in hidden.detail and "held-out" in hidden.detail
+    first = _task(tmp_path, VALID)
+    other = {**copy.deepcopy(VALID), "task_id": "other-words", "instruction": "Something else entirely about totals."}
+    same_tests = static_checks(_task(tmp_path, other), PoolIndex.from_tasks([first], held_out=[first.id]))
+    assert same_tests.reason == RejectReason.DUPLICATE_TESTS and first.id not in same_tests.detail

@@ -93,18 +93,40 @@ def test_successor_is_promoted_only_on_selection_evidence():
     assert not choose_successor(noisy, PairRef(contract_hash=P), [C], tasks).promoted
 
 
-def test_promotion_gate_promotes_unless_the_adapter_loses_on_selection():
+def test_promotion_gate_promotes_on_a_lower_bound_above_0_or_a_declared_margin():
     tasks = {f"h-t{i}" for i in range(6)}
     without, with_adapter = PairRef(contract_hash=C), PairRef(contract_hash=C, adapter="lin-g0-r0")
     base = _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]})
-    better = decide_promotion(base + _table({C: [1.0, 1.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks)
+    better = decide_promotion(base + _table({C: [1.0] * 5 + [0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5)
     assert better.promoted and better.decided_on == PoolSplit.SELECTION and better.lift.measured_on == PoolSplit.SELECTION
-    assert better.lift.mean == pytest.approx(1 / 6) and len(better.trial_ids) == 12
-    same = decide_promotion(base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks)
-    assert same.promoted  # not worse: the default gate (min_lift 0) promotes
-    worse = decide_promotion(base + _table({C: [0.0] * 6}, "lin-g0-r0"), without, with_adapter, tasks)
-    assert not worse.promoted and "below" in worse.reason
-    strict = decide_promotion(base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_lift=0.1)
-    assert not strict.promoted
-    none = decide_promotion(base, without, with_adapter, tasks)
+    assert better.lift.mean == pytest.approx(0.5) and better.lift.lo > 0 and len(better.trial_ids) == 12
+    assert "lower bound is above 0 on at least 5 paired" in better.rule and better.min_tasks == 5
+    # not worse is not better: the default rule (lower bound above 0) keeps the parent adapter
+    same = decide_promotion(base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5)
+    assert not same.promoted and "not above +0.000" in same.reason
+    # ... unless the spec declares a non-inferiority margin; then the rule says so
+    margin = decide_promotion(base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5, margin=0.1)
+    assert margin.promoted and "non-inferiority margin of 0.1" in margin.rule
+    worse = decide_promotion(base + _table({C: [0.0] * 6}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5, margin=0.1)
+    assert not worse.promoted and "not above -0.100" in worse.reason
+    none = decide_promotion(base, without, with_adapter, tasks, min_tasks=1)
     assert not none.promoted and "no evidence" in none.reason
+
+
+def test_promotion_refuses_an_all_zero_comparison_and_respects_min_tasks():
+    tasks = {f"h-t{i}" for i in range(6)}
+    without, with_adapter = PairRef(contract_hash=C), PairRef(contract_hash=C, adapter="lin-g0-r0")
+    zeros = _table({C: [0.0] * 6}) + _table({C: [0.0] * 6}, "lin-g0-r0")
+    for margin in (0.0, 0.1, 0.5):  # a lift of 0.000 (0..0) on no passes is no evidence, whatever the margin
+        decision = decide_promotion(zeros, without, with_adapter, tasks, min_tasks=1, margin=margin)
+        assert not decision.promoted and "both pairs score 0 on all 6 selection tasks" in decision.reason
+        assert decision.lift.mean == 0.0 and len(decision.trial_ids) == 12
+    # a clear win on 3 paired tasks is not enough when the spec asks for 5
+    clear = _table({C: [0.0] * 3}) + _table({C: [1.0] * 3}, "lin-g0-r0")
+    few = decide_promotion(clear, without, with_adapter, tasks, min_tasks=5)
+    assert not few.promoted and "only 3 paired selection task(s), fewer than 5" in few.reason
+    assert decide_promotion(clear, without, with_adapter, tasks, min_tasks=3).promoted
+    with pytest.raises(ValueError, match="margin"):
+        decide_promotion(clear, without, with_adapter, tasks, min_tasks=3, margin=-0.1)
+    with pytest.raises(TypeError):  # min_tasks has no default: the caller passes the spec's
+        decide_promotion(clear, without, with_adapter, tasks)

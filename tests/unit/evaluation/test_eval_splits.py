@@ -11,6 +11,7 @@ from mindforge.evaluation import (
     SplitCandidate,
     SplitConfig,
     SplitTooSmallError,
+    admission_config,
     assign_splits,
     check_split_sizes,
     split_counts,
@@ -109,3 +110,30 @@ def test_an_empty_split_by_choice_is_not_checked_and_fractions_must_leave_room()
     assert check_split_sizes(counts, SplitConfig(sealed_fraction=0.0, selection_fraction=0.5)) == []
     with pytest.raises(ValueError, match="room for the search split"):
         SplitConfig(selection_fraction=0.5, sealed_fraction=0.5)
+
+
+def test_tasks_that_join_later_never_go_to_the_frozen_sealed_split():
+    """Discovery's admissions go to search or selection (selection keeps its share of the whole pool)."""
+    config = SplitConfig(overrides={"task-1": PoolSplit.SEALED})
+    start = _pool(20)
+    placed = assign_splits(start, config, split_key="lin")
+    sealed_at_start = {h for h, s in placed.items() if s == PoolSplit.SEALED}
+    cats = {t.task_hash: t.category for t in start}
+    joining = admission_config(config)
+    assert joining.sealed_fraction == 0.0 and joining.overrides == {}
+    assert joining.selection_fraction == config.selection_fraction
+    for gen in range(1, 6):  # four admitted tasks per generation, one pinned to sealed by id
+        new = [
+            SplitCandidate(task_hash=f"{gen:030x}{i:034x}", task_id="task-1" if i == 0 else f"g{gen}-t{i}", category=c)
+            for i, c in enumerate(["files", "text", "discovered", "discovered"])
+        ]
+        existing: dict[str, dict[PoolSplit, int]] = {}
+        for h, split in placed.items():
+            per = existing.setdefault(cats[h], {})
+            per[split] = per.get(split, 0) + 1
+        got = assign_splits(new, joining, split_key="lin", existing=existing)
+        assert PoolSplit.SEALED not in got.values()
+        placed.update(got)
+        cats.update({t.task_hash: t.category for t in new})
+    assert {h for h, s in placed.items() if s == PoolSplit.SEALED} == sealed_at_start
+    assert split_counts(placed)[PoolSplit.SELECTION] == round(len(placed) * config.selection_fraction)

@@ -22,12 +22,12 @@ from mindforge.policy.models import (
     bundled_contract,
     resolve_model,
 )
-from tests.conftest import REPO
+from tests.conftest import LLAMACPP_EXTRA, REPO, require_module
 
 
 def _write_gguf(path: Path, arch: str) -> Path:
-    np = pytest.importorskip("numpy")
-    gguf = pytest.importorskip("gguf")
+    np = require_module("numpy")
+    gguf = require_module("gguf", LLAMACPP_EXTRA)
     writer = gguf.GGUFWriter(str(path), arch)
     writer.add_block_count(1)
     writer.add_tensor("token_embd.weight", np.zeros((8, 4), dtype=np.float32))
@@ -62,7 +62,7 @@ def test_file_that_is_not_gguf_is_refused(tmp_path: Path) -> None:
 
 
 def test_gguf_architecture_transformers_cannot_dequantise(tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
+    require_module("transformers")
     path = _write_gguf(tmp_path / "odd.gguf", "rwkv6")
     with pytest.raises(ModelSpecError) as err:
         resolve_model(str(path), cache_dir=tmp_path / "cache")
@@ -73,7 +73,7 @@ def test_gguf_architecture_transformers_cannot_dequantise(tmp_path: Path) -> Non
 
 
 def test_truncated_gguf_is_refused(tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
+    require_module("transformers")
     whole = _write_gguf(tmp_path / "whole.gguf", "llama").read_bytes()
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(whole[:40])  # the magic survives, the header does not
@@ -83,7 +83,7 @@ def test_truncated_gguf_is_refused(tmp_path: Path) -> None:
 
 
 def test_supported_architectures_come_from_transformers() -> None:
-    pytest.importorskip("transformers")
+    require_module("transformers")
     from mindforge.policy.gguf import supported_architectures
 
     archs = supported_architectures()
@@ -106,7 +106,7 @@ def test_local_directory_and_hub_id(tmp_path: Path) -> None:
 
 
 def test_tiny_resolves_to_the_tiny_model_under_the_cache(tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
+    require_module("transformers")
     tiny = resolve_model("tiny", cache_dir=tmp_path / "cache")
     assert (tiny.source, tiny.name, tiny.hf_dir) == (ModelSource.TINY, "tiny", str(tmp_path / "cache" / "tiny"))
     assert (Path(tiny.hf_dir) / "config.json").is_file()

@@ -16,6 +16,8 @@ from pydantic import BaseModel
 
 from benchmarks.simulate import UnlockOracle, base_transcript, make_unlock_tasks
 from mindforge.audit import audit_trial
+from mindforge.evaluation import PairRef
+from mindforge.evaluation.compounding import measure_generation
 from mindforge.hcp import derive, load_contract
 from mindforge.search import (
     SearchBudget,
@@ -186,6 +188,20 @@ def fill_store(db_url: str, *, evaluation: bool = True, discovery: bool = True) 
                 session=s, lineage_id=lineage.id, index=1,
                 record={"sealed_lift": None, "sealed_lift_reason": "the generation kept its parent pair"},
             )
+            # the compounding rows, measured by the real code on the stored sealed trials
+            sealed = {t.task_hash for t, split in placed if split == PoolSplit.SEALED}
+            pairs = {0: (root.content_hash, successor, None), 1: (successor, successor, root.content_hash)}
+            for generation, (parent, child, first) in pairs.items():
+                rows = trials.list_trials(session=s, lineage_id=lineage.id, generation_index=generation, stage="sealed")
+                row = measure_generation(
+                    [r.to_record() for r in rows], sealed, generation=generation,
+                    parent=PairRef(contract_hash=parent), successor=PairRef(contract_hash=child),
+                    root=PairRef(contract_hash=first) if first else None, harness=PairRef(contract_hash=child),
+                    attempts=2, resamples=200,
+                )
+                lineages.update_generation(
+                    session=s, lineage_id=lineage.id, index=generation, record={"compounding": row.model_dump(mode="json")}
+                )
     engine.dispose()
     return FilledStore(
         db_url=db_url,

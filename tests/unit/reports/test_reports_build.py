@@ -71,7 +71,8 @@ def test_markdown_and_json_carry_the_same_sections_and_numbers(data: ReportData)
         assert f'<a id="{section}"></a>' in md
     cov = data.coverage[0]
     assert (
-        f"adaptive search covered {cov.failing_covered} (cumulative) while the best single candidate covered {cov.failing_single}"
+        f"adaptive search covered {cov.failing_covered} (cumulative) while the best candidate within the adaptive "
+        f"run (not a sweep) covered {cov.failing_single}"
         in md
     )
     assert "full_coverage" in md and "csv-merge" in md and "no sealed trials" not in md.lower()
@@ -88,7 +89,7 @@ def test_html_is_self_contained_with_plots(data: ReportData) -> None:
     html = render_report(data, "html")
     for section in SECTION_IDS:
         assert f'<section id="{section}">' in html
-    assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 5
+    assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 6  # with sealed success by generation
     assert "<script" not in html and 'src="http' not in html
 
 
@@ -106,7 +107,7 @@ def test_sections_say_when_there_is_nothing_yet(tmp_path: Path) -> None:
     html = render_report(no_evaluation, "html")
     assert "No sealed trials recorded yet." in html and "No Discovery proposals recorded yet." in html
     assert "No decisions recorded yet." in html
-    assert html.count("<img") == 4  # no sealed plot
+    assert html.count("<img") == 4  # no sealed plots
     md = render_report(empty, "md")
     assert "No model trials recorded yet." in md and "No coverage data recorded yet." in md
     assert all(f'<a id="{s}"></a>' in md for s in SECTION_IDS)
@@ -137,3 +138,47 @@ def test_report_command_writes_html_and_prints_markdown(filled: FilledStore, tmp
         assert isinstance(missing.exception, InputError) and "no-such-lineage" in str(missing.exception)
     finally:
         get_settings.cache_clear()
+
+
+def test_the_compounding_table_matches_the_store(filled: FilledStore, data: ReportData) -> None:
+    """One row per pair (root, then each generation's successor), read from the stored sealed trials."""
+    from mindforge.store import trials
+
+    engine = make_engine(filled.db_url)
+    with session_scope(engine) as session:
+        gens = lineages.list_generations(session=session, lineage_id=filled.lineage_id)
+        records = {g.index: dict(g.record) for g in gens}
+        rows_ = trials.list_trials(session=session, lineage_id=filled.lineage_id, stage="sealed")
+        sealed = [r.to_record() for r in rows_]
+    engine.dispose()
+    rows = data.compounding
+    assert [(r.pair, r.handed_on_by, r.contract_hash) for r in rows] == [
+        (0, None, filled.root_hash), (1, 0, filled.successor_hash), (2, 1, filled.successor_hash)
+    ]
+
+    def score(generation: int, contract: str) -> float:  # mean over sealed tasks of the mean reward, by hand
+        per: dict[str, list[float]] = {}
+        for r in sealed:
+            if r.contract_hash == contract and r.trial_id.startswith(f"sealed-{generation}-"):
+                per.setdefault(r.task_hash, []).append(r.reward or 0.0)
+        return sum(sum(v) / len(v) for v in per.values()) / len(per)
+
+    assert rows[0].sealed["score"] == pytest.approx(score(0, filled.root_hash))
+    assert rows[1].sealed["score"] == pytest.approx(score(0, filled.successor_hash))
+    assert rows[2].sealed["score"] == pytest.approx(score(1, filled.successor_hash))
+    assert rows[1].lift_vs_prev == records[0]["compounding"]["lift_vs_prev"]
+    assert rows[1].lift_vs_prev["mean"] == pytest.approx(rows[1].sealed["score"] - rows[0].sealed["score"])
+    assert rows[1].lift_vs_root["baseline"] == "root" and rows[1].lift_vs_root["mean"] == rows[1].lift_vs_prev["mean"]
+    assert rows[2].lift_vs_prev is None and "kept its parent pair" in rows[2].lift_vs_prev_reason
+    # generation 1 ran no root trials: the lift over pair 0 says why instead of scoring them 0
+    assert rows[2].lift_vs_root is None and "both pairs" in rows[2].lift_vs_root_reason
+    assert rows[1].change["contract_edit"] and rows[1].change["successor"]["decided_on"] == "selection"
+    assert rows[1].attribution["weights"]["status"] == "unchanged"  # no adapter in this lineage
+    assert len({r.sealed_tasks_sha256 for r in rows}) == 1
+    for i, g in enumerate(data.generations):  # the JSON carries the same figures per generation
+        assert g["sealed"] == rows[i + 1].sealed and g["lift_vs_prev"] == rows[i + 1].lift_vs_prev
+        assert g["lift_vs_root"] == rows[i + 1].lift_vs_root
+    md = render_report(data, "md")
+    lift = rows[1].lift_vs_prev
+    assert "| 1 | gen 0 |" in md and f"{lift['mean']:+.3f} [{lift['lo']:+.3f}, {lift['hi']:+.3f}] n=2" in md
+    assert "Every generation ran the same sealed tasks." in md

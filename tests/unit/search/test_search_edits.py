@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
+from benchmarks.simulate import SIM_EXAMPLES
 from mindforge.hcp import SHELL_FORMATS, derive, diff_contracts, load_contract
 from mindforge.hcp.examples import MAX_EXAMPLES
 from mindforge.search import (
     Edit,
     SearchTask,
     edit_changes,
-    example_library,
+    edit_example,
+    example_edit,
     make_candidate,
     materialize_chain,
 )
 from mindforge.search.affinity import affinity, task_affinity_table
 from mindforge.search.edits import MIN_MAX_TOKENS, STOP_PRESETS, operator_edits
+from tests.fixtures.examples import COUNT_LINES
+
+EXAMPLE = example_edit(COUNT_LINES)
 
 REPO = Path(__file__).resolve().parents[3]
 ROOT = load_contract(REPO / "hcp_contracts" / "baseline.toml")
@@ -47,7 +51,7 @@ def child(contract, *edits: Edit):
 
 @pytest.mark.parametrize("key", sorted(NEW_FEATURES))
 def test_each_feature_is_one_recorded_edit_from_the_baseline(key):
-    edit = next(e for e in operator_edits(ROOT) if e.key == key)
+    edit = next(e for e in operator_edits(ROOT, [COUNT_LINES]) if e.key == key)
     contract = child(ROOT, edit)
     assert contract.mindforge.parent == ROOT.ref and contract.mindforge.edit == edit.describe(ROOT)
     path, value = NEW_FEATURES[key]
@@ -79,36 +83,31 @@ def test_a_shell_format_drops_the_file_tools_and_says_so():
     assert not any(e.op == "action_format" and e.value in SHELL_FORMATS for e in operator_edits(no_bash))
 
 
-def test_examples_come_from_the_library_once_each_up_to_the_limit():
-    library = example_library()
+def test_no_example_edit_by_default_and_the_given_examples_once_each_up_to_the_limit():
+    assert not [e for e in operator_edits(ROOT) if e.op == "add_example"]  # nothing shipped (issue 17)
+    library = SIM_EXAMPLES
     assert len(library) > MAX_EXAMPLES  # the search chooses which examples a contract carries
-    names = list(library)[:MAX_EXAMPLES]
+    offered = [e for e in operator_edits(ROOT, library) if e.op == "add_example"]
+    assert [e.key for e in offered] == [f"add_example={x.name}" for x in library]
     contract = ROOT
-    for name in names:
-        contract = child(contract, Edit(op="add_example", value=name))
-    assert [e.name for e in contract.resources.examples] == names
-    assert contract.resources.examples[0] == library[names[0]]
+    for edit in offered[:MAX_EXAMPLES]:
+        contract = child(contract, edit)
+    assert [e.name for e in contract.resources.examples] == [x.name for x in library[:MAX_EXAMPLES]]
+    assert contract.resources.examples[0] == library[0] == edit_example(offered[0])
     with pytest.raises(ValueError, match="already in the contract"):
-        edit_changes(contract, Edit(op="add_example", value=names[0]))
-    with pytest.raises(ValueError, match="no worked example"):
-        edit_changes(ROOT, Edit(op="add_example", value="nope"))
+        edit_changes(contract, offered[0])
+    with pytest.raises(ValueError, match="no worked example as JSON"):
+        edit_changes(ROOT, Edit(op="add_example", value="count_lines"))  # a bare name (the old library)
     with pytest.raises(ValueError, match=f"already carries {MAX_EXAMPLES}"):
-        edit_changes(contract, Edit(op="add_example", value=list(library)[MAX_EXAMPLES]))
-    assert not [e for e in operator_edits(contract) if e.op == "add_example"]
+        edit_changes(contract, offered[MAX_EXAMPLES])
+    assert not [e for e in operator_edits(contract, library) if e.op == "add_example"]
 
 
-def test_library_examples_fit_the_command_format_and_answer_no_bundled_task():
-    command = child(ROOT, Edit(op="action_format", value="command"))
-    for name in example_library():
-        child(command, Edit(op="add_example", value=name))  # one-line commands: valid in the command format
-    instructions = [p.read_text() for p in sorted((REPO / "tasks").glob("**/instruction.md"))]
-    assert instructions
-    file_word = re.compile(r"[\w-]+\.(?:txt|sh|gz|tar|csv|log|py|md)\b|/app/[\w-]+(?:[./][\w-]+)*")
-    for name, example in example_library().items():
-        files = set(file_word.findall(example.instruction + " ".join(example.commands)))
-        assert files, name
-        for text in instructions:
-            assert not files & set(file_word.findall(text)), (name, files)
+def test_an_example_edit_carries_its_example_so_same_name_other_content_is_another_contract():
+    other = COUNT_LINES.model_copy(update={"instruction": "Count the lines of comets.txt into n.txt."})
+    a, b = child(ROOT, example_edit(COUNT_LINES)), child(ROOT, example_edit(other))
+    assert example_edit(COUNT_LINES).key == example_edit(other).key == "add_example=count_lines"
+    assert a.content_hash != b.content_hash and b.resources.examples[0].instruction == other.instruction
 
 
 def test_reply_length_goes_down_as_well_as_up_within_bounds():
@@ -137,7 +136,7 @@ def test_stop_presets_and_their_removal():
 
 
 def test_command_format_with_an_example_and_a_blank_line_stop_is_a_three_edit_chain():
-    edits = [Edit(op="action_format", value="command"), Edit(op="add_example", value="count_lines"),
+    edits = [Edit(op="action_format", value="command"), EXAMPLE,
              Edit(op="stop", value="blank_line")]  # fmt: skip
     chain = materialize_chain(ROOT, edits)
     final = chain[-1]
@@ -160,12 +159,12 @@ def _task(rule: str, cls: str, owner: str = "config") -> SearchTask:
     ("cls", "edit", "level"),
     [
         ("parse_error", Edit(op="action_format", value="command"), 2),
-        ("parse_error", Edit(op="add_example", value="count_lines"), 2),
+        ("parse_error", EXAMPLE, 2),
         ("parse_error", Edit(op="stop", value="newline"), 1),
         ("parse_error", Edit(op="max_tokens", value=512), 1),
         ("truncated_reply", Edit(op="stop", value="newline"), 2),
         ("empty_reply", Edit(op="stop", value="none"), 2),
-        ("empty_reply", Edit(op="add_example", value="count_lines"), 2),
+        ("empty_reply", EXAMPLE, 2),
         ("parse_error", Edit(op="hook_on", value="plan_first"), 0),
     ],
 )
@@ -259,7 +258,7 @@ def test_the_stone_that_gets_past_the_failure_most_often_is_refined_first(monkey
     from mindforge.search.state import CellStats, SearchBudget, SearchState
 
     smollm2 = load_contract(REPO / "hcp_contracts" / "smollm2.toml")
-    example, command = Edit(op="add_example", value="count_lines"), Edit(op="action_format", value="command")
+    example, command = EXAMPLE, Edit(op="action_format", value="command")
     task = _task("config.parse_failure", "truncated_reply")
     tasks = [task.model_copy(update={"task_hash": c * 64, "task_id": c}) for c in "ab"]
     state = SearchState(
@@ -273,7 +272,7 @@ def test_the_stone_that_gets_past_the_failure_most_often_is_refined_first(monkey
     assert _progress_rate([4, 0, 3]) > _progress_rate([7, 0, 4]) and _progress_rate([4, 0, 4]) > _progress_rate([1, 0, 1])
     monkeypatch.setattr("mindforge.search.arms.STEPPING_STONES_PER_CLUSTER", 1)
     arms = Arms(state, smollm2)
-    offer_new_arms(arms, state, operator_edits(smollm2), unsolved=[0, 1])
+    offer_new_arms(arms, state, operator_edits(smollm2, SIM_EXAMPLES), unsolved=[0, 1])
     refined = [c for c in arms.potential if c.origin == "progress"]
     assert refined and all(c.edits[0] == command for c in refined)
     assert any(e.op == "add_example" for c in refined for e in c.edits[1:])

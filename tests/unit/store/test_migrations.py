@@ -34,6 +34,9 @@ TABLES = {
     "audits",
     "search_jobs",
     "search_candidates",
+    "experience_entries",
+    "experience_snapshots",
+    "experience_rejections",
 }
 
 
@@ -48,7 +51,7 @@ def test_upgrade_creates_every_table_and_is_repeatable(db_url: str, tmp_path: Pa
         assert names == TABLES | {"alembic_version"}
         with engine.connect() as connection:
             head = connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
-        assert head == "0002"
+        assert head == "0003"
     finally:
         engine.dispose()
 

@@ -1,0 +1,380 @@
+"""Task families: templates whose parameters a small model can propose (issue 20).
+
+A family is data under ``tasks/families/<name>/``:
+
+* ``family.toml`` - ``name``, ``category``, ``summary`` (one line for the prompt),
+  ``[schema]`` (a JSON Schema object of the parameters, Draft 2020-12), ``[example]``
+  (parameters that must render a valid task), ``[difficulty]`` (how the parameters move
+  the difficulty, :class:`DifficultyRule`) and ``[lookup.<var>]`` tables (a template
+  variable whose text is chosen by one parameter's value, :class:`Lookup`);
+* ``templates/`` - ``instruction.md``, ``environment/...``, ``tests/...``,
+  ``solution/solve.sh``; every file is rendered with :class:`FamilyTemplate`
+  (:class:`string.Template` with the delimiter ``%%``: ``%%name`` or ``%%{name}``),
+  and files under ``templates/common/`` go into both ``environment/`` and ``tests/``
+  (the generator the image runs to make the inputs, which the verifier runs again to
+  compute the truth it checks against - the "privileged truth" of Endless Terminals).
+
+Template variables: every parameter, every lookup, ``seed`` (an integer derived from
+the family and the canonical parameters, so one instance always renders the same files)
+and ``difficulty`` (the level). An instance is a
+:class:`~mindforge.discovery.schema.TaskProposal`, so it is materialised and checked
+like any proposal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+import tomllib
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mindforge.discovery.schema import TaskProposal
+from mindforge.errors import InputError
+
+FAMILY_TOML = "family.toml"
+TEMPLATES = "templates"
+COMMON = "common"
+#: difficulty levels in order; a score below ``levels[i]`` is level ``i``
+LEVELS = ("easy", "medium", "hard")
+
+
+class FamilyTemplate(string.Template):
+    """:class:`string.Template` with ``%%`` as the delimiter (shell and Python keep their ``$``)."""
+
+    delimiter = "%%"
+
+
+class DifficultyRule(BaseModel):
+    """How parameters move a family's difficulty.
+
+    The score is ``base + sum(weights[p] * value)`` over integer parameters plus
+    ``sum(choices[p][str(value)])`` over enum and boolean parameters (booleans as
+    ``"true"`` / ``"false"``); the level is ``easy`` below ``thresholds[0]``, ``medium``
+    below ``thresholds[1]``, else ``hard``.
+
+    Attributes:
+        base: the score of the simplest instance.
+        weights: integer parameter -> points per unit.
+        choices: enum or boolean parameter -> value -> points.
+        thresholds: two ascending score limits.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base: float = 0.0
+    weights: dict[str, float] = Field(default_factory=dict)
+    choices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    thresholds: tuple[float, float]
+
+
+class Lookup(BaseModel):
+    """A template variable chosen by one parameter's value.
+
+    Attributes:
+        param: the parameter.
+        values: the parameter's value (as text; booleans ``"true"``/``"false"``) -> text.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    param: str
+    values: dict[str, str]
+
+
+class Family(BaseModel):
+    """One task family, as loaded from its folder.
+
+    Attributes:
+        name: the family's name (the folder's name).
+        category: the category its instances get (the micro suite's categories).
+        summary: what an instance asks, in one line (shown to the proposing model).
+        params_schema: JSON Schema of the parameters (``[schema]``).
+        example: parameters that render a valid task.
+        difficulty_rule: ``[difficulty]``.
+        lookups: ``[lookup.<var>]`` tables.
+        root: the family's folder.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    category: str
+    summary: str
+    params_schema: dict[str, Any]
+    example: dict[str, Any]
+    difficulty_rule: DifficultyRule
+    lookups: dict[str, Lookup] = Field(default_factory=dict)
+    root: Path
+
+    @cached_property
+    def _validator(self) -> jsonschema.protocols.Validator:
+        return jsonschema.Draft202012Validator(self.params_schema)
+
+    def check_params(self, params: Any) -> dict[str, Any]:
+        """The parameters, checked against the family's schema.
+
+        Args:
+            params: the proposed parameters (a JSON object).
+
+        Returns:
+            ``params`` as a dict (unchanged).
+
+        Raises:
+            InputError: naming ``family.toml``, the field ``params.<name>`` and the
+                reason of the first violation (unknown, missing, wrong type, out of range).
+        """
+        errors = sorted(self._validator.iter_errors(params), key=lambda e: (list(e.absolute_path), e.message))
+        if errors:
+            err = errors[0]
+            path = ".".join(str(p) for p in err.absolute_path)
+            if err.validator == "additionalProperties" and isinstance(params, dict):
+                allowed = set(self.params_schema.get("properties", {}))
+                path = ", ".join(sorted(set(params) - allowed)) or path
+            elif err.validator == "required":
+                path = err.message.split("'")[1] if "'" in err.message else path
+            field = "params" + (f".{path}" if path else "")
+            raise InputError(self.root / FAMILY_TOML, field, f"family {self.name!r}: {err.message}")
+        return dict(params)
+
+    def difficulty(self, params: dict[str, Any]) -> tuple[float, str]:
+        """The difficulty score and level (:data:`LEVELS`) of checked parameters."""
+        rule = self.difficulty_rule
+        score = rule.base
+        for key, weight in rule.weights.items():
+            score += weight * float(params[key])
+        for key, table in rule.choices.items():
+            score += table.get(_text(params[key]), 0.0)
+        level = next((LEVELS[i] for i, limit in enumerate(rule.thresholds) if score < limit), LEVELS[-1])
+        return score, level
+
+    def instance_id(self, params: dict[str, Any]) -> str:
+        """``<family>-<8 hex>``: the family and a hash of the canonical parameters."""
+        return f"{self.name}-{canonical_hash(self.name, params)[:8]}"
+
+    def variables(self, params: dict[str, Any]) -> dict[str, str]:
+        """Template variables of checked parameters (see the module docstring)."""
+        out = {key: _text(value) for key, value in params.items()}
+        for var, lookup in self.lookups.items():
+            out[var] = lookup.values[_text(params[lookup.param])]
+        out["seed"] = str(int(canonical_hash(self.name, params)[:8], 16))
+        out["difficulty"] = self.difficulty(params)[1]
+        return out
+
+    def render(self, params: Any) -> TaskProposal:
+        """Render one instance.
+
+        Args:
+            params: the parameters (checked here).
+
+        Returns:
+            The instance as a proposal (id :meth:`instance_id`, the family's category,
+            the level as its difficulty).
+
+        Raises:
+            InputError: parameters outside the schema (naming the field), a lookup
+                without the parameter's value, a template naming an unknown variable,
+                or a template folder without a required file.
+        """
+        checked = self.check_params(params)
+        variables = self.variables_checked(checked)
+        files: dict[str, str] = {}
+        base = self.root / TEMPLATES
+        for path in sorted(p for p in base.rglob("*") if p.is_file()):
+            rel = path.relative_to(base).as_posix()
+            try:
+                text = FamilyTemplate(path.read_text(encoding="utf-8")).substitute(variables)
+            except (KeyError, ValueError) as exc:
+                raise InputError(path, "", f"template variable problem: {exc!r} (known: {sorted(variables)})") from exc
+            if rel.startswith(f"{COMMON}/"):
+                files[f"environment/{rel[len(COMMON) + 1:]}"] = text
+                files[f"tests/{rel[len(COMMON) + 1:]}"] = text
+            else:
+                files[rel] = text
+        return self._proposal(checked, files)
+
+    def variables_checked(self, params: dict[str, Any]) -> dict[str, str]:
+        """:meth:`variables`, with a lookup missing the parameter's value an :class:`InputError`."""
+        for var, lookup in self.lookups.items():
+            if _text(params[lookup.param]) not in lookup.values:
+                value = params[lookup.param]
+                where = f"lookup.{var}.values"
+                raise InputError(self.root / FAMILY_TOML, where, f"no text for {lookup.param}={value!r}")
+        return self.variables(params)
+
+    def _proposal(self, params: dict[str, Any], files: dict[str, str]) -> TaskProposal:
+        required = ("instruction.md", "environment/Dockerfile", "tests/test.sh", "solution/solve.sh")
+        missing = [r for r in required if r not in files]
+        if missing:
+            raise InputError(self.root / TEMPLATES, "", f"missing template(s): {', '.join(missing)}")
+        env = {k[len("environment/"):]: v for k, v in files.items() if k.startswith("environment/")}
+        tests = {k[len("tests/"):]: v for k, v in files.items() if k.startswith("tests/")}
+        try:
+            return TaskProposal(
+                task_id=self.instance_id(params),
+                instruction=files["instruction.md"],
+                category=self.category,
+                difficulty=self.difficulty(params)[1],  # type: ignore[arg-type]
+                dockerfile=env.pop("Dockerfile"),
+                files=env,
+                test_sh=tests.pop("test.sh"),
+                test_files=tests,
+                solve_sh=files["solution/solve.sh"],
+            )
+        except ValidationError as exc:
+            raise InputError(self.root, "", f"rendered instance is not a valid task: {exc}") from exc
+
+    def prompt_line(self) -> str:
+        """The family in one prompt line: name, category, summary, parameters and what makes it harder."""
+        props = self.params_schema.get("properties", {})
+        parts = []
+        for key, spec in props.items():
+            if "enum" in spec:
+                parts.append(f"{key}: one of {', '.join(json.dumps(v) for v in spec['enum'])}")
+            elif spec.get("type") == "integer":
+                parts.append(f"{key}: integer {spec.get('minimum', '?')}..{spec.get('maximum', '?')}")
+            else:
+                parts.append(f"{key}: {spec.get('type', 'value')}")
+            if spec.get("description"):
+                parts[-1] += f" ({spec['description']})"
+        return (
+            f"{self.name} [{self.category}]: {self.summary} Parameters: {'; '.join(parts)}. "
+            f"Harder with: {self.harder_with()}."
+        )
+
+    def harder_with(self) -> str:
+        """What raises the difficulty, in words: the weighted parameters and the costliest choices."""
+        rule = self.difficulty_rule
+        words = [f"larger {key}" for key, weight in rule.weights.items() if weight > 0]
+        for key, table in rule.choices.items():
+            if table:
+                top = max(table.values())
+                words.append(" or ".join(f"{key}={v}" for v, pts in table.items() if pts == top))
+        return ", ".join(words) or "nothing (one level)"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def canonical_hash(family: str, params: dict[str, Any]) -> str:
+    """sha256 hex of ``{"family", "params"}`` as canonical JSON (sorted keys, no spaces)."""
+    doc = json.dumps({"family": family, "params": params}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
+
+
+def load_family(root: Path) -> Family:
+    """Load the family in ``root`` and check its ``[example]`` against its schema.
+
+    Raises:
+        InputError: ``family.toml`` missing, not TOML, a key missing or of the wrong
+            shape, a schema that is not a valid JSON Schema, or an example outside it.
+    """
+    root = Path(root)
+    path = root / FAMILY_TOML
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(path, "", f"cannot read: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(path, "", f"not TOML: {exc}") from exc
+    if doc.get("name") != root.name:
+        raise InputError(path, "name", f"must equal the folder name {root.name!r} (got {doc.get('name')!r})")
+    try:
+        jsonschema.Draft202012Validator.check_schema(doc.get("schema", {}))
+        family = Family(
+            name=doc["name"], category=doc.get("category", ""), summary=doc.get("summary", ""),
+            params_schema=doc.get("schema", {}), example=doc.get("example", {}),
+            difficulty_rule=DifficultyRule.model_validate(doc.get("difficulty", {})),
+            lookups={k: Lookup.model_validate(v) for k, v in doc.get("lookup", {}).items()}, root=root,
+        )
+    except jsonschema.SchemaError as exc:
+        raise InputError(path, "schema", f"not a JSON Schema: {exc.message}") from exc
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        raise InputError(path, ".".join(map(str, err["loc"])), err["msg"]) from exc
+    _check_shape(family, path)
+    family.check_params(family.example)
+    return family
+
+
+def _check_shape(family: Family, path: Path) -> None:
+    schema = family.params_schema
+    if schema.get("type") != "object" or schema.get("additionalProperties") is not False:
+        raise InputError(path, "schema", "must be an object schema with additionalProperties = false")
+    props = schema.get("properties", {})
+    if set(schema.get("required", [])) != set(props):
+        raise InputError(path, "schema.required", "every parameter must be required")
+    for key, spec in props.items():
+        if spec.get("type") == "integer" and not ("minimum" in spec and "maximum" in spec):
+            raise InputError(path, f"schema.properties.{key}", "an integer parameter needs minimum and maximum")
+        if spec.get("type") not in ("integer", "boolean") and "enum" not in spec:
+            raise InputError(path, f"schema.properties.{key}", "parameters are bounded integers, booleans or enums")
+    rule = family.difficulty_rule
+    for key in [*rule.weights, *rule.choices, *(lk.param for lk in family.lookups.values())]:
+        if key not in props:
+            raise InputError(path, "difficulty", f"names {key!r}, which is not a parameter")
+
+
+def load_families(root: Path | None = None) -> dict[str, Family]:
+    """Every family under ``root`` (default the bundled ``tasks/families``), by name.
+
+    Raises:
+        InputError: a family does not load (see :func:`load_family`), or none is found.
+    """
+    if root is None:
+        from mindforge.settings import REPO_ROOT
+
+        root = REPO_ROOT / "tasks" / "families"
+    root = Path(root)
+    dirs = sorted(d for d in root.iterdir() if (d / FAMILY_TOML).is_file()) if root.is_dir() else []
+    if not dirs:
+        raise InputError(root, "", "no task families (folders with family.toml) found")
+    return {d.name: load_family(d) for d in dirs}
+
+
+def reply_schema(families: dict[str, Family], k: int, *, for_grammar: bool = False) -> dict[str, Any]:
+    """The JSON Schema of a family-proposal reply: ``{"proposals": [{"family", "params"}, ...]}``.
+
+    Args:
+        families: the families the model may choose from.
+        k: proposals asked for (the list holds exactly ``k``).
+        for_grammar: write bounded integers as ``enum`` lists, because llama.cpp's
+            JSON-schema-to-grammar conversion ignores ``minimum``/``maximum``; the
+            schema then admits exactly the values the family's schema does.
+
+    Returns:
+        The schema (a dict).
+    """
+    options = []
+    for name, family in sorted(families.items()):
+        params = json.loads(json.dumps(family.params_schema))
+        if for_grammar:
+            for spec in params.get("properties", {}).values():
+                spec.pop("description", None)
+                if spec.get("type") == "integer":
+                    spec["enum"] = list(range(int(spec.pop("minimum")), int(spec.pop("maximum")) + 1))
+                    spec.pop("type")
+        options.append({
+            "type": "object",
+            "properties": {"family": {"const": name}, "params": params},
+            "required": ["family", "params"],
+            "additionalProperties": False,
+        })
+    item: dict[str, Any] = {"anyOf": options} if len(options) > 1 else options[0]
+    return {
+        "type": "object",
+        "properties": {"proposals": {"type": "array", "items": item, "minItems": k, "maxItems": k}},
+        "required": ["proposals"],
+        "additionalProperties": False,
+    }
+
+
+PromptMode = Literal["task", "families"]

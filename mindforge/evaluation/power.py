@@ -1,0 +1,329 @@
+"""Power of the selection gates: the smallest lift each gate detects with 80% power.
+
+Both gates (:mod:`mindforge.evaluation.decisions`) read per-task scores - the mean reward
+over a pair's attempts of a task - paired by task, and pass when the percentile
+bootstrap of the mean paired difference (clustered by task,
+:func:`mindforge.evaluation.stats.bootstrap_lift`) has its 95% lower bound above
+``-margin`` on at least ``min_tasks`` paired tasks; ``margin`` 0 is the superiority rule
+(lower bound above 0), a positive margin a declared non-inferiority margin. A comparison
+in which both pairs score 0 on every task never passes.
+
+**Exact case** (a baseline that passes nothing, the usual start: the base model under a
+plain harness). Every paired difference is then >= 0 and a bootstrap resample's mean is 0
+exactly when it draws only tasks the pair under test failed; with ``z`` of ``k`` tasks
+failed that happens with probability ``(z / k) ** k`` (``k`` draws with replacement). In
+the bootstrap's limit of infinitely many resamples the lower bound is above 0 exactly when
+``(z / k) ** k < (1 - confidence) / 2``, so the rule reduces to "at least ``m*`` of the
+``k`` tasks show a pass" (:func:`min_positive_tasks`; 3 of 5 at 95%). With a per-trial
+pass rate ``p`` on every task and ``a`` attempts a task shows a pass with probability
+``q = 1 - (1 - p) ** a``, and the gate passes with the binomial tail
+``P(Binomial(k, q) >= m*)`` (:func:`exact_power`). The expected lift is ``p`` (reward
+units), so the minimum detectable lift is the smallest ``p`` whose power reaches the
+target (:func:`min_detectable_lift`, bisection on the monotone tail). With finitely many
+resamples (``lift_resamples``) a case whose ``(z / k) ** k`` lies within Monte Carlo error
+of the threshold may go either way.
+
+**Simulated case** (a baseline that passes some trials): no closed form, so
+:func:`simulated_power` draws ``draws`` gate runs with a fixed seed (common random
+numbers: one uniform array for every lift, so the estimated power is monotone in the
+lift) and applies the gate's own rule to each, with ``resamples`` bootstrap resamples.
+
+Assumptions, stated wherever a figure is printed: every task has the same per-trial pass
+rate (heterogeneous tasks change the figure), attempts are independent, and the gate sees
+the configured tasks and attempts (infrastructure errors, which are excluded, lower it).
+
+Pure: numpy and pydantic.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import BaseModel
+
+#: power a gate should have at the lift it is said to detect
+TARGET_POWER = 0.8
+
+
+class GateCannotPassError(ValueError):
+    """A gate's configuration cannot pass at any lift.
+
+    Args:
+        field: the option or spec field to change (e.g. ``--min-split-tasks``).
+        reason: why, with the numbers.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}")
+
+
+class GateRule(BaseModel):
+    """One gate as configured.
+
+    Attributes:
+        gate: its name (``successor``, ``promotion``).
+        tasks: tasks on the selection split.
+        attempts: attempts per task of the pair under test (the race's finalist, or the
+            new adapter's pair).
+        baseline_attempts: attempts per task of the pair it is compared with.
+        min_tasks: fewest paired tasks the gate decides on.
+        margin: non-inferiority margin in reward units (0: the lower bound must be above 0).
+        confidence: level of the bootstrap interval.
+    """
+
+    gate: str
+    tasks: int
+    attempts: int
+    baseline_attempts: int
+    min_tasks: int
+    margin: float = 0.0
+    confidence: float = 0.95
+
+
+class GatePower(BaseModel):
+    """What a gate can detect (:func:`gate_power`).
+
+    Attributes:
+        rule: the gate.
+        min_positive_tasks: tasks that must show a pass against a baseline passing nothing.
+        min_detectable_lift: smallest lift (reward units, = the per-trial pass rate
+            against a baseline passing nothing) with :data:`TARGET_POWER` power; exact.
+        power_at: per-trial pass rate (as text) -> exact power against that baseline.
+        baseline_rate / simulated_min_detectable_lift: a baseline passing that share of
+            trials, and the smallest lift over it with :data:`TARGET_POWER` power
+            (simulated; None when even a pair passing every trial falls short).
+        draws / seed: the simulation's settings.
+    """
+
+    rule: GateRule
+    min_positive_tasks: int
+    min_detectable_lift: float
+    power_at: dict[str, float]
+    baseline_rate: float | None = None
+    simulated_min_detectable_lift: float | None = None
+    draws: int = 0
+    seed: int = 0
+
+    def describe(self) -> str:
+        """The gate's rule and power in words (one line)."""
+        r = self.rule
+        rule = "95% lower bound above 0" if r.margin == 0 else f"95% lower bound above -{r.margin:g} (non-inferiority)"
+        text = (
+            f"{r.gate} gate: {r.attempts} attempt(s) on each of {r.tasks} selection tasks "
+            f"(baseline {r.baseline_attempts}),"
+            f" paired bootstrap {rule}, at least {r.min_tasks} paired tasks; against a baseline passing nothing it "
+            f"needs a pass on {self.min_positive_tasks} of {r.tasks} tasks and detects a lift of "
+            f"{self.min_detectable_lift:.2f} with {TARGET_POWER:.0%} power (exact binomial)"
+        )
+        if self.baseline_rate is not None:
+            over = (
+                f"{self.simulated_min_detectable_lift:.2f}" if self.simulated_min_detectable_lift is not None
+                else "no lift up to 1.0"
+            )
+            text += (
+                f"; over a baseline passing {self.baseline_rate:.0%}: {over} "
+                f"(simulated, {self.draws} draws, seed {self.seed})"
+            )
+        return text
+
+
+def min_positive_tasks(tasks: int, margin: float = 0.0, confidence: float = 0.95) -> int:
+    """Tasks that must show a pass for the gate to pass against a baseline that passes nothing.
+
+    Args:
+        tasks: paired tasks ``k`` (>= 1).
+        margin: non-inferiority margin (> 0: any pass is enough, since the lower bound is
+            then >= 0; the all-zero comparison is refused).
+        confidence: interval level.
+
+    Returns:
+        the smallest ``m`` with ``((k - m) / k) ** k < (1 - confidence) / 2`` (always <= k).
+
+    Raises:
+        ValueError: ``tasks`` < 1.
+    """
+    if tasks < 1:
+        raise ValueError(f"need at least one task, got {tasks}")
+    if margin > 0:
+        return 1
+    tail = (1 - confidence) / 2
+    return next(m for m in range(1, tasks + 1) if ((tasks - m) / tasks) ** tasks < tail)
+
+
+def binomial_tail(n: int, q: float, m: int) -> float:
+    """``P(Binomial(n, q) >= m)``, summed exactly over ``math.comb``."""
+    return sum(math.comb(n, j) * q**j * (1 - q) ** (n - j) for j in range(max(m, 0), n + 1))
+
+
+def exact_power(rule: GateRule, rate: float) -> float:
+    """Chance the gate passes a pair with per-trial pass rate ``rate`` over a baseline passing nothing.
+
+    Args:
+        rule: the gate.
+        rate: the pair's per-trial pass rate on every task, in [0, 1].
+
+    Returns:
+        power in [0, 1] (0 when the split holds fewer than ``min_tasks`` tasks).
+    """
+    if rule.tasks < max(1, rule.min_tasks):
+        return 0.0
+    q = 1 - (1 - rate) ** rule.attempts
+    return binomial_tail(rule.tasks, q, min_positive_tasks(rule.tasks, rule.margin, rule.confidence))
+
+
+def min_detectable_lift(rule: GateRule, power: float = TARGET_POWER) -> float:
+    """Smallest per-trial pass rate (= lift over a baseline passing nothing) the gate passes with ``power``.
+
+    Raises:
+        GateCannotPassError: the gate cannot pass at any lift (see :func:`check_gate`).
+    """
+    check_gate(rule)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # the tail is increasing in the rate; 60 halvings reach float precision
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if exact_power(rule, mid) >= power else (mid, hi)
+    return hi
+
+
+def check_gate(rule: GateRule, field: str = "--min-split-tasks") -> None:
+    """Refuse a gate that cannot pass at any lift.
+
+    Raises:
+        GateCannotPassError: the selection split holds no task, or fewer than the
+            ``min_tasks`` paired tasks the gate decides on (named in ``field``).
+    """
+    if rule.tasks < 1:
+        raise GateCannotPassError(
+            "--selection", f"the {rule.gate} gate decides on the selection split, which holds 0 tasks"
+        )
+    if rule.min_tasks > rule.tasks:
+        raise GateCannotPassError(
+            field,
+            f"the {rule.gate} gate needs at least {rule.min_tasks} paired selection tasks but the selection split "
+            f"holds {rule.tasks}: it could never pass; lower {field} to {rule.tasks} or give the split more tasks",
+        )
+
+
+def _gate_passes(parent: np.ndarray, child: np.ndarray, rule: GateRule, index: np.ndarray) -> np.ndarray:
+    """The gate's rule on ``draws`` simulated runs: per-task scores (draws, k) -> passed (draws,)."""
+    diffs = child - parent
+    tail = (1 - rule.confidence) / 2 * 100
+    lows = np.empty(len(diffs))
+    for start in range(0, len(diffs), 100):  # (100, resamples, k) at a time
+        means = diffs[start : start + 100][:, index].mean(axis=2)
+        lows[start : start + 100] = np.percentile(means, tail, axis=1)
+    all_zero = (parent == 0).all(axis=1) & (child == 0).all(axis=1)
+    return (lows > -rule.margin) & ~all_zero & (rule.tasks >= rule.min_tasks)
+
+
+def simulated_power(
+    rule: GateRule, baseline: float, lift: float, *, draws: int = 1000, resamples: int = 500, seed: int = 0
+) -> float:
+    """Chance the gate passes a pair whose per-trial pass rate is ``baseline + lift`` (simulated).
+
+    Each draw runs the baseline (``baseline_attempts``) and the pair (``attempts``) on
+    ``tasks`` tasks from one fixed uniform array (seed ``seed``) and applies the gate's
+    rule with ``resamples`` bootstrap resamples (Efron & Tibshirani 1993, ch. 13).
+
+    Args:
+        rule: the gate.
+        baseline: the baseline's per-trial pass rate, in [0, 1].
+        lift: added to it (clipped to [0, 1]).
+        draws / resamples / seed: simulation settings.
+
+    Returns:
+        the share of draws in which the gate passed.
+    """
+    if rule.tasks < 1:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    u_base = rng.random((draws, rule.tasks, rule.baseline_attempts))
+    u_pair = rng.random((draws, rule.tasks, rule.attempts))
+    index = rng.integers(0, rule.tasks, size=(resamples, rule.tasks))
+    rate = min(1.0, max(0.0, baseline + lift))
+    parent = (u_base < baseline).mean(axis=2)
+    child = (u_pair < rate).mean(axis=2)
+    return float(_gate_passes(parent, child, rule, index).mean())
+
+
+def simulated_min_detectable_lift(
+    rule: GateRule, baseline: float, power: float = TARGET_POWER, *, draws: int = 1000, seed: int = 0
+) -> float | None:
+    """Smallest lift over a baseline passing ``baseline`` of its trials that the gate passes with ``power``.
+
+    Bisection on :func:`simulated_power` (monotone in the lift for a fixed seed), to 0.005.
+
+    Returns:
+        the lift in reward units, or None when a pair passing every trial falls short.
+    """
+    check_gate(rule)
+    if simulated_power(rule, baseline, 1.0 - baseline, draws=draws, seed=seed) < power:
+        return None
+    lo, hi = -baseline if rule.margin > 0 else 0.0, 1.0 - baseline
+    while hi - lo > 0.005:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if simulated_power(rule, baseline, mid, draws=draws, seed=seed) >= power else (mid, hi)
+    return hi
+
+
+def gate_power(rule: GateRule, baseline_rate: float | None = 0.25, *, draws: int = 1000, seed: int = 0) -> GatePower:
+    """A gate's power: exact against a baseline passing nothing, simulated over ``baseline_rate``.
+
+    Raises:
+        GateCannotPassError: the gate cannot pass at any lift.
+    """
+    mdl = min_detectable_lift(rule)
+    out = GatePower(
+        rule=rule,
+        min_positive_tasks=min_positive_tasks(rule.tasks, rule.margin, rule.confidence),
+        min_detectable_lift=mdl,
+        power_at={f"{p:.2f}": exact_power(rule, p) for p in (0.1, 0.25, 0.5)},
+    )
+    if baseline_rate is not None:
+        out.baseline_rate, out.draws, out.seed = baseline_rate, draws, seed
+        out.simulated_min_detectable_lift = simulated_min_detectable_lift(rule, baseline_rate, draws=draws, seed=seed)
+    return out
+
+
+def configured_gates(
+    selection_tasks: int,
+    *,
+    successor: bool,
+    promotion: bool,
+    attempts: int,
+    min_tasks: int,
+    candidates: int,
+    race_budget: int,
+    margin: float,
+) -> list[GateRule]:
+    """The gates a lineage runs, as configured (what ``lineage start`` prints and checks).
+
+    Args:
+        selection_tasks: tasks on the selection split.
+        successor: the successor gate runs (Expansion with configuration search).
+        promotion: the promotion gate runs (Update).
+        attempts: ``evaluation.attempts`` (the parent's, and the new adapter's pair's).
+        min_tasks: ``evaluation.splits.min_tasks``.
+        candidates / race_budget: ``evaluation.successor_candidates`` / ``race_budget``;
+            the successor gate's pair is the race's finalist
+            (:func:`mindforge.evaluation.race.finalist_attempts` attempts a task; fewer
+            candidates give it more).
+        margin: ``update.promotion_margin``.
+    """
+    from mindforge.evaluation.race import finalist_attempts
+
+    gates = []
+    if successor:
+        gates.append(GateRule(
+            gate="successor", tasks=selection_tasks, attempts=finalist_attempts(candidates, race_budget),
+            baseline_attempts=attempts, min_tasks=min_tasks,
+        ))
+    if promotion:
+        gates.append(GateRule(
+            gate="promotion", tasks=selection_tasks, attempts=attempts, baseline_attempts=attempts,
+            min_tasks=min_tasks, margin=margin,
+        ))
+    return gates

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# Reference solution.
+set -euo pipefail
+%%{command}

@@ -1,0 +1,43 @@
+"""``lineage start`` prints each split's size and each gate's power, and refuses a gate that cannot pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from mindforge.cli.lineage import build_spec, split_config
+from mindforge.cli.quickstart import MAIN_JOB_TASKS
+from mindforge.errors import InputError
+from tests.conftest import REPO, require_module
+
+TASKS = [REPO / "tasks" / "micro" / t for t in MAIN_JOB_TASKS]  # 20 tasks: 10 / 5 / 5
+
+
+def _build(splits, stages: str = "expansion,update", say=None):
+    return build_spec(
+        "gates", TASKS, REPO / "hcp_contracts" / "tiny.toml", 1, 2, splits, 0, None, stages, 16, "tiny", say=say,
+    )
+
+
+def test_start_prints_split_sizes_and_each_gates_minimum_detectable_lift(settings):
+    require_module("transformers")
+    lines: list[str] = []
+    spec = _build(split_config(0.25, 0.25, 5), say=lines.append)
+    assert lines[0] == "splits: search 10 tasks, selection 5 tasks, sealed 5 tasks"
+    successor, promotion = lines[1], lines[2]
+    # the race's finalist runs 3 attempts on each of 5 tasks: 3 of 5 tasks with a pass, exact lift 0.31
+    assert successor.startswith("successor gate: 3 attempt(s) on each of 5 selection tasks") and "3 of 5 tasks" in successor
+    assert "detects a lift of 0.31 with 80% power (exact binomial)" in successor
+    assert promotion.startswith("promotion gate: 2 attempt(s)") and "lift of 0.43 with 80% power" in promotion
+    assert "simulated, 1000 draws, seed 0" in promotion
+    assert spec.update.promotion_margin == 0.0
+
+
+def test_a_gate_that_cannot_pass_is_refused_naming_the_option_and_the_numbers(settings):
+    require_module("transformers")
+    with pytest.raises(InputError, match=r"--min-split-tasks: .*needs at least 6 paired selection tasks but the "
+                                         r"selection split holds 5: it could never pass"):
+        _build(split_config(0.25, 0.25, 6, allow_small=True))
+    with pytest.raises(InputError, match="--selection: .*holds 0 tasks"):
+        _build(split_config(0.0, 0.25, 5, allow_small=True))
+    # no gate runs without search and Update: nothing to refuse
+    _build(split_config(0.0, 0.25, 5, allow_small=True), stages="discovery")
