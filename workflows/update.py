@@ -236,7 +236,7 @@ class UpdateWorkflow:
                     o.run_trials(
                         RunTrialsInput(
                             lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.ROLLOUT,
-                            contract_hash=contract, adapter=adapter, policy_url=inp.runtime.policy_url,
+                            contract_hash=plan.contract_hash, adapter=adapter, policy_url=inp.runtime.policy_url,
                             trials=plan.trials[i : i + size],
                         ),
                         inp.runtime.heartbeat_timeout_sec,
