@@ -16,11 +16,12 @@ OpenAI-compatible API), with the evidence kept on the splits it belongs to:
    the one that covers most is it - not the best candidate inside the adaptive run, which
    saw only the tasks the allocator gave it (printed beside it, labelled so). Targets:
    adaptive coverage >= 3x the best single contract's, and <= 0.5x random search's attempts;
-3. **Update**: the successor contract (adaptive search's best single contract) rolls out
-   on the search split, GRPO trains a LoRA adapter on those groups, and the sealed split
-   measures (successor contract, base weights) against (successor contract, new adapter),
-   paired by task with a 95% bootstrap interval. Target: lift > 0 with the lower bound
-   above 0 - reported as measured either way;
+3. **Update**: the product's Update (:func:`update`: an Update-only lineage through
+   Temporal and Ray, the product's ``UpdateSpec`` and ``TrainerConfig`` defaults) trains
+   under the successor contract (adaptive search's best single contract) with on-policy
+   GRPO iterations, and the sealed split measures (successor contract, base weights)
+   against (successor contract, new adapter), paired by task with a 95% bootstrap interval.
+   Target: lift > 0 with the lower bound above 0 - reported as measured either way;
 4. **engine throughput** (:mod:`benchmarks.bench_engines`): tokens/s with 1 vs 2
    concurrent requests (target >= 1.5x) and each engine against llama.cpp (target for
    the engine the main job uses, llama.cpp, >= 0.5x).
@@ -30,7 +31,8 @@ skill; only figure 3 reads the sealed split, and nothing in it decides anything.
 
 Run on demand (needs the ``llamacpp`` extra and ``mindforge dev up``)::
 
-    .venv/bin/python benchmarks/bench_real_model.py [--budget 160] [--sweep-attempts N] [--rollouts 4]
+    .venv/bin/python benchmarks/bench_real_model.py [--budget 160] [--sweep-attempts N] [--iterations 4] \\
+        [--rollouts 8] \\
         [--eval-attempts 4] [--skip-engines]
 """
 
@@ -211,66 +213,57 @@ class UpdateFigures(BaseModel):
     steps: int = 0
 
 
-def update(
-    runner: Runner, server: Any, successor: Any, splits: dict[str, list[Any]], args: Any, resolved: Any
-) -> UpdateFigures:
-    """Rollouts -> GRPO -> hand-off -> sealed paired lift of the adapter under the successor contract."""
-    from mindforge.evaluation import PairRef, PoolSplit, paired_lift
-    from mindforge.hcp import derive
-    from mindforge.payloads.ray_tasks import TrainingItem, TrainTaskInput
-    from mindforge.policy.handoff import hand_off
-    from mindforge.trainer.config import TrainerConfig
-    from mindforge.trainer.selection import select_groups
-    from workers.ray_trials import train_adapter_payload
+def update(server: Any, successor: Any, splits: dict[str, list[Any]], args: Any, resolved: Any) -> UpdateFigures:
+    """The product's Update under the successor contract: an Update-only lineage through Temporal and Ray.
 
-    search_tasks = splits["search"]
-    jobs = [(t, successor, f"rollout/{t.id}/{a}", a) for t in search_tasks for a in range(args.rollouts)]
-    rollouts = runner.run(jobs, run_id=f"{SPLIT_KEY}-rollout")
-    audits = {r.trial_id: a for r in rollouts if (a := _audit(r, successor)) is not None}
-    report = select_groups(rollouts, set(), audits=audits)
-    print(f"  rollouts: {len(rollouts)} trials, {sum(r.passed for r in rollouts)} passed; "
-          f"selection kept {report.kept_groups} groups, {report.kept_trials} trials")
-    if not report.groups:
-        return UpdateFigures(reason="no rollout group had contrast", rollouts=len(rollouts))
-    by_id = {r.trial_id: r for r in rollouts}
-    items = [
-        TrainingItem(trial_id=t, trajectory=by_id[t].artifacts["trajectory"], reward=reward, group_id=g.group_id)
-        for g in report.groups
-        for t, reward in zip(g.trial_ids, g.rewards, strict=True)
-    ]
-    out_dir = runner.artifact_root / "adapters" / SPLIT_KEY / "bench-r0"
-    config = TrainerConfig(lora_rank=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], learning_rate=args.lr,
-                           batch_size=8, micro_batch_size=4, max_steps=args.steps, use_bf16=False)
-    started = time.monotonic()
-    trained = train_adapter_payload(
-        TrainTaskInput(base_model_path=resolved.hf_dir, items=items, config=config, out_dir=str(out_dir))
+    The lineage's pool is pinned to this benchmark's splits, its root contract is the
+    successor contract (so the training contract is it), and its ``UpdateSpec`` and
+    ``TrainerConfig`` are the product's defaults but for the loop's size
+    (``--iterations``, ``--rollouts`` as the group size). The generation's sealed lift is
+    then (successor contract, new adapter) over (successor contract, base weights).
+    """
+    import asyncio
+    import tempfile
+
+    from benchmarks.bench_update import run_product_lineage
+    from mindforge.evaluation import PoolSplit, SplitConfig
+    from mindforge.hcp import save_contract
+    from mindforge.payloads import EvaluationSpec, LineageSpec, RuntimeSpec, Stage, UpdateSpec
+    from mindforge.settings import get_settings
+    from mindforge.store import engine as se
+    from mindforge.store import lineages
+
+    pinned = {t.path.name: PoolSplit(split) for split, tasks in splits.items() for t in tasks}
+    name = f"{SPLIT_KEY}-{int(time.time())}"
+    settings = get_settings()
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = LineageSpec(
+            name=name,
+            tasks=[str(t.path) for tasks in splits.values() for t in tasks],
+            contract_path=str(save_contract(successor, Path(tmp) / "successor.toml")),
+            stages=[Stage.UPDATE],
+            runtime=RuntimeSpec(policy_url=server.base_url, trial_batch_size=8, heartbeat_timeout_sec=600),
+            update=UpdateSpec(
+                base_model_path=resolved.hf_dir, iterations=args.iterations, group_size=args.rollouts,
+            ),
+            evaluation=EvaluationSpec(
+                splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1, overrides=pinned),
+                attempts=args.eval_attempts,
+            ),
+        )
+        asyncio.run(run_product_lineage(spec, settings))
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        gen = lineages.get_generation(session=s, lineage_id=name, index=0)
+        record = dict(gen.record) if gen is not None else {}
+    upd = record.get("update", {})
+    its = upd.get("iterations", [])
+    evaluation = (record.get("evaluation") or {}).get("parent")
+    lift = LiftReport.model_validate(evaluation) if evaluation else None
+    return UpdateFigures(
+        lift=lift, reason=upd.get("reason", "") or record.get("sealed_lift_reason", ""),
+        rollouts=sum(it["rollouts"] for it in its), groups=sum(it["groups"] - it["flat_groups"] for it in its),
+        steps=sum(it["steps"] for it in its),
     )
-    print(f"  trained: {trained.trained} ({trained.reason}) in {time.monotonic() - started:.0f} s")
-    if not trained.trained:
-        return UpdateFigures(reason=trained.reason, rollouts=len(rollouts))
-    name = f"{SPLIT_KEY}-r0-{int(time.time())}"
-    hand_off(server.base_url, name, out_dir)
-    with_adapter = derive(successor, revision=f"{successor.mindforge.revision}+{name}", edit=f"adapter -> {name}",
-                          changes={"model.adapter": name})
-    sealed = splits["sealed"]
-    jobs = [
-        (t, contract, f"sealed/{tag}/{t.id}/{a}", a)
-        for tag, contract in (("base", successor), ("adapter", with_adapter))
-        for t in sealed
-        for a in range(args.eval_attempts)
-    ]
-    records = runner.run(jobs, run_id=f"{SPLIT_KEY}-sealed")
-    lift = paired_lift(
-        records,
-        PairRef(contract_hash=successor.content_hash),
-        PairRef(contract_hash=with_adapter.content_hash, adapter=name),
-        {t.content_hash for t in sealed},
-        measured_on=PoolSplit.SEALED,
-        resamples=4000,
-        seed=0,
-    )
-    steps = trained.train.steps if trained.train is not None else 0
-    return UpdateFigures(lift=lift, rollouts=len(rollouts), groups=report.kept_groups, steps=steps)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,10 +280,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="best single contract sweep: attempts per failing task per candidate "
                         "(default: the search budget spread over the failing tasks)")
     parser.add_argument("--sweep-max", type=int, default=6, help="candidates swept at most (most search wins first)")
-    parser.add_argument("--rollouts", type=int, default=4, help="rollout attempts per search task")
+    parser.add_argument("--rollouts", type=int, default=8, help="Update: rollouts per task per draw (group size)")
+    parser.add_argument("--iterations", type=int, default=4, help="Update: on-policy GRPO iterations")
     parser.add_argument("--eval-attempts", type=int, default=4, help="attempts per sealed task per pair")
-    parser.add_argument("--steps", type=int, default=8, help="GRPO optimizer steps")
-    parser.add_argument("--lr", type=float, default=1e-4, help="GRPO learning rate")
     parser.add_argument("--skip-engines", action="store_true", help="leave out the engine throughput figures")
     args = parser.parse_args(argv)
 
@@ -325,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             cand = next(c for c in adaptive.candidates if c.contract_hash == a_best)
             successor = materialize(root, cand.edits)
         upd = (
-            update(runner, server, successor, splits, args, resolved)
+            update(server, successor, splits, args, resolved)
             if successor is not None
             else UpdateFigures(reason="adaptive search solved no task: no successor contract to train for")
         )

@@ -23,6 +23,7 @@ from mindforge.payloads import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.discovery_activities import DiscoveryActivities
 from workers.evaluation_activities import EvaluationActivities
+from workers.iteration_activities import IterationActivities
 from workers.lineage_activities import LineageActivities
 from workers.search_activities import SearchActivities
 from workers.training_activities import TrainingActivities
@@ -114,7 +115,8 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     training = TrainingActivities(acts.engine, settings.artifacts)
     # bound methods compare equal, never identical: each attribute access makes a new one
     store_acts = [a for a in acts.all() if a != acts.run_trials] + [disc.propose, disc.admit]
-    store_acts += upd.orchestration_activities() + SearchActivities(acts.engine).all()
+    store_acts += upd.orchestration_activities() + IterationActivities(acts.engine).all()
+    store_acts += SearchActivities(acts.engine).all()
     store_acts += EvaluationActivities(acts.engine).all()
     return {"orchestration": store_acts, "sandbox": [acts.run_trials, disc.check, *training.sandbox_activities()]}
 

@@ -1,7 +1,8 @@
-"""Update activities of the orchestration queue: select trajectories, register, hand off, promotion gate.
+"""Update activities of the orchestration queue: register, hand off, promotion gate, outcome.
 
-These are store and HTTP activities; training and validation, which submit Ray tasks
-from the sandbox queue, are in :mod:`workers.training_activities`. Every Update
+These are store and HTTP activities; the on-policy loop's planning and selection are in
+:mod:`workers.iteration_activities`, training and validation, which submit Ray tasks
+from the sandbox queue, in :mod:`workers.training_activities`. Every Update
 activity writes its part of the generation record under ``record["update"]``
 (``selection``, ``training``, ``adapter``, ``successor_contract``, ``handoff``,
 ``promotion``, ``outcome``, ``next_pair``). Training reads search-split trials only; the
@@ -9,10 +10,12 @@ promotion gate reads selection-split trials only (``promotion.decided_on``); the
 lift is measured after the stage, for the whole generation
 (:mod:`workers.evaluation_activities`).
 
-Errors: bad input (no base model path, an unregistered contract) and hand-off refusals
-are non-retryable ``ApplicationError``s; a validation failure is non-retryable with the
-validation error's class name as its type (the workflow records it as ``rejected``); an
-unreachable endpoint is retryable.
+Errors: bad input (no base model path, an unregistered contract), a pair off the training
+contract (``OffContractError``: registration or the promotion gate under another harness
+than the one Update trained under) and hand-off refusals are non-retryable
+``ApplicationError``s; a validation failure is non-retryable with the validation error's
+class name as its type (the workflow records it as ``rejected``); an unreachable endpoint
+is retryable.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from temporalio.exceptions import ApplicationError
 
 from mindforge.errors import InputError
 from mindforge.evaluation import PoolSplit, PromotionDecision, decide_promotion
+from mindforge.evaluation.on_contract import OffContractError, check_same_harness
 from mindforge.payloads import (
     HandOffInput,
     HandOffResult,
@@ -34,23 +38,17 @@ from mindforge.payloads import (
     RecordUpdateInput,
     RegisterAdapterInput,
     RegisterAdapterResult,
-    RolloutPlan,
-    SelectTrajectoriesResult,
-    TrialSpec,
     TrialStage,
-    UpdateInput,
 )
 from mindforge.policy.handoff import (
     EndpointUnavailableError,
     ServingError,
     hand_off,
-    versioned_adapter_name,
 )
 from mindforge.store import engine as store_engine
-from mindforge.store import lineages, pool, registry, trials
+from mindforge.store import lineages, registry
 from mindforge.store.models import AdapterRevisionCreate
-from mindforge.trainer.selection import select_groups
-from workers.evaluation_activities import plan_pair_trials, split_records, split_tasks
+from workers.evaluation_activities import plan_pair_trials, split_records
 
 #: the trial stages training reads (on search-split tasks): base evaluation, search, rollouts
 TRAINED_STAGES = frozenset({TrialStage.EXPANSION.value, TrialStage.SEARCH.value, TrialStage.ROLLOUT.value})
@@ -99,126 +97,20 @@ class UpdateActivities:
         self.artifact_root = Path(artifact_root)
 
     # ------------------------------------------------------------ orchestration queue
-    @activity.defn(name="plan_rollout_trials")
-    async def plan_rollout_trials(self, inp: UpdateInput) -> RolloutPlan:
-        """``update.rollout_attempts`` trials of every search task, with the parent's adapter, for GRPO groups.
-
-        They run under the next pair's contract when it passed a search-split trial this
-        generation (base evaluation or search); otherwise under the contract that passed
-        the most such trials (the search's best single contract: trajectories of what
-        worked), and none when no contract passed any - rollouts could not hold a group
-        with contrast. The choice reads search-split trials only. Deterministic ids
-        (stage ``rollout``), so a retried workflow runs none twice; recorded under
-        ``update.rollouts``.
-
-        Raises:
-            StageSplitError: a planned trial's task is not on the search split
-                (non-retryable by name: ``workflows.options.NON_RETRYABLE``).
-        """
-        return await asyncio.to_thread(self._plan_rollouts, inp)
-
-    def _plan_rollouts(self, inp: UpdateInput) -> RolloutPlan:
-        next_contract = inp.successor_contract_hash or inp.contract_hash
-        search_stages = (TrialStage.EXPANSION.value, TrialStage.SEARCH.value)
-        with store_engine.session_scope(self.engine) as s:
-            passed: dict[str, int] = {}
-            rows = trials.list_trials(
-                session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, passed=True
-            )
-            for r in rows:
-                if r.stage in search_stages and r.contract_hash:
-                    passed[r.contract_hash] = passed.get(r.contract_hash, 0) + 1
-            if passed.get(next_contract):
-                contract_hash, note = next_contract, "the next pair's contract"
-            elif passed:
-                contract_hash = max(sorted(passed), key=lambda h: passed[h])
-                note = "the next pair's contract passed no search trial; the search's best single contract"
-            else:
-                note = "skipped: no contract passed a search trial this generation"
-                merge_update_record(s, inp.lineage_id, inp.generation, {"rollouts": {"note": note}})
-                return RolloutPlan(note=note)
-            tasks = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
-            specs = [
-                TrialSpec(
-                    trial_id=trials.make_trial_id(
-                        lineage_id=inp.lineage_id, generation_index=inp.generation, stage=TrialStage.ROLLOUT.value,
-                        task_hash=t.id, contract_hash=contract_hash, adapter=inp.adapter, attempt=a,
-                    ),
-                    task_path=t.path, task_hash=t.id, attempt=a,
-                )
-                for t in tasks
-                for a in range(inp.update.rollout_attempts)
-            ]
-            pool.check_trial_splits(
-                session=s, lineage_id=inp.lineage_id, stage=TrialStage.ROLLOUT,
-                trials=[(t.trial_id, t.task_hash) for t in specs],
-            )
-            merge_update_record(
-                s, inp.lineage_id, inp.generation,
-                {"rollouts": {"contract_hash": contract_hash, "trials": len(specs), "note": note}},
-            )
-        return RolloutPlan(contract_hash=contract_hash, trials=specs, note=note)
-
-    @activity.defn(name="select_trajectories")
-    async def select_trajectories(self, inp: UpdateInput) -> SelectTrajectoriesResult:
-        """Build GRPO groups from the generation's trials; record the counts; name the new revision.
-
-        Raises:
-            ApplicationError: non-retryable ``InputError`` when the spec has no base model path.
-        """
-        try:
-            return await asyncio.to_thread(self._select, inp)
-        except InputError as exc:
-            raise non_retryable_error(exc) from exc
-
-    def _select(self, inp: UpdateInput) -> SelectTrajectoriesResult:
-        if not inp.update.base_model_path:
-            reason = "the Update stage needs a local base model directory to train on"
-            raise InputError(f"lineage {inp.lineage_id} spec", "base_model_path", reason)
-        with store_engine.session_scope(self.engine) as s:
-            # selection and sealed tasks are never trained on
-            not_search = (
-                split_tasks(s, inp.lineage_id, PoolSplit.SELECTION) | split_tasks(s, inp.lineage_id, PoolSplit.SEALED)
-            )
-            rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
-            records = [r.to_record() for r in rows if r.stage in TRAINED_STAGES]
-            audits = {
-                a.trial_id: a
-                for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
-            }
-            report = select_groups(
-                records,
-                not_search,
-                max_groups_per_task=inp.update.max_groups_per_task,
-                max_trials_per_group=inp.update.max_trials_per_group,
-                audits=audits,
-            )
-            adapters = registry.list_adapters(session=s, lineage_id=inp.lineage_id)
-            prefix = versioned_adapter_name(inp.lineage_id, inp.generation, 0)[:-1]
-            mine = [a for a in adapters if a.name.startswith(prefix)]  # a rerun of this generation's Update
-            revision = mine[0].revision if mine else len(adapters)
-            parent = registry.get_adapter_by_name(session=s, name=inp.adapter) if inp.adapter else None
-            merge_update_record(s, inp.lineage_id, inp.generation, {"selection": report.counts()})
-        return SelectTrajectoriesResult(
-            report=report,
-            adapter_name=versioned_adapter_name(inp.lineage_id, inp.generation, revision),
-            revision=revision,
-            parent_adapter_path=parent.path if parent is not None else None,
-        )
-
     @activity.defn(name="register_adapter")
     async def register_adapter(self, inp: RegisterAdapterInput) -> RegisterAdapterResult:
         """Register the validated adapter revision (immutable) and the successor contract that names it.
 
         Raises:
-            ApplicationError: non-retryable when a contract is not registered, or the
-                adapter name is bound to other weights (``AdapterImmutableError``).
+            ApplicationError: non-retryable when a contract is not registered, the
+                adapter name is bound to other weights (``AdapterImmutableError``), or the
+                successor's contract is not the training contract (``OffContractError``).
         """
         from mindforge.store.errors import AdapterImmutableError
 
         try:
             return await asyncio.to_thread(self._register, inp)
-        except (InputError, AdapterImmutableError) as exc:
+        except (InputError, AdapterImmutableError, OffContractError) as exc:
             raise non_retryable_error(exc) from exc
 
     def _contract(self, session, content_hash: str):
@@ -262,6 +154,8 @@ class UpdateActivities:
                 ),
             )
             base = self._contract(s, inp.successor_contract_hash or inp.parent.contract_hash)
+            if inp.trained_under:
+                check_same_harness("registration", self._contract(s, inp.trained_under), base)
             successor = successor_contract(base, inp.adapter_name)
             registry.register_hcp_contract(session=s, contract=successor)
             fields = {"id", "name", "revision", "path", "sha256", "base_model", "rank", "alpha", "target_modules"}
@@ -313,17 +207,34 @@ class UpdateActivities:
 
     @activity.defn(name="plan_promotion_trials")
     async def plan_promotion_trials(self, inp: PlanPromotionInput) -> PromotionPlan:
-        """Selection trials of the successor contract with and without the new adapter (same tasks, attempts)."""
+        """Selection trials of the successor contract with and without the new adapter (same tasks, attempts).
+
+        Raises:
+            ApplicationError: non-retryable ``OffContractError`` when either pair's
+                contract is not the training contract's harness (``trained_under``).
+        """
 
         def work() -> PromotionPlan:
             with store_engine.session_scope(self.engine) as s:
+                self._check_gate(s, inp)
                 pairs = [inp.without, inp.with_adapter]
                 batches, n = plan_pair_trials(
                     s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SELECTION, pairs
                 )
             return PromotionPlan(batches=batches, tasks=n)
 
-        return await asyncio.to_thread(work)
+        try:
+            return await asyncio.to_thread(work)
+        except (InputError, OffContractError) as exc:
+            raise non_retryable_error(exc) from exc
+
+    def _check_gate(self, session, inp: PlanPromotionInput) -> None:
+        """Both gate pairs run under the training contract's harness (no check when it is not named)."""
+        if not inp.trained_under:
+            return
+        trained = self._contract(session, inp.trained_under)
+        for pair in (inp.without, inp.with_adapter):
+            check_same_harness("promotion gate", trained, self._contract(session, pair.contract_hash))
 
     @activity.defn(name="decide_promotion")
     async def decide_promotion(self, inp: PlanPromotionInput) -> PromotionDecision:
@@ -364,8 +275,6 @@ class UpdateActivities:
     def orchestration_activities(self) -> list[Any]:
         """Activities of the orchestration queue (store and HTTP only)."""
         return [
-            self.plan_rollout_trials,
-            self.select_trajectories,
             self.register_adapter,
             self.hand_off_adapter,
             self.plan_promotion_trials,

@@ -44,7 +44,9 @@ CHOOSE_SUCCESSOR = "choose_successor"
 PROPOSE_TASKS = "propose_tasks"
 CHECK_PROPOSAL = "check_proposal"
 ADMIT_TASKS = "admit_tasks"
+PLAN_UPDATE = "plan_update"
 PLAN_ROLLOUT_TRIALS = "plan_rollout_trials"
+RECORD_ITERATION = "record_iteration"
 SELECT_TRAJECTORIES = "select_trajectories"
 TRAIN_ADAPTER = "train_adapter"
 VALIDATE_ADAPTER = "validate_adapter"
@@ -93,6 +95,7 @@ NON_RETRYABLE = [
     "ValueError",
     "SplitTooSmallError",
     "StageSplitError",  # a trial's stage and its task's split disagree (mindforge.evaluation.stages)
+    "OffContractError",  # an Update step off its training contract (mindforge.evaluation.on_contract)
 ]
 
 #: store-only activities: quick, retried with backoff

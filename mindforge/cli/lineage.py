@@ -84,7 +84,7 @@ def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
 
 def build_spec(
     name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
-    search_attempts=None, audit_judge=False, rollout_attempts=0, examples=None, say=None,
+    search_attempts=None, audit_judge=False, update_loop=None, examples=None, say=None,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
@@ -101,6 +101,9 @@ def build_spec(
     :func:`mindforge.search.library.load_example_folder`) that search may add; None: none.
     ``say`` (e.g. ``console.print``) is given each split's size and each gate's rule and
     minimum detectable lift at 80% power (:func:`check_gates`).
+    ``update_loop`` overrides :class:`mindforge.payloads.UpdateSpec` fields of the
+    on-policy loop (``iterations``, ``group_size``, ``tasks_per_iteration``,
+    ``time_budget_sec``); None values keep the spec's defaults.
 
     Raises:
         InputError: a missing path, an invalid contract, an unknown stage, a bad
@@ -148,7 +151,9 @@ def build_spec(
         stages=stage_list,
         runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=batch_size),
         expansion=ExpansionSpec(attempts=attempts, audit_judge=audit_judge, search=search),
-        update=UpdateSpec(base_model_path=base_model_path, rollout_attempts=rollout_attempts),
+        update=UpdateSpec(
+            base_model_path=base_model_path, **{k: v for k, v in (update_loop or {}).items() if v is not None}
+        ),
         evaluation=EvaluationSpec(splits=splits, seed=seed),
     )
     lines = check_gates(spec, counts)
@@ -288,9 +293,13 @@ def start(
     audit_judge: bool = typer.Option(
         False, "--audit-judge", help="Ask the policy model to judge failures the audit rules cannot decide."
     ),
-    rollout_attempts: int = typer.Option(
-        0, "--rollout-attempts", min=0,
-        help="Update: trials per search task under the next pair's contract before training (GRPO groups; 0: none).",
+    iterations: int = typer.Option(
+        None, "--iterations", min=0,
+        help="Update: on-policy GRPO iterations under the training contract (0: one offline update; default 4).",
+    ),
+    group_size: int = typer.Option(None, "--group-size", min=2, help="Update: rollouts per task per draw (default 8)."),
+    update_time_budget: float = typer.Option(
+        None, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (default none)."
     ),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
@@ -302,7 +311,9 @@ def start(
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     spec = build_spec(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
-        search_attempts, audit_judge, rollout_attempts, examples, say=console.print,
+        search_attempts, audit_judge,
+        {"iterations": iterations, "group_size": group_size, "time_budget_sec": update_time_budget},
+        examples, say=console.print,
     )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
@@ -480,9 +491,21 @@ def _generation_cells(record: dict) -> list[str]:
         ),
         search_text,
         succ_text,
-        str(upd.get("outcome", "")),
+        _update_text(upd),
         lift_text,
     ]
+
+
+def _update_text(upd: dict) -> str:
+    """The Update cell: its outcome, then one line per on-policy iteration (reward, flat groups, tokens, loss, s)."""
+    lines = [str(upd.get("outcome", ""))]
+    for it in upd.get("iterations") or []:
+        loss = "" if it.get("loss") is None else f", loss {it['loss']:+.3f}"
+        lines.append(
+            f"it {it['iteration']}: reward {it['mean_reward']:.2f} on {it['rollouts']}, "
+            f"flat {it['flat_groups']}/{it['groups']}, {it['tokens_trained']} tokens{loss}, {it['seconds']:.0f} s"
+        )
+    return "\n".join(lines)
 
 
 _JSON_HELP = "Print one JSON document instead of a table."

@@ -84,9 +84,12 @@ def quickstart_command(
     search_attempts: int = typer.Option(
         96, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."
     ),
-    rollout_attempts: int = typer.Option(
-        3, "--rollout-attempts", min=0,
-        help="Update: trials per search task under the chosen contract before training (GRPO groups; 0: none).",
+    iterations: int = typer.Option(
+        2, "--iterations", min=0, help="Update: on-policy GRPO iterations under the training contract (0: offline)."
+    ),
+    group_size: int = typer.Option(4, "--group-size", min=2, help="Update: rollouts per task per draw."),
+    update_time_budget: float = typer.Option(
+        300.0, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts."
     ),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
 ) -> None:
@@ -129,7 +132,11 @@ def quickstart_command(
     spec = build_spec(
         name, task_paths, contract, generations, attempts, splits, 0, policy_url, stages, 16,
         base_model=resolved.spec if resolved else None, search_attempts=search_attempts,
-        rollout_attempts=rollout_attempts, examples=examples, say=lambda line: console.print(line, highlight=False),
+        update_loop={
+            "iterations": iterations, "group_size": group_size, "tasks_per_iteration": 4,
+            "time_budget_sec": update_time_budget,
+        },
+        examples=examples, say=lambda line: console.print(line, highlight=False),
     )
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)

@@ -184,16 +184,18 @@ class PlanTrialsResult(BaseModel):
 
 
 class RolloutPlan(BaseModel):
-    """The Update's rollouts (``plan_rollout_trials``): the contract they run under and their trials.
+    """One draw of one Update iteration (``plan_rollout_trials``): its tasks and trials.
 
     Attributes:
-        contract_hash: the next pair's contract, or - when it passed no search trial - the
-            contract that passed the most search-split trials this generation ("" = none).
-        trials: the rollout trials (empty when no contract passed a search trial).
-        note: which contract and why, in words.
+        contract_hash: the training contract the rollouts run under.
+        tasks: the task hashes drawn (a task repeats when drawn twice in one redraw).
+        trials: ``group_size`` trials per drawn task (deterministic ids that name the
+            iteration and the draw).
+        note: why the draw is empty, or which rule chose its tasks.
     """
 
     contract_hash: str = ""
+    tasks: list[str] = Field(default_factory=list)
     trials: list[TrialSpec] = Field(default_factory=list)
     note: str = ""
 

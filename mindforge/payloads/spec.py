@@ -115,11 +115,20 @@ class UpdateSpec(BaseModel):
             95% lower bound is above ``-promotion_margin``; 0 (the default) asks for a
             lower bound above 0. Never on a comparison where both pairs score 0 on every
             selection task (:func:`mindforge.evaluation.decide_promotion`).
-        rollout_attempts: before selection, run this many trials of every search task
-            under the next pair's contract (Expansion's successor, or the parent's) with
-            the parent's adapter, so GRPO groups hold on-policy attempts with contrast
-            (GRPO samples a group per prompt from the policy being trained; DeepSeekMath,
-            Shao et al. 2024); 0 = train on the Expansion and search trials only.
+        iterations: on-policy GRPO iterations; each draws ``group_size`` rollouts of up to
+            ``tasks_per_iteration`` search tasks from the current adapter under the training
+            contract, drops flat groups and draws again (``max_draws``), then takes the
+            trainer's steps (GRPO samples a group per prompt from the policy being trained:
+            DeepSeekMath, Shao et al. 2024). 0 = one offline update on the generation's
+            search-split trials under the training contract (no rollouts).
+        group_size: rollouts per task per draw (G). TRL's ``GRPOConfig.num_generations``
+            defaults to 8.
+        tasks_per_iteration: tasks per iteration (B), chosen by the curriculum
+            (:func:`mindforge.trainer.curriculum.pick_tasks`).
+        max_draws: draws per iteration: the first, then redraws that replace flat groups
+            with groups of tasks that showed variance (DAPO's dynamic sampling).
+        time_budget_sec: no iteration starts after this many seconds of the loop (None =
+            only ``iterations`` bounds it).
     """
 
     base_model_path: str | None = None
@@ -129,7 +138,11 @@ class UpdateSpec(BaseModel):
     max_trials_per_group: int = Field(default=16, ge=2)
     serving_urls: list[str] = Field(default_factory=list)
     promotion_margin: float = Field(default=0.0, ge=0.0, lt=1.0)
-    rollout_attempts: int = Field(default=0, ge=0)
+    iterations: int = Field(default=4, ge=0)
+    group_size: int = Field(default=8, ge=2)
+    tasks_per_iteration: int = Field(default=8, ge=1)
+    max_draws: int = Field(default=2, ge=1)
+    time_budget_sec: float | None = Field(default=None, gt=0)
 
 
 class EvaluationSpec(BaseModel):

@@ -65,22 +65,136 @@ class UpdateInput(StageInput):
     Attributes:
         contract_hash / adapter: the parent pair (the generation's pair).
         update: the stage's own spec (base model, trainer, serving, promotion gate).
-        successor_contract_hash: the contract the Expansion stage's search picked for the
-            next generation; None = the parent's. The successor pair's contract is this one
-            with ``model.adapter`` set to the new revision's name.
+        successor_contract_hash: the contract Expansion's successor check decided on the
+            selection split; None = the parent's. Update trains, gates and hands on its
+            adapter under this contract only (the *training contract*); the successor
+            pair's contract is this one with ``model.adapter`` set to the new revision.
     """
 
     update: UpdateSpec = Field(default_factory=UpdateSpec)
     successor_contract_hash: str | None = None
 
 
-class SelectTrajectoriesResult(BaseModel):
-    """Selection's report, and the name and revision the new adapter will get."""
+class UpdatePlan(BaseModel):
+    """What one Update trains under and what it will register (``plan_update``).
 
-    report: SelectionReport
+    Attributes:
+        contract_hash: the training contract (Expansion's successor, else the parent's);
+            "" when it passed nothing, and Update trains nothing.
+        note: the reason, in words (recorded under ``update.plan``).
+        on_contract_trials / on_contract_passes: the generation's search-split trials
+            under the training contract (base evaluation, search) and how many passed.
+        adapter_name / revision: the revision the new adapter registers as.
+        parent_adapter_path: the parent adapter's directory (training starts from it).
+    """
+
+    contract_hash: str = ""
+    note: str = ""
+    on_contract_trials: int = 0
+    on_contract_passes: int = 0
     adapter_name: str
     revision: int
     parent_adapter_path: str | None = None
+
+
+class RolloutDrawInput(BaseModel):
+    """Plan one draw of one iteration (``plan_rollout_trials``).
+
+    Attributes:
+        contract_hash: the training contract.
+        adapter: the adapter the rollouts are drawn from (the current policy; "" = base).
+        iteration / draw: 0-based; both go into the trial ids.
+        draws: trial ids of this iteration's earlier draws, one list per draw.
+    """
+
+    lineage_id: str
+    generation: int
+    update: UpdateSpec
+    contract_hash: str
+    adapter: str = ""
+    iteration: int
+    draw: int = 0
+    draws: list[list[str]] = Field(default_factory=list)
+
+
+class SelectTrajectoriesInput(BaseModel):
+    """Build GRPO groups under the training contract (``select_trajectories``).
+
+    Attributes:
+        contract_hash: the training contract; every trial read must have run under it.
+        trial_ids: one iteration's rollouts, one list per draw; None = the generation's
+            search-split trials under the training contract (``update.iterations`` 0).
+    """
+
+    lineage_id: str
+    generation: int
+    update: UpdateSpec
+    contract_hash: str
+    trial_ids: list[list[str]] | None = None
+
+
+class SelectTrajectoriesResult(BaseModel):
+    """Selection's report and the statistics of the trials it read.
+
+    Attributes:
+        report: the groups kept for training, with a count for every drop.
+        rollouts / mean_reward: trials read with a real reward, and their mean reward.
+        groups_drawn / flat_groups: (task, draw) groups read, and those whose rewards were
+            all equal (dropped by dynamic sampling).
+        off_contract_trials: the generation's trials under other contracts, not read
+            (``trial_ids`` None only).
+    """
+
+    report: SelectionReport
+    rollouts: int = 0
+    mean_reward: float = 0.0
+    passed: int = 0
+    groups_drawn: int = 0
+    flat_groups: int = 0
+    off_contract_trials: int = 0
+
+
+class IterationRecord(BaseModel):
+    """One on-policy GRPO iteration, as recorded under ``update.iterations`` and plotted by the report.
+
+    Attributes:
+        iteration: 0-based.
+        adapter: the adapter its rollouts were drawn from ("" = base weights).
+        trained_adapter: the adapter it trained ("" when it trained nothing).
+        tasks / draws / groups / flat_groups / flat_fraction: what the draws held
+            (``flat_fraction`` = flat groups / groups, 0..1).
+        rollouts / passed / mean_reward: rollouts with a real reward, those that passed,
+            their mean reward (0..1).
+        steps / tokens_trained / loss: the trainer's optimizer steps, model tokens with
+            gradient, and mean loss (None when it trained nothing).
+        seconds: wall time of the iteration (workflow clock).
+        reason: why it trained nothing.
+    """
+
+    iteration: int
+    adapter: str = ""
+    trained_adapter: str = ""
+    tasks: int = 0
+    draws: int = 0
+    groups: int = 0
+    flat_groups: int = 0
+    flat_fraction: float = 0.0
+    rollouts: int = 0
+    passed: int = 0
+    mean_reward: float = 0.0
+    steps: int = 0
+    tokens_trained: int = 0
+    loss: float | None = None
+    seconds: float = 0.0
+    reason: str = ""
+
+
+class RecordIterationInput(BaseModel):
+    """Record one iteration (``record_iteration``): insert-or-replace by its index."""
+
+    lineage_id: str
+    generation: int
+    record: IterationRecord
 
 
 class TrainAdapterInput(BaseModel):
@@ -124,7 +238,13 @@ class ValidateAdapterInput(BaseModel):
 
 
 class RegisterAdapterInput(BaseModel):
-    """Register a validated adapter revision and its successor contract (``register_adapter``)."""
+    """Register a validated adapter revision and its successor contract (``register_adapter``).
+
+    Attributes:
+        successor_contract_hash: the contract the successor derives from (None = the parent's).
+        trained_under: the training contract; must have the successor's harness
+            (:class:`mindforge.evaluation.on_contract.OffContractError` otherwise); "" = not checked.
+    """
 
     lineage_id: str
     generation: int
@@ -132,6 +252,7 @@ class RegisterAdapterInput(BaseModel):
     revision: int
     parent: PairRef
     successor_contract_hash: str | None = None
+    trained_under: str = ""
     base_model_path: str
     trainer: TrainerConfig
     report: AdapterReport
@@ -172,6 +293,8 @@ class PlanPromotionInput(BaseModel):
     Attributes:
         without: the successor contract with the parent's adapter.
         with_adapter: the successor pair, naming the new adapter revision.
+        trained_under: the training contract; both pairs must run under its harness
+            ("" = not checked).
     """
 
     lineage_id: str
@@ -181,6 +304,7 @@ class PlanPromotionInput(BaseModel):
     update: UpdateSpec
     without: PairRef
     with_adapter: PairRef
+    trained_under: str = ""
 
 
 class PromotionPlan(BaseModel):
@@ -224,6 +348,7 @@ class UpdateResult(BaseModel):
         adapter_revision_id: the registered revision, if any.
         selected_groups / selected_trials: what selection kept.
         promotion: the selection-split gate's decision (registered revisions only).
+        iterations: on-policy iterations run.
     """
 
     outcome: UpdateOutcome
@@ -233,3 +358,4 @@ class UpdateResult(BaseModel):
     selected_groups: int = 0
     selected_trials: int = 0
     promotion: PromotionDecision | None = None
+    iterations: int = 0

@@ -119,6 +119,29 @@ def sealed_scores(points: list[tuple[int, float, float, float, str]]) -> str:
     return _data_uri(fig)
 
 
+def training_reward(points: list[tuple[int, int, float, float]]) -> str:
+    """Mean rollout reward and flat-group fraction per on-policy Update iteration.
+
+    Args:
+        points: ``(generation, iteration, mean_reward, flat_fraction)`` per iteration,
+            rewards and fractions in 0..1.
+    """
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for gen in sorted({p[0] for p in points}):
+        mine = sorted((p for p in points if p[0] == gen), key=lambda p: p[1])
+        xs = [p[1] for p in mine]
+        ax.plot(xs, [p[2] for p in mine], marker="o", label=f"generation {gen}: mean reward")
+        ax.plot(xs, [p[3] for p in mine], linestyle="--", marker="x", label=f"generation {gen}: flat groups")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("reward / fraction")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("Update: training reward per on-policy iteration (search split)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _data_uri(fig)
+
+
 def sealed_by_generation(points: list[tuple[int, float]], root_lifts: list[tuple[int, float, float, float]]) -> str:
     """Sealed score of each pair of the lineage (pair k: the pair generation k starts from).
 

@@ -27,6 +27,7 @@ SECTION_IDS = (
     "lineage",
     "splits",
     "selection-decisions",
+    "training-reward",
     "sealed-lift",
     "compounding",
     "discovery",
@@ -104,6 +105,7 @@ def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section
         _lineage(data),
         _splits(data),
         _decisions(data),
+        _training(data, with_plots),
         _sealed(data, with_plots),
         _compounding(data, with_plots),
         _discovery(data),
@@ -382,6 +384,37 @@ def _rate_rows(data: ReportData, rows: list) -> list[list[Any]]:
         ]
         for r in rows
     ]
+
+
+def _training(data: ReportData, with_plots: bool) -> Section:
+    """Update's on-policy GRPO iterations: training reward, flat groups, tokens, loss, seconds."""
+    s = Section(id="training-reward", title="Update: training reward per on-policy iteration")
+    rows = [
+        (g["index"], it)
+        for g in data.generations
+        for it in ((g.get("record") or {}).get("update") or {}).get("iterations") or []
+    ]
+    if not rows:
+        return s.text("No on-policy Update iteration recorded (offline update, or none ran).")
+    s.text(
+        "Each iteration draws groups of rollouts on search-split tasks from the current adapter under the training "
+        "contract; the mean reward is over its rollouts (search split: a training signal, not skill)."
+    )
+    if with_plots:
+        points = [(gen, it["iteration"], it["mean_reward"], it["flat_fraction"]) for gen, it in rows]
+        s.image(plots.training_reward(points), "training reward per iteration")
+    table = [
+        [
+            gen, it["iteration"], it.get("adapter") or "base", f"{it['mean_reward']:.3f}", it["rollouts"],
+            f"{it['flat_groups']}/{it['groups']}", it["tokens_trained"],
+            "" if it.get("loss") is None else f"{it['loss']:+.4f}", f"{it['seconds']:.0f}",
+            it.get("trained_adapter") or it.get("reason", ""),
+        ]
+        for gen, it in rows
+    ]
+    header = ["generation", "iteration", "drawn from", "mean reward", "rollouts", "flat groups", "tokens trained",
+              "loss", "seconds", "trained / why not"]
+    return s.table(header, table)
 
 
 def _sealed(data: ReportData, with_plots: bool) -> Section:

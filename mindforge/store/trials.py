@@ -34,6 +34,7 @@ def make_trial_id(
     contract_hash: str | None,
     adapter: str,
     attempt: int,
+    round_key: str | None = None,
 ) -> str:
     """The deterministic id of one attempt of one task under one pair in one stage.
 
@@ -44,11 +45,15 @@ def make_trial_id(
         adapter: the adapter name served ("" = base weights); part of the key because
             held-out evaluation runs parent and successor in the same stage.
         attempt: 0-based attempt index within the task's group.
+        round_key: what else tells this trial apart, e.g. ``"i2.d1"`` for iteration 2,
+            draw 1 of an Update's on-policy loop (None = nothing; older ids unchanged).
 
     Returns:
         ``"t-"`` and 40 hex characters of a sha256 over the parts.
     """
-    parts = [lineage_id, generation_index, stage, task_hash, contract_hash, adapter, attempt]
+    parts: list[object] = [lineage_id, generation_index, stage, task_hash, contract_hash, adapter, attempt]
+    if round_key is not None:
+        parts.append(round_key)
     digest = hashlib.sha256(json.dumps(parts, separators=(",", ":")).encode()).hexdigest()
     return f"t-{digest[:40]}"
 

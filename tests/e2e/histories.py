@@ -22,6 +22,8 @@ HISTORIES = {
     "disc": ["disc-gen-0", "disc-gen-0-discovery"],
     # update: selection, training, validation, hand-off, held-out lift (test_update, two generations)
     "upd2": ["upd2-gen-1-update"],
+    # update: two on-policy GRPO iterations with redraws (test_update_iterations)
+    "iter": ["iter-gen-0-update"],
 }
 
 

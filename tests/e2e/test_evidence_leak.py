@@ -104,6 +104,7 @@ def _spec(name: str, tasks: list[str], policy_url: str, contract: str, sealed: b
         expansion=ExpansionSpec(attempts=4, search=SearchBudgetSpec(max_attempts=24, cells_per_step=8, seed=0)),
         update=UpdateSpec(
             base_model_path=str(ensure_tiny_model()),
+            iterations=0,  # one offline update on the Expansion trials
             trainer=TrainerConfig(
                 lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
                 batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,

@@ -85,6 +85,7 @@ def test_a_real_model_generation_succeeds_trains_on_contrast_and_hot_loads_the_a
             expansion=ExpansionSpec(attempts=4, search=SearchBudgetSpec(enabled=False)),
             update=UpdateSpec(
                 base_model_path=resolved.hf_dir,
+                iterations=0,  # one offline update on the Expansion trials
                 trainer=TrainerConfig(
                     lora_rank=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], learning_rate=5e-4,
                     batch_size=4, micro_batch_size=2, max_steps=2, use_bf16=False,

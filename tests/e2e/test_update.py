@@ -133,7 +133,7 @@ async def _run(env, settings, specs: list[LineageSpec]) -> list[SimpleNamespace]
                         contract_hash=pair["contract_hash"],
                         adapter=pair["adapter"],
                         adapter_revision_id=row.id if row else None,
-                        selected_groups=update["selection"]["kept_groups"],
+                        selected_groups=update.get("selection", {}).get("kept_groups", 0),
                     )
                 )
     return results
@@ -163,6 +163,7 @@ def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_se
                 expansion=ExpansionSpec(attempts=ATTEMPTS, search=SearchBudgetSpec(enabled=False)),
                 update=UpdateSpec(
                     base_model_path=str(ensure_tiny_model()),
+                    iterations=0,  # one offline update on the Expansion trials
                     trainer=TrainerConfig(
                         lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
                         batch_size=4, micro_batch_size=2, max_steps=2, use_bf16=False,
@@ -280,7 +281,8 @@ def _stored_update(settings, lineage_id: str) -> tuple[dict, int]:
 
 
 def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_cluster, settings, contract_path):
-    """Two recorded outcomes that register nothing: flat groups, and an adapter over the serving rank limit.
+    """Two recorded outcomes that register nothing: a training contract that passed nothing, and an
+    adapter over the serving rank limit.
 
     The flat lineage's scripted policy always finishes at once (every attempt fails). The
     other's first four draws with seed 0 are two failures and two successes whatever the
@@ -298,6 +300,7 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
         "stages": [Stage.EXPANSION, Stage.UPDATE],
         "update": UpdateSpec(
             base_model_path=str(ensure_tiny_model()),
+            iterations=0,  # one offline update on the Expansion trials
             trainer=TrainerConfig(lora_rank=4, lora_alpha=8, target_modules=["q_proj"], learning_rate=1e-3, max_steps=1),
             max_rank=2,
         ),
@@ -320,8 +323,9 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
     assert flat_result.outcome == UpdateOutcome.NO_SIGNAL and flat_result.adapter == ""
     assert flat_result.selected_groups == 0 and adapters == 0
     update = record["update"]
-    assert update["selection"]["dropped_no_signal"] == 1 and update["selection"]["kept_groups"] == 0
-    assert update["outcome"] == "no_signal" and "training" not in update
+    # the training contract (the parent's) passed none of its 2 search trials: Update says so, trains nothing
+    assert "passed 0 of 2 search-split trials" in update["reason"] and update["plan"]["contract_hash"] == ""
+    assert update["outcome"] == "no_signal" and "training" not in update and "selection" not in update
     assert update["next_pair"] == {"contract_hash": flat_result.contract_hash, "adapter": ""}
 
     record, adapters = _stored_update(settings, "upd-rank")
@@ -362,6 +366,7 @@ def test_two_generations_decide_on_selection_only_and_the_report_shows_three_spl
                 expansion=ExpansionSpec(attempts=ATTEMPTS, search=SearchBudgetSpec(enabled=False)),
                 update=UpdateSpec(
                     base_model_path=str(ensure_tiny_model()),
+                    iterations=0,  # one offline update on the Expansion trials
                     trainer=TrainerConfig(
                         lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
                         batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,

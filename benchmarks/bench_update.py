@@ -1,0 +1,232 @@
+"""Benchmark: the product's Update on a real model - on-policy GRPO iterations, sealed lift, rollout rate.
+
+One Update-only lineage (no Discovery, no Expansion) of SmolLM2-135M-Instruct on the full
+micro suite (``tasks/micro``, split by the lineage into search / selection / sealed),
+run through the product code: ``LineageWorkflow`` -> ``UpdateWorkflow`` on a Temporal dev
+server with in-process workers, rollouts as Ray tasks in Docker sandboxes against the
+llama.cpp policy server, GRPO on LoRA with the product's ``UpdateSpec`` and
+``TrainerConfig`` defaults (only the loop's size is set here). The contract is fixed, so
+the lineage's training contract is it and the generation's sealed lift is exactly
+(contract, new adapter) over (contract, base weights).
+
+**The contract.** The issue asks for the experience-library contract of issue 17 (its
+oracle-seeded retrieval). It was not usable on this branch when this was written, so the
+benchmark uses a fixed contract from the search space under which the base model passes
+some search tasks: the SmolLM2 baseline with the command action format and two worked
+examples from the search library (``count_lines``, ``grep_to_file``: generic chores on
+their own files, not bundled tasks) - the edits ``tests/e2e/test_real_model.py`` uses.
+
+It prints:
+
+- the training-reward curve (mean rollout reward per iteration, flat-group fraction,
+  tokens, loss, seconds) and the least-squares slope of reward on iteration with its 95%
+  interval (t distribution; target: the interval excludes 0);
+- the sealed lift of (contract, new adapter) over (contract, base weights), paired by
+  task, with its 95% bootstrap interval, task count and trial count (target: lower
+  bound above 0);
+- rollouts per minute (rollout trials over the span of their start and finish times)
+  against the Docker floor at concurrency 2 (``benchmarks/bench_trial.py``'s plain
+  ``docker`` CLI trial, no model; target >= 0.5x the floor and >= 3x the 12-16 a minute
+  of the main job);
+- wall time.
+
+Run on demand (needs the ``llamacpp`` extra and ``mindforge dev up``)::
+
+    .venv/bin/python benchmarks/bench_update.py            # 8 iterations, G=8, B=8 (under 60 min)
+    .venv/bin/python benchmarks/bench_update.py --quick    # 2 iterations, G=4, B=3 (under 10 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+REPO = Path(__file__).resolve().parents[1]
+LINEAGE = "bench-update"
+#: command-line prompting and two worked examples of the search library (not bundled tasks)
+EDITS = [("action_format", "command"), ("add_example", "count_lines"), ("add_example", "grep_to_file")]
+
+
+def fixed_contract(out_dir: Path) -> Path:
+    """The SmolLM2 baseline with :data:`EDITS` applied (one recorded edit each), saved as TOML."""
+    from mindforge.hcp import derive, load_contract, save_contract
+    from mindforge.search.edits import Edit, edit_changes
+
+    contract = load_contract(REPO / "hcp_contracts" / "smollm2.toml")
+    for i, (op, value) in enumerate(EDITS):
+        edit = Edit(op=op, value=value)
+        contract = derive(
+            contract, revision=f"1.2.0-bench.{i}", edit=edit.describe(contract), changes=edit_changes(contract, edit)
+        )
+    return save_contract(contract, out_dir / "smollm2-bench-update.toml")
+
+
+async def run_product_lineage(spec: Any, settings: Any) -> None:
+    """Run ``spec``'s lineage to the end through Temporal (dev server) and Ray (local), workers in-process."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.testing import WorkflowEnvironment
+
+    from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
+    from workers.lineage_activities import LineageActivities
+    from workers.main import build_workers, init_ray
+    from workflows.options import KEY_GENERATION, KEY_LINEAGE, KEY_STAGE, search_attributes
+
+    init_ray("local")
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(Path(sys.executable).parent / "temporal"),
+        search_attributes=[KEY_LINEAGE, KEY_GENERATION, KEY_STAGE], data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+    )
+    try:
+        acts = LineageActivities(settings.db_url)
+        orch, sandbox = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
+        async with orch, sandbox:
+            await env.client.execute_workflow(
+                "LineageWorkflow", LineageInput(lineage_id=spec.name, spec=spec), id=f"lineage-{spec.name}",
+                task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(spec.name),
+            )
+    finally:
+        await env.shutdown()
+
+
+#: two-sided 95% quantiles of Student's t by degrees of freedom 1..10 (standard tables); 1.96 beyond
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def reward_slope(points: list[tuple[int, float]]) -> tuple[float, float, float] | None:
+    """Least-squares slope of reward on iteration with its 95% interval (t, n - 2 df); None under 3 points."""
+    n = len(points)
+    if n < 3:
+        return None
+    xs, ys = [float(p[0]) for p in points], [p[1] for p in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    residual = sum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
+    stderr = math.sqrt(residual / (n - 2) / sxx)
+    half = (T975[n - 3] if n - 2 <= len(T975) else 1.96) * stderr
+    return slope, slope - half, slope + half
+
+
+def docker_floor_per_minute(trials: int = 6, workers: int = 2) -> float:
+    """Plain ``docker`` CLI trials (no model) per minute at ``workers`` at once (benchmarks/bench_trial.py)."""
+    from benchmarks.bench_trial import docker_cli_trial, make_task
+    from mindforge.settings import get_settings
+    from mindforge.tasks.loader import load_task
+    from mindforge.trials.run import open_engine
+
+    engine, image_map = open_engine(get_settings())
+    with tempfile.TemporaryDirectory() as tmp:
+        task = load_task(make_task(Path(tmp)))
+        engine.build_image(task, image_map=image_map)
+        docker_cli_trial(task.image_tag, task.path)  # warm-up
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda _i: docker_cli_trial(task.image_tag, task.path), range(trials)))
+        return trials / ((time.perf_counter() - started) / 60.0)
+
+
+def _rollouts_per_minute(rows: list[Any]) -> float | None:
+    done = [r for r in rows if r.finished_at is not None]
+    if len(done) < 2:
+        return None
+    span = (max(r.finished_at for r in done) - min(r.started_at for r in done)).total_seconds()
+    return len(done) / (span / 60.0) if span > 0 else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from mindforge.evaluation import SplitConfig
+    from mindforge.payloads import EvaluationSpec, LineageSpec, RuntimeSpec, Stage, UpdateSpec
+    from mindforge.policy.models import resolve_model
+    from mindforge.policy.server import start_policy_server
+    from mindforge.settings import get_settings
+    from mindforge.store import engine as se
+    from mindforge.store import lineages, trials
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 iterations, G=4, B=3, 1 sealed attempt (< 10 min)")
+    parser.add_argument("--name", default=None, help="lineage name (default: bench-update-<time>)")
+    args = parser.parse_args(argv)
+    t0 = time.monotonic()
+    quick = args.quick
+    loop_size: dict[str, Any] = (
+        {"iterations": 2, "group_size": 4, "tasks_per_iteration": 3, "time_budget_sec": 300.0}
+        if quick else {"iterations": 8, "group_size": 8, "tasks_per_iteration": 8, "time_budget_sec": 2400.0}
+    )
+    settings = get_settings()
+    resolved = resolve_model("smollm2")
+    name = args.name or f"{LINEAGE}-{time.strftime('%Y%m%d-%H%M%S')}"
+    server = start_policy_server("smollm2", engine="llamacpp")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = LineageSpec(
+                name=name,
+                tasks=[str(REPO / "tasks" / "micro")],
+                contract_path=str(fixed_contract(Path(tmp))),
+                stages=[Stage.UPDATE],
+                runtime=RuntimeSpec(policy_url=server.base_url, trial_batch_size=8, heartbeat_timeout_sec=600),
+                update=UpdateSpec(base_model_path=resolved.hf_dir, **loop_size),
+                evaluation=EvaluationSpec(splits=SplitConfig(), attempts=1 if quick else 4),
+            )
+            asyncio.run(run_product_lineage(spec, settings))
+    finally:
+        server.stop()
+    floor = docker_floor_per_minute()
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        gen = lineages.get_generation(session=s, lineage_id=name, index=0)
+        record = dict(gen.record) if gen is not None else {}
+        rollouts = trials.list_trials(session=s, lineage_id=name, stage="rollout")
+        rate = _rollouts_per_minute(rollouts)
+    update = record.get("update", {})
+    its = update.get("iterations", [])
+    print(f"\n=== bench_update ({'quick' if quick else 'full'}; SmolLM2-135M-Instruct, tasks/micro, one run) ===")
+    print(f"training contract: {update.get('plan', {}).get('note', '')}")
+    print(f"outcome: {update.get('outcome')} {update.get('reason', '')}")
+    print("training reward per iteration (search split; a training signal, not skill):")
+    for it in its:
+        loss = "-" if it.get("loss") is None else f"{it['loss']:+.4f}"
+        print(f"  it {it['iteration']}: mean reward {it['mean_reward']:.3f} on {it['rollouts']} rollouts "
+              f"({it['passed']} passed), flat groups {it['flat_groups']}/{it['groups']}, draws {it['draws']}, "
+              f"{it['steps']} steps, {it['tokens_trained']} tokens, loss {loss}, {it['seconds']:.0f} s "
+              f"{it.get('reason', '')}")
+    slope = reward_slope([(it["iteration"], it["mean_reward"]) for it in its])
+    if slope is None:
+        print("  reward slope: fewer than 3 iterations, no interval")
+    else:
+        print(f"  reward slope: {slope[0]:+.4f} per iteration (95% CI {slope[1]:+.4f}..{slope[2]:+.4f}; "
+              "target: excludes 0)")
+    lift = record.get("sealed_lift")
+    if lift:
+        ev = (record.get("evaluation") or {}).get("parent") or {}
+        print(f"sealed lift of (contract, new adapter) over (contract, base weights): {lift['mean']:+.3f} "
+              f"(95% CI {lift['lo']:+.3f}..{lift['hi']:+.3f}) on {lift['n_tasks']} sealed tasks, "
+              f"{lift['n_trials']} trials (base {ev.get('parent_score', math.nan):.3f} -> "
+              f"adapter {ev.get('successor_score', math.nan):.3f})")
+    else:
+        print(f"no sealed lift: {record.get('sealed_lift_reason', '')}")
+    if rate is not None:
+        print(f"rollouts per minute: {rate:.1f} over {len(rollouts)} rollouts; Docker floor at concurrency 2: "
+              f"{floor:.1f}/min; ratio {rate / floor:.2f}x (target >= 0.5x), vs the main job's 12-16/min: "
+              f"{rate / 14:.2f}x (target >= 3x)")
+    else:
+        print(f"rollouts per minute: not measured ({len(rollouts)} rollouts); Docker floor {floor:.1f}/min")
+    secs = [it["seconds"] for it in its]
+    if secs:
+        print(f"iteration seconds: median {statistics.median(secs):.0f}")
+    print(f"wall time {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
