@@ -110,6 +110,10 @@ def _spec(name: str, tasks: list[str], policy_url: str, contract: str, sealed: b
                 batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
             ),
             max_rank=8,
+            # a declared non-inferiority margin: an adapter as good as the base on selection is
+            # promoted (the default rule, lower bound above 0, needs it to be better); what this
+            # test checks is that the decision is the same with and without the sealed split
+            promotion_margin=0.25,
         ),
         evaluation=EvaluationSpec(
             splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=2, overrides=overrides), attempts=2
@@ -196,8 +200,10 @@ def _store_texts(settings, name: str) -> dict[str, str]:
     out: dict[str, str] = {}
     with se.session_scope(eng) as s:
         for g in lineages.list_generations(session=s, lineage_id=name):
-            # the sealed measurement itself (sealed_lift*, evaluation) is where sealed trials belong
-            measured = ("sealed_lift", "sealed_lift_vs_root", "sealed_lift_reason", "evaluation")
+            # the sealed measurement itself (sealed_lift*, evaluation, and the compounding table that
+            # measure_sealed_lift writes: every pair's sealed score over the frozen sealed task set)
+            # is where sealed trials belong
+            measured = ("sealed_lift", "sealed_lift_vs_root", "sealed_lift_reason", "evaluation", "compounding")
             record = {k: v for k, v in dict(g.record).items() if k not in measured}
             out[f"generation {g.index} record"] = json.dumps(record, default=str)
     with eng.connect() as conn:

@@ -37,6 +37,8 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
         "schedule", "create", "--cron", "0 2 * * *", "--name", "nightly",
         "--tasks", str(BUNDLED_TASKS / "log-5xx-report"), "--contract", str(REPO / "hcp_contracts" / "baseline.toml"),
         "--search-attempts", "0", "--audit-judge", "--selection", "0", "--sealed", "0", "--min-split-tasks", "1",
+        # no selection split, so no gate may run (one that could never pass is refused): no Update
+        "--stages", "discovery,expansion",
         env=cli_env,
     )
     assert out.returncode == 0, out.stderr
