@@ -267,7 +267,7 @@ def test_a_scheduled_run_continues_the_lineage_from_its_last_pair(temporal_env, 
     from workers.lineage_activities import LineageActivities
     from workers.main import build_workers
 
-    env, _address, loop = temporal_env
+    env, address, loop = temporal_env
     pinned = {"c-stats-make": PoolSplit.SEALED}
     splits = SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1, overrides=pinned)
     spec = _spec("nightly-cont", policy.base_url, generations=1, attempts=1, splits=splits)
@@ -278,7 +278,9 @@ def test_a_scheduled_run_continues_the_lineage_from_its_last_pair(temporal_env, 
         acts = LineageActivities(settings.db_url)
         orch, sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
         async with orch, sand:
-            sid = await create_extend_schedule("nightly-cont", 1, "0 2 * * *", settings)
+            # the test's own Temporal server (the cached settings may name the dev stack's)
+            here = settings.model_copy(update={"temporal_address": address})
+            sid = await create_extend_schedule("nightly-cont", 1, "0 2 * * *", here)
             handle = env.client.get_schedule_handle(sid)
             await handle.trigger()
             deadline = time.monotonic() + 300
