@@ -108,6 +108,8 @@ def test_family_proposals_grow_the_pool_in_each_of_two_generations(temporal_env,
     near-duplicate, rejected) and a harder one. The agent answers ``finish`` (solves nothing)."""
     env, _address, loop = temporal_env
     text = CONTRACT.read_text(encoding="utf-8").replace("[prompts]\n", '[prompts]\ndiscovery_mode = "families"\n', 1)
+    # a changed contract is a new revision (the session's store already holds baseline@1.0.0)
+    text = text.replace('revision = "1.0.0"', 'revision = "1.0.0-families"', 1)
     contract = tmp_path / "families.toml"
     contract.write_text(text, encoding="utf-8")
     easy = {"family": "squeeze-repeats", "params": {"lines": 4, "character": "space", "longest_run": 3}}
