@@ -219,7 +219,7 @@ class Family(BaseModel):
                 task_id=self.instance_id(params),
                 instruction=files["instruction.md"],
                 category=self.category,
-                difficulty=self.difficulty(params)[1],  # type: ignore[arg-type]
+                difficulty=self.difficulty(params)[1],  # type: ignore[arg-type]  # the level is one of LEVELS, the Literal TaskProposal wants
                 dockerfile=env.pop("Dockerfile"),
                 files=env,
                 test_sh=tests.pop("test.sh"),
