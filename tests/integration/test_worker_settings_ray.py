@@ -10,6 +10,7 @@ API (it answers ``finish``: the trial's outcome does not matter here, its files 
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -80,7 +81,7 @@ def test_a_trial_lands_under_the_workers_settings_not_the_environments(tmp_path,
                 policy_url=policy.base_url,
                 trials=[TrialSpec(trial_id=trial_id, task_path=str(task.path), task_hash=task.content_hash, attempt=0)],
             )
-            result = ActivityEnvironment().run(acts.run_trials, batch)
+            result = asyncio.run(ActivityEnvironment().run(acts.run_trials, batch))
     finally:
         acts.engine.dispose()
     assert result.ran == 1
