@@ -24,11 +24,10 @@ import openai
 
 from mindforge.discovery.families import Family, reply_schema
 from mindforge.discovery.proposal import (
-    DiscoveryEndpointError,
     PoolSummary,
     ProposalOutcome,
-    _client,
     _whole,
+    ask_policy,
 )
 from mindforge.discovery.records import RejectReason
 from mindforge.errors import InputError
@@ -161,30 +160,13 @@ def request_family_proposals(
     Raises:
         DiscoveryEndpointError: the endpoint did not answer.
     """
-    opts = contract.provider_options
     schema = reply_schema(families, k, for_grammar=True)
-    kwargs: dict[str, Any] = {
-        "model": contract.model.adapter or contract.model.id,
-        "messages": render_family_prompt(contract, families, summary, k),
-        "max_tokens": max_tokens or max(contract.model.max_tokens, 64 + 96 * k),
-        "temperature": opts.temperature,
-        "top_p": opts.top_p,
-        "response_format": {"type": "json_schema", "json_schema": {"name": "family_proposals", "schema": schema}},
-    }
-    if opts.seed is not None:
-        kwargs["seed"] = opts.seed
-    try:
-        resp = _client(client, contract, timeout_sec).chat.completions.create(**kwargs, timeout=timeout_sec)
-    except openai.APIError as exc:
-        raise DiscoveryEndpointError(f"family proposal request to model {kwargs['model']!r} failed: {exc}") from exc
-    choice = resp.choices[0]
-    text = choice.message.content or ""
-    if reply_path is not None:
-        reply_path.parent.mkdir(parents=True, exist_ok=True)
-        reply_path.write_text(
-            json.dumps({"request": kwargs, "reply": text, "finish_reason": choice.finish_reason}, indent=2),
-            encoding="utf-8",
-        )
-    if choice.finish_reason == "length":
-        return _whole(f"reply cut at the completion limit of {kwargs['max_tokens']} tokens")
+    limit = max_tokens or max(contract.model.max_tokens, 64 + 96 * k)
+    text = ask_policy(
+        client, contract, render_family_prompt(contract, families, summary, k), max_tokens=limit,
+        timeout_sec=timeout_sec, reply_path=reply_path,
+        response_format={"type": "json_schema", "json_schema": {"name": "family_proposals", "schema": schema}},
+    )
+    if text is None:
+        return _whole(f"reply cut at the completion limit of {limit} tokens")
     return parse_family_reply(text, families, k=k)

@@ -315,6 +315,59 @@ def _client(client: openai.OpenAI | str | None, contract: Any, timeout_sec: floa
     return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=2, timeout=timeout_sec)
 
 
+def ask_policy(
+    client: openai.OpenAI | str | None,
+    contract: Any,
+    messages: list[dict[str, str]],
+    *,
+    max_tokens: int,
+    timeout_sec: float,
+    reply_path: Path | None,
+    response_format: dict[str, Any] | None = None,
+) -> str | None:
+    """One Discovery request to the policy endpoint: the reply text, or None when cut at ``max_tokens``.
+
+    The model name sent is ``model.adapter`` or else ``model.id``, sampled with the
+    contract's provider options (temperature, top_p, seed).
+
+    Args:
+        client: an ``openai.OpenAI`` client, a base URL, or None (see :func:`request_proposals`).
+        contract: the current pair's HCP contract.
+        messages: the chat messages.
+        max_tokens: completion limit in tokens.
+        timeout_sec: limit of the model call, in seconds.
+        reply_path: where to write the request and the raw reply as JSON (audit), or None.
+        response_format: an OpenAI ``response_format`` (a JSON schema the server turns
+            into a grammar), or None.
+
+    Raises:
+        DiscoveryEndpointError: the endpoint did not answer (connection, HTTP error, timeout).
+    """
+    opts = contract.provider_options
+    kwargs: dict[str, Any] = {
+        "model": contract.model.adapter or contract.model.id,
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": opts.temperature,
+        "top_p": opts.top_p,
+    }
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    if opts.seed is not None:
+        kwargs["seed"] = opts.seed
+    try:
+        resp = _client(client, contract, timeout_sec).chat.completions.create(**kwargs, timeout=timeout_sec)
+    except openai.APIError as exc:
+        raise DiscoveryEndpointError(f"proposal request to model {kwargs['model']!r} failed: {exc}") from exc
+    choice = resp.choices[0]
+    text = choice.message.content or ""
+    if reply_path is not None:
+        reply_path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"request": kwargs, "reply": text, "finish_reason": choice.finish_reason}
+        reply_path.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    return None if choice.finish_reason == "length" else text
+
+
 def request_proposals(
     client: openai.OpenAI | str | None,
     contract: Any,
@@ -349,26 +402,8 @@ def request_proposals(
         ValueError: ``k`` < 1.
     """
     messages = render_proposal_prompt(contract, summary, k, rules=rules)
-    opts = contract.provider_options
-    kwargs: dict[str, Any] = {
-        "model": contract.model.adapter or contract.model.id,
-        "messages": messages,
-        "max_tokens": max_tokens or contract.model.max_tokens,
-        "temperature": opts.temperature,
-        "top_p": opts.top_p,
-    }
-    if opts.seed is not None:
-        kwargs["seed"] = opts.seed
-    try:
-        resp = _client(client, contract, timeout_sec).chat.completions.create(**kwargs, timeout=timeout_sec)
-    except openai.APIError as exc:
-        raise DiscoveryEndpointError(f"proposal request to model {kwargs['model']!r} failed: {exc}") from exc
-    choice = resp.choices[0]
-    text = choice.message.content or ""
-    if reply_path is not None:
-        reply_path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"request": kwargs, "reply": text, "finish_reason": choice.finish_reason}
-        reply_path.write_text(json.dumps(record, indent=2), encoding="utf-8")
-    if choice.finish_reason == "length":
-        return _whole(f"reply cut at the completion limit of {kwargs['max_tokens']} tokens")
+    limit = max_tokens or contract.model.max_tokens
+    text = ask_policy(client, contract, messages, max_tokens=limit, timeout_sec=timeout_sec, reply_path=reply_path)
+    if text is None:
+        return _whole(f"reply cut at the completion limit of {limit} tokens")
     return parse_proposals(text, k=k, rules=rules)
