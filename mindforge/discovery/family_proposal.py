@@ -17,17 +17,18 @@ never from bundled tasks.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import openai
 
 from mindforge.discovery.families import Family, reply_schema
 from mindforge.discovery.proposal import (
+    MalformedReply,
     PoolSummary,
     ProposalOutcome,
     _whole,
     ask_policy,
+    reply_items,
 )
 from mindforge.discovery.records import RejectReason
 from mindforge.errors import InputError
@@ -92,15 +93,9 @@ def parse_family_reply(text: str, families: dict[str, Family], *, k: int) -> lis
         is not ``{"proposals": [...]}``.
     """
     try:
-        data = json.loads(text.strip())
-    except ValueError as exc:
-        return _whole(f"reply is not JSON: {exc}")
-    if not isinstance(data, dict) or set(data) != {"proposals"}:
-        got = sorted(data) if isinstance(data, dict) else type(data).__name__
-        return _whole(f"reply must be an object with the single key 'proposals' (got {got})")
-    items = data["proposals"]
-    if not isinstance(items, list) or not items:
-        return _whole("'proposals' must be a non-empty list")
+        items = reply_items(text.strip(), "proposals")
+    except MalformedReply as exc:
+        return _whole(str(exc))
     outcomes: list[ProposalOutcome] = []
     seen: set[str] = set()
     for index, item in enumerate(items):

@@ -242,6 +242,30 @@ def _whole(detail: str) -> list[ProposalOutcome]:
     return [ProposalOutcome(index=-1, reason=RejectReason.MALFORMED, detail=detail)]
 
 
+class MalformedReply(ValueError):
+    """A Discovery reply that is not ``{"<key>": [...]}`` (the message says why)."""
+
+
+def reply_items(body: str, key: str) -> list[Any]:
+    """The non-empty list under the single key ``key`` of a JSON reply.
+
+    Raises:
+        MalformedReply: the body is not JSON, not an object with exactly that key, or the
+            value is not a non-empty list.
+    """
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise MalformedReply(f"reply is not JSON: {exc}") from exc
+    if not isinstance(data, dict) or set(data) != {key}:
+        got = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise MalformedReply(f"reply must be an object with the single key {key!r} (got {got})")
+    items = data[key]
+    if not isinstance(items, list) or not items:
+        raise MalformedReply(f"{key!r} must be a non-empty list")
+    return items
+
+
 def parse_proposals(text: str, *, k: int, rules: ProposalRules = DEFAULT_RULES) -> list[ProposalOutcome]:
     """Parse a reply into proposals, rejecting whatever does not follow the format.
 
@@ -266,15 +290,9 @@ def parse_proposals(text: str, *, k: int, rules: ProposalRules = DEFAULT_RULES) 
     if not body:
         return _whole("empty reply")
     try:
-        data = json.loads(body)
-    except ValueError as exc:
-        return _whole(f"reply is not JSON: {exc}")
-    if not isinstance(data, dict) or set(data) != {"tasks"}:
-        got = sorted(data) if isinstance(data, dict) else type(data).__name__
-        return _whole(f"reply must be an object with the single key 'tasks' (got {got})")
-    items = data["tasks"]
-    if not isinstance(items, list) or not items:
-        return _whole("'tasks' must be a non-empty list")
+        items = reply_items(body, "tasks")
+    except MalformedReply as exc:
+        return _whole(str(exc))
     outcomes: list[ProposalOutcome] = []
     seen: set[str] = set()
     for index, item in enumerate(items):
