@@ -88,8 +88,8 @@ def _setup(model_path: str, args: dict):
     hf_logging.disable_progress_bar()
     warnings.filterwarnings("ignore", category=FutureWarning)
 
+    from mindforge.payloads.training import TrainerConfig
     from mindforge.trainer import grpo, lora
-    from mindforge.trainer.config import TrainerConfig
 
     torch.manual_seed(0)
     config = TrainerConfig(

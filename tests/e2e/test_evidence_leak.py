@@ -38,9 +38,9 @@ from mindforge.payloads import (
     UpdateOutcome,
     UpdateSpec,
 )
+from mindforge.payloads.training import TrainerConfig
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, trials
-from mindforge.trainer.config import TrainerConfig
 from tests.conftest import BUNDLED_TASKS
 from tests.e2e.test_update import _action, _marker, _run, _solve
 

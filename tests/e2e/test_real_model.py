@@ -29,9 +29,9 @@ from mindforge.payloads import (
     UpdateOutcome,
     UpdateSpec,
 )
+from mindforge.payloads.training import TrainerConfig
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials
-from mindforge.trainer.config import TrainerConfig
 from tests.conftest import LLAMACPP_EXTRA, REPO, require_module
 from tests.e2e.test_update import _run
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import pytest
 
 from mindforge.payloads import EvaluationSpec, LineageSpec, RuntimeSpec, Stage, UpdateOutcome, UpdateSpec
+from mindforge.payloads.training import TrainerConfig
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials
-from mindforge.trainer.config import TrainerConfig
 from tests.conftest import BUNDLED_TASKS
 from tests.e2e.histories import save_histories
 from tests.e2e.test_update import _action, _pinned, _run, _script
