@@ -26,6 +26,7 @@ from workers.evaluation_activities import EvaluationActivities
 from workers.iteration_activities import IterationActivities
 from workers.lineage_activities import LineageActivities
 from workers.search_activities import SearchActivities
+from workers.successor_activities import SuccessorActivities
 from workers.training_activities import TrainingActivities
 from workers.trial_activities import TrialActivities
 from workers.update_activities import UpdateActivities
@@ -117,7 +118,7 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     training = TrainingActivities(acts.engine, settings.artifacts)
     store_acts = acts.all() + [disc.propose, disc.admit]
     store_acts += upd.orchestration_activities() + IterationActivities(acts.engine).all()
-    store_acts += SearchActivities(acts.engine).all()
+    store_acts += SearchActivities(acts.engine).all() + SuccessorActivities(acts.engine).all()
     store_acts += EvaluationActivities(acts.engine).all()
     sandbox_acts = TrialActivities(acts.engine, settings).all() + [disc.check, *training.sandbox_activities()]
     return {"orchestration": store_acts, "sandbox": sandbox_acts}
