@@ -48,7 +48,7 @@ from mindforge.policy.handoff import (
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, registry
 from mindforge.store.models import AdapterRevisionCreate
-from workers.evaluation_activities import plan_pair_trials, split_records
+from workers.evaluation_activities import pair_trial_batches, split_records
 
 #: the trial stages training reads (on search-split tasks): base evaluation, search, rollouts
 TRAINED_STAGES = frozenset({TrialStage.EXPANSION.value, TrialStage.SEARCH.value, TrialStage.ROLLOUT.value})
@@ -218,7 +218,7 @@ class UpdateActivities:
             with store_engine.session_scope(self.engine) as s:
                 self._check_gate(s, inp)
                 pairs = [inp.without, inp.with_adapter]
-                batches, n = plan_pair_trials(
+                batches, n = pair_trial_batches(
                     s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SELECTION, pairs
                 )
             return PromotionPlan(batches=batches, tasks=n)
