@@ -37,6 +37,7 @@ from mindforge.store import engine as store_engine
 from mindforge.store import experience as experience_repo
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store import search as search_repo
+from mindforge.store.errors import ContractNotRegisteredError
 
 
 def _events(record) -> list[dict] | None:
@@ -149,8 +150,15 @@ class SearchActivities:
         A search the budget cannot afford (fewer than two candidates) or an edit space
         with fewer than two candidates is refused before it starts; the reason is recorded
         on the job and in the generation record, and no search step runs.
+
+        Raises:
+            ApplicationError: non-retryable (``ContractNotRegisteredError``) when the
+                generation's contract is not registered.
         """
-        return await asyncio.to_thread(self._start, inp)
+        try:
+            return await asyncio.to_thread(self._start, inp)
+        except ContractNotRegisteredError as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     def _start(self, inp: SearchStepInput) -> SearchStartResult:
         from mindforge.hcp import loads_contract
@@ -188,14 +196,7 @@ class SearchActivities:
                 tokens_per_attempt=sum(r.prompt_tokens + r.completion_tokens for r in real) / max(1, len(real)),
                 wall_sec_per_attempt=sum(r.timings.total_sec for r in real) / max(1, len(real)),
             )
-            row = registry.get_contract(session=s, content_hash=inp.contract_hash)
-            if row is None:
-                raise ApplicationError(
-                    f"contract {inp.contract_hash} is not registered in the store",
-                    type="InputError",
-                    non_retryable=True,
-                )
-            root = loads_contract(row.toml_text)
+            root = loads_contract(registry.require_contract(session=s, content_hash=inp.contract_hash).toml_text)
             search_repo.create_search_job(
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
                 budget=budget.model_dump(exclude_none=True), job_id=job_id,

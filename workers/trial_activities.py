@@ -22,6 +22,7 @@ from mindforge.payloads.ray_tasks import RunTrialTaskInput, RunTrialTaskResult, 
 from mindforge.settings import Settings, get_settings
 from mindforge.store import engine as store_engine
 from mindforge.store import pool, registry, trials
+from mindforge.store.errors import ContractNotRegisteredError
 from mindforge.trials.record import TrialRecord
 
 
@@ -51,15 +52,16 @@ class TrialActivities:
         (their sandboxes are removed by the runner, or reaped on the next engine start).
 
         Raises:
-            ApplicationError: non-retryable when the contract is not registered, or
-                (``StageSplitError``) when a trial's task is on another split than the
-                batch's stage allows (:func:`mindforge.evaluation.split_of_stage`).
+            ApplicationError: non-retryable when the contract is not registered
+                (``ContractNotRegisteredError``), or (``StageSplitError``) when a trial's
+                task is on another split than the batch's stage allows
+                (:func:`mindforge.evaluation.split_of_stage`).
         """
         import ray
 
         try:
             todo, skipped, toml_text = await asyncio.to_thread(self._todo, inp)
-        except StageSplitError as exc:
+        except (StageSplitError, ContractNotRegisteredError) as exc:
             raise _non_retryable(exc) from exc
         payloads = [self._payload(inp, t, toml_text, self.sandbox) for t in todo]
         refs = [run_trial_ref(p) for p in payloads]
@@ -84,11 +86,7 @@ class TrialActivities:
 
     def _todo(self, inp: RunTrialsInput) -> tuple[list[TrialSpec], int, str]:
         with store_engine.session_scope(self.engine) as s:
-            contract = registry.get_contract(session=s, content_hash=inp.contract_hash)
-            if contract is None:
-                raise ApplicationError(
-                    f"contract {inp.contract_hash} is not registered", type="InputError", non_retryable=True
-                )
+            contract = registry.require_contract(session=s, content_hash=inp.contract_hash)
             pool.check_trial_splits(
                 session=s, lineage_id=inp.lineage_id, stage=inp.stage,
                 trials=[(t.trial_id, t.task_hash) for t in inp.trials],
