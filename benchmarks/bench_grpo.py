@@ -190,7 +190,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model_path = ns.model
         if model_path is None:
-            from mindforge.policy.tiny import build_tiny_model
+            from mindforge.policy.doubles.tiny import build_tiny_model
 
             model_path = build_tiny_model(Path(tmp) / "tiny")
         results = _run_child("timing", model_path, ns)

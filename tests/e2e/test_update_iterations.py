@@ -55,8 +55,8 @@ def _spec(name: str, url: str, tiny: str, contract: str) -> LineageSpec:
 def test_two_on_policy_iterations_draw_from_the_current_adapter_and_a_contract_that_passes_nothing_trains_nothing(
     temporal_env, ray_cluster, settings, contract_path
 ):
-    from mindforge.policy.scripted import start_scripted_policy
-    from mindforge.policy.tiny import ensure_tiny_model
+    from mindforge.policy.doubles.scripted import start_scripted_policy
+    from mindforge.policy.doubles.tiny import ensure_tiny_model
 
     env, _address, loop = temporal_env
     tiny = str(ensure_tiny_model())

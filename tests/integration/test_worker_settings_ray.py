@@ -50,7 +50,7 @@ def ray_local(tmp_path, monkeypatch, settings):
 
 
 def test_a_trial_lands_under_the_workers_settings_not_the_environments(tmp_path, ray_local) -> None:
-    from mindforge.policy.scripted import start_scripted_policy
+    from mindforge.policy.doubles.scripted import start_scripted_policy
     from workers.lineage_activities import LineageActivities
     from workers.trial_activities import TrialActivities
 

@@ -29,7 +29,7 @@ USER = "Say yes or no."
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from mindforge.policy.tiny import build_tiny_model
+    from mindforge.policy.doubles.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
