@@ -11,9 +11,9 @@ All figures come from one run on the same GGUF, so the ratios compare like with 
   tokens (the prefix already evaluated), and for transformers the same with prefix reuse
   off.
 
-Engines: transformers + PEFT (:class:`mindforge.policy.engine.PolicyEngine`, the GGUF
+Engines: transformers + PEFT (:class:`mindforge.policy.engines.engine.PolicyEngine`, the GGUF
 dequantised to float32, batching concurrent requests) and llama.cpp
-(:class:`mindforge.policy.llamacpp_engine.LlamaCppEngine`) with its default of two
+(:class:`mindforge.policy.engines.llamacpp_engine.LlamaCppEngine`) with its default of two
 slots of half the CPUs each (the reference of the ratios) and with one slot of all CPUs;
 transformers with torch on all CPUs and on one. Requests use the contracts' sampling
 (temperature 0.7, no seed) and ``--max-tokens``; EOS may end a reply early, which is
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mindforge.policy.protocol import ChatCompletionRequest
+from mindforge.policy.server.protocol import ChatCompletionRequest
 
 SYSTEM = "You are operating a Linux terminal. Answer with one shell command per turn, then explain it."
 PROMPTS = [
@@ -113,8 +113,8 @@ def measure_engines(
         concurrent requests; seconds) plus, for the transformers configs,
         ``"turn2_sec_no_prefix_cache"`` (the same engine settings with prefix reuse off).
     """
-    from mindforge.policy.engine import PolicyEngine
-    from mindforge.policy.llamacpp_engine import LlamaCppEngine
+    from mindforge.policy.engines.engine import PolicyEngine
+    from mindforge.policy.engines.llamacpp_engine import LlamaCppEngine
 
     gguf = gguf or smollm2_gguf()
     cpus = os.cpu_count() or 1

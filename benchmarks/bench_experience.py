@@ -134,7 +134,7 @@ def lift_rows(records: list[Any], contracts: dict[str, Any], sealed: list[Any]) 
 
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.bench_real_model import Runner
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.server.server import start_policy_server
     from mindforge.settings import get_settings
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

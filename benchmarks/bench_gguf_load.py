@@ -6,7 +6,7 @@ memory):
 
 - ``direct``: ``AutoModelForCausalLM.from_pretrained(dir, gguf_file=...)`` plus the
   tokenizer, as transformers loads a GGUF file every time (dequantise on each start);
-- ``convert``: :func:`mindforge.policy.models.resolve_model` with an empty cache (the
+- ``convert``: :func:`mindforge.policy.engines.models.resolve_model` with an empty cache (the
   first use: the same load, then ``save_pretrained`` of the plain float copy);
 - ``serve``: the embedded policy server started on the cached copy (what every later
   start costs), then greedy chat completions of ``--max-tokens`` on a short prompt
@@ -48,7 +48,7 @@ def _rss_mb() -> float:
 def _direct(spec: str) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from mindforge.policy.models import smollm2_gguf_path
+    from mindforge.policy.engines.models import smollm2_gguf_path
 
     path = smollm2_gguf_path() if spec == "smollm2" else Path(spec)
     began = time.perf_counter()
@@ -58,7 +58,7 @@ def _direct(spec: str) -> dict:
 
 
 def _convert(spec: str, cache: Path) -> dict:
-    from mindforge.policy.models import resolve_model
+    from mindforge.policy.engines.models import resolve_model
 
     began = time.perf_counter()
     resolved = resolve_model(spec, cache_dir=cache)
@@ -71,7 +71,7 @@ def _serve(spec: str, cache: Path, max_tokens: int, repeats: int) -> dict:
     import openai
 
     os.environ["MINDFORGE_DATA_DIR"] = str(cache.parent)
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.server.server import start_policy_server
 
     began = time.perf_counter()
     server = start_policy_server(spec, device="cpu")

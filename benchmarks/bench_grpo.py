@@ -88,8 +88,8 @@ def _setup(model_path: str, args: dict):
     hf_logging.disable_progress_bar()
     warnings.filterwarnings("ignore", category=FutureWarning)
 
+    from mindforge.payloads.training import TrainerConfig
     from mindforge.trainer import grpo, lora
-    from mindforge.trainer.config import TrainerConfig
 
     torch.manual_seed(0)
     config = TrainerConfig(
@@ -190,7 +190,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model_path = ns.model
         if model_path is None:
-            from mindforge.policy.tiny import build_tiny_model
+            from mindforge.policy.doubles.tiny import build_tiny_model
 
             model_path = build_tiny_model(Path(tmp) / "tiny")
         results = _run_child("timing", model_path, ns)

@@ -108,7 +108,7 @@ def main() -> None:
 
     from mindforge.agent.loop import ModelAgent
     from mindforge.hcp import load_contract
-    from mindforge.policy.scripted import start_scripted_policy
+    from mindforge.policy.doubles.scripted import start_scripted_policy
     from mindforge.settings import get_settings
     from mindforge.tasks.loader import load_task
     from mindforge.trials.batch import evaluate

@@ -269,8 +269,8 @@ def update(server: Any, successor: Any, splits: dict[str, list[Any]], args: Any,
 def main(argv: list[str] | None = None) -> int:
     from mindforge.evaluation import wilson_interval
     from mindforge.hcp import load_contract
-    from mindforge.policy.models import resolve_model
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.engines.models import resolve_model
+    from mindforge.policy.server.server import start_policy_server
     from mindforge.search import search_tasks_from_audits
     from mindforge.settings import get_settings
 

@@ -161,7 +161,7 @@ def main() -> None:
 
         from mindforge.cli.quickstart import MAIN_JOB_TASKS
         from mindforge.hcp import load_contract
-        from mindforge.policy.scripted import start_scripted_policy
+        from mindforge.policy.doubles.scripted import start_scripted_policy
         from mindforge.settings import get_settings
         from workers.main import init_ray
 

@@ -147,8 +147,8 @@ def _rollouts_per_minute(rows: list[Any]) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     from mindforge.evaluation import SplitConfig
     from mindforge.payloads import EvaluationSpec, LineageSpec, RuntimeSpec, Stage, UpdateSpec
-    from mindforge.policy.models import resolve_model
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.engines.models import resolve_model
+    from mindforge.policy.server.server import start_policy_server
     from mindforge.settings import get_settings
     from mindforge.store import engine as se
     from mindforge.store import lineages, trials

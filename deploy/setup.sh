@@ -30,7 +30,7 @@ step() { echo "setup: $1 ($((SECONDS - start)) s)"; }
 #   compile units the default build has, measured by configuring both with CMake and counting
 #   ninja's compile commands). MindForge serves text only; llama_cpp imports mtmd_cpp lazily, inside
 #   the multimodal chat handlers alone, so `import llama_cpp`, Llama(...), chat
-#   completions and llama_adapter_lora_* (mindforge/policy/llamacpp_engine.py) never
+#   completions and llama_adapter_lora_* (mindforge/policy/engines/llamacpp_engine.py) never
 #   touch it.
 # - LLAMA_BUILD_{TESTS,EXAMPLES,TOOLS,SERVER,APP}=OFF: test binaries, examples, the CLI
 #   tools, llama-server and the unified binary. As a subproject llama.cpp already

@@ -27,7 +27,7 @@ from mindforge.payloads.ray_tasks import CheckProposalTaskInput, SandboxSettings
 from mindforge.settings import Settings, get_settings
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
-from mindforge.store.errors import StoreError
+from mindforge.store.errors import ContractNotRegisteredError, StoreError
 from mindforge.store.models import TaskSource
 
 
@@ -55,21 +55,6 @@ def _discovered_in(session, lineage_id: str, generation: int) -> set[str]:
     return out
 
 
-def _contract_toml(session, content_hash: str) -> str:
-    """The TOML text of the registered contract ``content_hash``.
-
-    Raises:
-        ApplicationError: non-retryable, type ``InputError``, naming the hash, when no
-            contract with this hash is registered (retrying cannot register it).
-    """
-    row = registry.get_contract(session=session, content_hash=content_hash)
-    if row is None:
-        raise ApplicationError(
-            f"contract {content_hash} is not registered in the store", type="InputError", non_retryable=True
-        )
-    return row.toml_text
-
-
 class DiscoveryActivities:
     """Activities bound to one store (the same database as the lineage activities).
 
@@ -95,9 +80,12 @@ class DiscoveryActivities:
 
         Raises:
             ApplicationError: retryable when the endpoint did not answer; non-retryable
-                (``InputError``) when the contract is not registered.
+                (``ContractNotRegisteredError``) when the contract is not registered.
         """
-        return await asyncio.to_thread(self._propose, inp)
+        try:
+            return await asyncio.to_thread(self._propose, inp)
+        except ContractNotRegisteredError as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     def _propose(self, inp: DiscoveryInput) -> ProposalBatch:
         from mindforge.discovery.proposal import summarise_pool
@@ -105,7 +93,7 @@ class DiscoveryActivities:
         from mindforge.hcp import loads_contract
 
         with store_engine.session_scope(self.engine) as s:
-            contract = loads_contract(_contract_toml(s, inp.contract_hash))
+            contract = loads_contract(registry.require_contract(session=s, content_hash=inp.contract_hash).toml_text)
             # the proposer sees the search split only: selection and sealed tasks stay out of its prompt
             tasks = _pool_tasks(s, inp.lineage_id, PoolSplit.SEARCH)
             # ids of every split, to name new tasks apart from them; never put in the prompt
@@ -142,14 +130,18 @@ class DiscoveryActivities:
             the verdict.
 
         Raises:
-            ApplicationError: non-retryable (``InputError``) when the contract is not registered.
+            ApplicationError: non-retryable (``ContractNotRegisteredError``) when the contract
+                is not registered.
         """
         import ray
 
         from workers.ray_trials import check_proposal_task
 
         with store_engine.session_scope(self.engine) as s:
-            toml_text = _contract_toml(s, inp.contract_hash)
+            try:
+                toml_text = registry.require_contract(session=s, content_hash=inp.contract_hash).toml_text
+            except ContractNotRegisteredError as exc:
+                raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
             # THE ONE ALLOWED READ of sealed (and selection) task contents outside measurement:
             # the near-duplicate check compares a proposal's instruction and tests with every
             # pool task's, so that a copy of a sealed task cannot enter the pool (on the search

@@ -1,12 +1,13 @@
 """Selection and sealed evaluation: trials of pairs on one split, and the sealed lift.
 
-:func:`plan_pair_trials` is the one planner of evaluation trials: the same tasks of one
-split and the same attempts for every pair, with deterministic trial ids, in batches of
-``trial_batch_size``. A pair evaluated twice on the same split in one generation (the
-successor check's winner, then the promotion gate's baseline) gets the same ids, so
-``run_trials`` runs it once. Decisions read ``selection`` trials
-(:mod:`workers.search_activities`, :mod:`workers.update_activities`); the sealed lift,
-here, reads ``sealed`` trials and decides nothing.
+:func:`pair_trial_batches` turns the one planner of evaluation trials
+(:func:`mindforge.evaluation.pair_trials.plan_pair_trials`: the same tasks of one split
+and the same attempts for every pair, in batches of ``trial_batch_size``) into trial
+batches with deterministic ids and task paths from the store. A pair evaluated twice on
+the same split in one generation (the successor check's winner, then the promotion gate's
+baseline) gets the same ids, so ``run_trials`` runs it once. Decisions read ``selection``
+trials (:mod:`workers.successor_activities`, :mod:`workers.update_activities`); the
+sealed lift, here, reads ``sealed`` trials and decides nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 from mindforge.evaluation import PairRef, PoolSplit, paired_lift
 from mindforge.evaluation.compounding import measure_generation
 from mindforge.evaluation.lift import Baseline, LiftReport
+from mindforge.evaluation.pair_trials import STAGE_OF_SPLIT, pair_stage, plan_pair_trials
 from mindforge.payloads import (
     EvaluationSpec,
     RuntimeSpec,
@@ -28,15 +30,11 @@ from mindforge.payloads import (
     SealedLiftResult,
     SealedPlan,
     TrialSpec,
-    TrialStage,
 )
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, trials
 from mindforge.store.errors import SealedSplitFrozenError
 from mindforge.store.models import TaskSource
-
-#: trial stage that evaluates pairs on each non-search split
-STAGE_OF_SPLIT = {PoolSplit.SELECTION: TrialStage.SELECTION, PoolSplit.SEALED: TrialStage.SEALED}
 
 
 def split_tasks(session, lineage_id: str, split: PoolSplit) -> set[str]:
@@ -65,7 +63,7 @@ def check_sealed_frozen(session, lineage_id: str) -> None:
         )
 
 
-def plan_pair_trials(
+def pair_trial_batches(
     session,
     lineage_id: str,
     generation: int,
@@ -74,7 +72,7 @@ def plan_pair_trials(
     split: PoolSplit,
     pairs: list[PairRef],
 ) -> tuple[list[RunTrialsInput], int]:
-    """Trial batches of ``pairs`` on every task of ``split``: same tasks, ``evaluation.attempts`` attempts each.
+    """Trial batches of ``pairs`` on every task of ``split``, planned by :func:`plan_pair_trials`.
 
     Args:
         session: an open store session.
@@ -85,44 +83,43 @@ def plan_pair_trials(
         pairs: the pairs (a pair listed twice is planned once).
 
     Returns:
-        ``(batches, number of tasks on the split)``.
+        ``(batches, number of tasks on the split)``; trial ids from
+        :func:`mindforge.store.trials.make_trial_id`.
 
     Raises:
         ValueError: ``split`` is the search split (it is never evaluated this way).
         mindforge.evaluation.StageSplitError: a planned trial's task is not on ``split``
             (non-retryable by name: ``workflows.options.NON_RETRYABLE``).
     """
-    if split not in STAGE_OF_SPLIT:
-        raise ValueError(f"pairs are evaluated on the selection or sealed split, not {split.value!r}")
-    stage = STAGE_OF_SPLIT[split]
+    stage = pair_stage(split)
     tasks = pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=split)
-    size = runtime.trial_batch_size
-    batches: list[RunTrialsInput] = []
-    for pair in dict.fromkeys((p.contract_hash, p.adapter) for p in pairs):
-        contract_hash, adapter = pair
-        specs = [
-            TrialSpec(
-                trial_id=trials.make_trial_id(
-                    lineage_id=lineage_id, generation_index=generation, stage=stage.value, task_hash=t.id,
-                    contract_hash=contract_hash, adapter=adapter, attempt=a,
-                ),
-                task_path=t.path,
-                task_hash=t.id,
-                attempt=a,
-            )
-            for t in tasks
-            for a in range(evaluation.attempts)
-        ]
-        pool.check_trial_splits(
-            session=session, lineage_id=lineage_id, stage=stage, trials=[(t.trial_id, t.task_hash) for t in specs]
+    paths = {t.id: t.path for t in tasks}
+    planned = plan_pair_trials(
+        pairs, [t.id for t in tasks], attempts=evaluation.attempts, batch_size=runtime.trial_batch_size
+    )
+    batches = [
+        RunTrialsInput(
+            lineage_id=lineage_id, generation=generation, stage=stage, contract_hash=batch[0].contract_hash,
+            adapter=batch[0].adapter, policy_url=runtime.policy_url,
+            trials=[
+                TrialSpec(
+                    trial_id=trials.make_trial_id(
+                        lineage_id=lineage_id, generation_index=generation, stage=stage.value, task_hash=c.task_hash,
+                        contract_hash=c.contract_hash, adapter=c.adapter, attempt=c.attempt,
+                    ),
+                    task_path=paths[c.task_hash],
+                    task_hash=c.task_hash,
+                    attempt=c.attempt,
+                )
+                for c in batch
+            ],
         )
-        batches += [
-            RunTrialsInput(
-                lineage_id=lineage_id, generation=generation, stage=stage, contract_hash=contract_hash,
-                adapter=adapter, policy_url=runtime.policy_url, trials=specs[i : i + size],
-            )
-            for i in range(0, len(specs), size)
-        ]
+        for batch in planned
+    ]
+    pool.check_trial_splits(
+        session=session, lineage_id=lineage_id, stage=stage,
+        trials=[(t.trial_id, t.task_hash) for b in batches for t in b.trials],
+    )
     return batches, len(tasks)
 
 
@@ -162,7 +159,7 @@ class EvaluationActivities:
         def work() -> SealedPlan:
             with store_engine.session_scope(self.engine) as s:
                 check_sealed_frozen(s, inp.lineage_id)
-                batches, n = plan_pair_trials(
+                batches, n = pair_trial_batches(
                     s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SEALED, self._pairs(inp)
                 )
             if not n:

@@ -45,6 +45,7 @@ from mindforge.payloads import (
 from mindforge.policy.handoff import versioned_adapter_name
 from mindforge.store import engine as store_engine
 from mindforge.store import pool, registry, trials
+from mindforge.store.errors import ContractNotRegisteredError
 from mindforge.trainer import curriculum
 from mindforge.trainer.selection import select_groups
 from workers.evaluation_activities import split_tasks
@@ -141,8 +142,13 @@ class IterationActivities:
         Raises:
             StageSplitError: a planned trial's task is not on the search split
                 (non-retryable by name: ``workflows.options.NON_RETRYABLE``).
+            ApplicationError: non-retryable (``ContractNotRegisteredError``) when the
+                training contract is not registered.
         """
-        return await asyncio.to_thread(self._plan_draw, inp)
+        try:
+            return await asyncio.to_thread(self._plan_draw, inp)
+        except ContractNotRegisteredError as exc:
+            raise non_retryable_error(exc) from exc
 
     def _plan_draw(self, inp: RolloutDrawInput) -> RolloutPlan:
         spec = inp.update
@@ -295,15 +301,13 @@ def _rollout_contract(session, contract_hash: str, adapter: str) -> str:
     """The contract rollouts from ``adapter`` run under: the training contract naming it (registered here).
 
     Raises:
-        InputError: the training contract is not registered.
+        ContractNotRegisteredError: the training contract is not registered.
     """
     if not adapter:
         return contract_hash
     from mindforge.hcp import loads_contract
 
-    row = registry.get_contract(session=session, content_hash=contract_hash)
-    if row is None:
-        raise InputError("store table contracts", contract_hash, "contract is not registered")
+    row = registry.require_contract(session=session, content_hash=contract_hash)
     derived = successor_contract(loads_contract(row.toml_text, source=f"contract {contract_hash}"), adapter)
     registry.register_hcp_contract(session=session, contract=derived)
     return derived.content_hash

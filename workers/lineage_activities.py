@@ -1,10 +1,9 @@
-"""Lineage activities: store bookkeeping on the orchestration queue, trial fan-out on the sandbox queue.
+"""Lineage activities: store bookkeeping on the orchestration queue.
 
 Activities take small inputs (ids, specs), do the I/O, and return small results; trial
-records go to the store, big artifacts stay files. ``run_trials`` submits one Ray task per
-trial that has no stored record yet, heartbeats while it waits, and stores each record as
-it arrives, so a retried activity (after a worker crash) never runs or counts a finished
-trial twice. Bad input raises non-retryable ``ApplicationError``s.
+records go to the store, big artifacts stay files. Running the trials every stage plans
+is :mod:`workers.trial_activities` (``run_trials``, on the sandbox queue). Bad input
+raises non-retryable ``ApplicationError``s.
 """
 
 from __future__ import annotations
@@ -37,18 +36,14 @@ from mindforge.payloads import (
     PlanTrialsResult,
     PrepareLineageInput,
     PrepareLineageResult,
-    RunTrialsInput,
-    RunTrialsResult,
     TrialSpec,
     TrialStage,
 )
-from mindforge.payloads.ray_tasks import RunTrialTaskInput, RunTrialTaskResult, SandboxSettings
-from mindforge.settings import Settings, get_settings
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.errors import NotFoundError
 from mindforge.store.models import Lineage, RunStatus, TaskSource
-from mindforge.trials.record import TrialRecord, utcnow
+from mindforge.trials.record import utcnow
 
 
 def _non_retryable(exc: Exception) -> ApplicationError:
@@ -73,19 +68,15 @@ def pool_assignment(spec: LineageSpec, lineage_id: str, tasks: list[Any]) -> dic
 
 
 class LineageActivities:
-    """Activities bound to one store.
+    """Activities bound to one store (all on the orchestration queue).
 
     Args:
         db_url: SQLAlchemy URL of the store (migrated on construction).
-        settings: the worker's settings; their artifact root and Docker settings travel
-            in every trial's Ray task input (default :func:`mindforge.settings.get_settings`).
     """
 
-    def __init__(self, db_url: str, settings: Settings | None = None) -> None:
+    def __init__(self, db_url: str) -> None:
         self.engine = store_engine.init_db(db_url)
-        self.sandbox = SandboxSettings.from_settings(settings or get_settings())
 
-    # ------------------------------------------------------------ orchestration queue
     @activity.defn(name="prepare_lineage")
     async def prepare_lineage(self, inp: PrepareLineageInput) -> PrepareLineageResult:
         """Register the lineage, its root contract and its task pool on three splits (idempotent).
@@ -268,81 +259,6 @@ class LineageActivities:
 
         return await asyncio.to_thread(work)
 
-    # ------------------------------------------------------------------ sandbox queue
-    @activity.defn(name="run_trials")
-    async def run_trials(self, inp: RunTrialsInput) -> RunTrialsResult:
-        """Run the batch's trials on Ray; store each record as it arrives.
-
-        Trials whose id is already stored are skipped (a retry after a crash). Heartbeats
-        carry the number of trials done. On cancellation the Ray tasks are cancelled
-        (their sandboxes are removed by the runner, or reaped on the next engine start).
-
-        Raises:
-            ApplicationError: non-retryable when the contract is not registered, or
-                (``StageSplitError``) when a trial's task is on another split than the
-                batch's stage allows (:func:`mindforge.evaluation.split_of_stage`).
-        """
-        import ray
-
-        try:
-            todo, skipped, toml_text = await asyncio.to_thread(self._todo, inp)
-        except StageSplitError as exc:
-            raise _non_retryable(exc) from exc
-        payloads = [self._payload(inp, t, toml_text, self.sandbox) for t in todo]
-        refs = [run_trial_ref(p) for p in payloads]
-        ran = passed = errors = 0
-        pending = list(refs)
-        try:
-            while pending:
-                activity.heartbeat({"done": ran, "pending": len(pending)})
-                ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1, timeout=2.0)
-                for ref in ready:
-                    out: RunTrialTaskResult = ray.get(ref)
-                    rec = out.record
-                    await asyncio.to_thread(self._store, inp, rec)
-                    ran += 1
-                    passed += int(rec.passed)
-                    errors += int(not rec.has_real_reward)
-        except asyncio.CancelledError:
-            for ref in pending:
-                ray.cancel(ref)
-            raise
-        return RunTrialsResult(ran=ran, skipped_existing=skipped, passed=passed, errors=errors)
-
-    def _todo(self, inp: RunTrialsInput) -> tuple[list[TrialSpec], int, str]:
-        with store_engine.session_scope(self.engine) as s:
-            contract = registry.get_contract(session=s, content_hash=inp.contract_hash)
-            if contract is None:
-                raise ApplicationError(
-                    f"contract {inp.contract_hash} is not registered", type="InputError", non_retryable=True
-                )
-            pool.check_trial_splits(
-                session=s, lineage_id=inp.lineage_id, stage=inp.stage,
-                trials=[(t.trial_id, t.task_hash) for t in inp.trials],
-            )
-            todo = [t for t in inp.trials if not trials.trial_exists(session=s, trial_id=t.trial_id)]
-            return todo, len(inp.trials) - len(todo), contract.toml_text
-
-    @staticmethod
-    def _payload(inp: RunTrialsInput, t: TrialSpec, toml_text: str, sandbox: SandboxSettings) -> RunTrialTaskInput:
-        return RunTrialTaskInput(
-            task_path=t.task_path,
-            trial_id=t.trial_id,
-            run_id=f"{inp.lineage_id}/g{inp.generation}/{inp.stage.value}",
-            attempt=t.attempt,
-            agent="model",
-            contract_toml=toml_text,
-            contract_hash=inp.contract_hash,
-            policy_url=inp.policy_url,
-            sandbox=sandbox,
-        )
-
-    def _store(self, inp: RunTrialsInput, rec: TrialRecord) -> None:
-        with store_engine.session_scope(self.engine) as s:
-            trials.insert_trial(
-                session=s, record=rec, lineage_id=inp.lineage_id, generation_index=inp.generation, stage=inp.stage.value
-            )
-
     def all(self) -> list[Any]:
         """Every activity of this class, for worker registration."""
         return [
@@ -352,12 +268,5 @@ class LineageActivities:
             self.record_generation,
             self.plan_expansion_trials,
             self.summarize_expansion,
-            self.run_trials,
         ]
 
-
-def run_trial_ref(payload: RunTrialTaskInput) -> Any:
-    """Submit one trial to Ray; returns its ObjectRef."""
-    from workers.ray_trials import run_trial_task
-
-    return run_trial_task.remote(payload)

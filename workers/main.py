@@ -26,7 +26,9 @@ from workers.evaluation_activities import EvaluationActivities
 from workers.iteration_activities import IterationActivities
 from workers.lineage_activities import LineageActivities
 from workers.search_activities import SearchActivities
+from workers.successor_activities import SuccessorActivities
 from workers.training_activities import TrainingActivities
+from workers.trial_activities import TrialActivities
 from workers.update_activities import UpdateActivities
 from workflows.client import connect
 from workflows.discovery import DiscoveryWorkflow
@@ -105,7 +107,8 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     Args:
         acts: the lineage activities (their store engine is shared by the others).
         settings: where artifacts go (``settings.artifacts``): staging and admitted tasks,
-            training samples, adapters.
+            training samples, adapters, trial directories (with the Docker settings the
+            trials' Ray tasks get).
 
     Returns:
         ``{"orchestration": [...], "sandbox": [...]}``.
@@ -113,12 +116,12 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     disc = DiscoveryActivities(acts.engine, settings.artifacts, settings)
     upd = UpdateActivities(acts.engine, settings.artifacts)
     training = TrainingActivities(acts.engine, settings.artifacts)
-    # bound methods compare equal, never identical: each attribute access makes a new one
-    store_acts = [a for a in acts.all() if a != acts.run_trials] + [disc.propose, disc.admit]
+    store_acts = acts.all() + [disc.propose, disc.admit]
     store_acts += upd.orchestration_activities() + IterationActivities(acts.engine).all()
-    store_acts += SearchActivities(acts.engine).all()
+    store_acts += SearchActivities(acts.engine).all() + SuccessorActivities(acts.engine).all()
     store_acts += EvaluationActivities(acts.engine).all()
-    return {"orchestration": store_acts, "sandbox": [acts.run_trials, disc.check, *training.sandbox_activities()]}
+    sandbox_acts = TrialActivities(acts.engine, settings).all() + [disc.check, *training.sandbox_activities()]
+    return {"orchestration": store_acts, "sandbox": sandbox_acts}
 
 
 def build_workers(
@@ -174,7 +177,7 @@ async def run_worker(
     if "sandbox" in queues:
         init_ray(settings.ray_address)
         warm_up_ray(settings)
-    acts = LineageActivities(settings.db_url, settings)
+    acts = LineageActivities(settings.db_url)
     workers = build_workers(client, acts, queues, graceful_shutdown_sec, settings=settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

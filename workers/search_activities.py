@@ -1,11 +1,12 @@
-"""Expansion activities after the base evaluation: audit, configuration search, successor check.
+"""Expansion activities after the base evaluation: audit and configuration search.
 
 Search runs as a loop of small steps that the ExpansionWorkflow drives: ``search_plan``
 (pure planning from the last committed state, new candidates registered, prompt edits
 fetched from the policy) -> ``run_trials`` per candidate contract -> ``search_observe``
 (stored records read back, audited, folded into the state, committed). Every write is
 idempotent, so a crash anywhere resumes from the last committed step without re-running
-finished trials or re-adding candidates (``mindforge.store.search_state``).
+finished trials or re-adding candidates (``mindforge.store.search_state``). The
+successor check that follows the search is :mod:`workers.successor_activities`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.agent.endpoint import resolve_endpoint
-from mindforge.evaluation import PairRef, PoolSplit, SuccessorChoice
 from mindforge.payloads import (
     AuditJudge,
     AuditTrialsInput,
@@ -30,7 +30,6 @@ from mindforge.payloads import (
     SearchPlanResult,
     SearchStartResult,
     SearchStepInput,
-    SuccessorCheckPlan,
     TrialSpec,
     TrialStage,
 )
@@ -38,7 +37,7 @@ from mindforge.store import engine as store_engine
 from mindforge.store import experience as experience_repo
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store import search as search_repo
-from workers.evaluation_activities import split_records
+from mindforge.store.errors import ContractNotRegisteredError
 
 
 def _events(record) -> list[dict] | None:
@@ -151,8 +150,15 @@ class SearchActivities:
         A search the budget cannot afford (fewer than two candidates) or an edit space
         with fewer than two candidates is refused before it starts; the reason is recorded
         on the job and in the generation record, and no search step runs.
+
+        Raises:
+            ApplicationError: non-retryable (``ContractNotRegisteredError``) when the
+                generation's contract is not registered.
         """
-        return await asyncio.to_thread(self._start, inp)
+        try:
+            return await asyncio.to_thread(self._start, inp)
+        except ContractNotRegisteredError as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
 
     def _start(self, inp: SearchStepInput) -> SearchStartResult:
         from mindforge.hcp import loads_contract
@@ -190,14 +196,7 @@ class SearchActivities:
                 tokens_per_attempt=sum(r.prompt_tokens + r.completion_tokens for r in real) / max(1, len(real)),
                 wall_sec_per_attempt=sum(r.timings.total_sec for r in real) / max(1, len(real)),
             )
-            row = registry.get_contract(session=s, content_hash=inp.contract_hash)
-            if row is None:
-                raise ApplicationError(
-                    f"contract {inp.contract_hash} is not registered in the store",
-                    type="InputError",
-                    non_retryable=True,
-                )
-            root = loads_contract(row.toml_text)
+            root = loads_contract(registry.require_contract(session=s, content_hash=inp.contract_hash).toml_text)
             search_repo.create_search_job(
                 session=s, lineage_id=inp.lineage_id, generation_index=inp.generation,
                 budget=budget.model_dump(exclude_none=True), job_id=job_id,
@@ -328,100 +327,8 @@ class SearchActivities:
 
         await asyncio.to_thread(work)
 
-    # ------------------------------------------------------------- successor
-    @activity.defn(name="plan_successor_check")
-    async def plan_successor_check(self, inp: SearchStepInput) -> SuccessorCheckPlan:
-        """The successor race's next selection-split trials (:func:`mindforge.evaluation.race.plan_race`).
-
-        The search's leading contracts (``evaluation.successor_candidates``) race on the
-        selection split within ``evaluation.race_budget`` attempts per task; the parent runs
-        ``evaluation.attempts`` in round 0. Called once per round: it returns the round's
-        missing trials (batched by contract, ``trial_batch_size``), and none when the race
-        is over or there is nothing to compare.
-        """
-        return await asyncio.to_thread(self._plan_successor, inp)
-
-    def _race(self, s, inp: SearchStepInput) -> tuple[Any, list[str], list[Any], set[str]]:
-        """(race plan or None, candidates, selection records, selection tasks) from the store."""
-        from mindforge.evaluation.race import RaceConfig, plan_race
-        from mindforge.search.summary import ranked_candidates
-        from mindforge.store.search_state import load_state
-
-        job = search_repo.get_search_job(session=s, job_id=inp.job_id) if inp.job_id else None
-        state = load_state(session=s, job_id=inp.job_id) if job is not None and job.state else None
-        ranked = [h for h in (ranked_candidates(state) if state else []) if h != inp.contract_hash]
-        candidates = ranked[: inp.evaluation.successor_candidates]
-        records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
-        if not candidates or not tasks:
-            return None, candidates, records, tasks
-        config = RaceConfig(budget=inp.evaluation.race_budget, parent_attempts=inp.evaluation.attempts)
-        parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
-        return plan_race(records, parent, candidates, tasks, config), candidates, records, tasks
-
-    def _plan_successor(self, inp: SearchStepInput) -> SuccessorCheckPlan:
-        with store_engine.session_scope(self.engine) as s:
-            race, candidates, _records, tasks = self._race(s, inp)
-            if not candidates:
-                return SuccessorCheckPlan(note="no search candidate solved a task")
-            if race is None:
-                return SuccessorCheckPlan(candidate_hash=candidates[0], note="no selection tasks: the parent is kept")
-            paths = {t.id: t.path for t in pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id)}
-        by_contract: dict[str, list[TrialSpec]] = defaultdict(list)
-        for t in race.trials:
-            trial_id = trials.make_trial_id(
-                lineage_id=inp.lineage_id, generation_index=inp.generation, stage=TrialStage.SELECTION.value,
-                task_hash=t.task_hash, contract_hash=t.contract_hash, adapter=inp.adapter, attempt=t.attempt,
-            )
-            by_contract[t.contract_hash].append(
-                TrialSpec(trial_id=trial_id, task_path=paths[t.task_hash], task_hash=t.task_hash, attempt=t.attempt)
-            )
-        size = inp.runtime.trial_batch_size
-        batches = [
-            RunTrialsInput(
-                lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.SELECTION, contract_hash=h,
-                adapter=inp.adapter, policy_url=inp.runtime.policy_url, trials=specs[i : i + size],
-            )
-            for h, specs in sorted(by_contract.items())
-            for i in range(0, len(specs), size)
-        ]
-        return SuccessorCheckPlan(
-            candidate_hash=candidates[0], batches=batches, round=race.round, candidates=candidates,
-            note="" if batches else f"race over after {len(race.rounds)} round(s) on {len(tasks)} tasks",
-        )
-
-    @activity.defn(name="choose_successor")
-    async def choose_successor(self, inp: SearchStepInput) -> SuccessorChoice:
-        """Pick the next contract on selection evidence only (:func:`mindforge.evaluation.choose_successor`).
-
-        Only the race's finalist may be promoted; every candidate's trials are read and
-        recorded. The decision, with ``decided_on: "selection"``, the ids of every trial it
-        read, its rule in words and the race's rounds, goes to the generation record under
-        ``successor``. Returns the choice.
-        """
-        return await asyncio.to_thread(self._choose, inp)
-
-    def _choose(self, inp: SearchStepInput) -> SuccessorChoice:
-        from mindforge.evaluation import choose_successor
-
-        parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
-        with store_engine.session_scope(self.engine) as s:
-            race, candidates, records, tasks = self._race(s, inp)
-            finalists = None if race is None else ([race.finalist] if race.done and race.finalist else [])
-            choice = choose_successor(
-                records, parent, candidates, tasks, min_tasks=inp.evaluation.splits.min_tasks, finalists=finalists,
-                resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
-            )
-            if race is not None:
-                choice.race = race.model_dump(mode="json", exclude={"trials", "trial_ids"})
-            lineages.update_generation(
-                session=s, lineage_id=inp.lineage_id, index=inp.generation,
-                record={"successor": choice.model_dump(mode="json")},
-            )
-            return choice
-
     def all(self) -> list[Any]:
         """Every activity of this class (all on the orchestration queue)."""
         return [
             self.audit_trials, self.start_search, self.plan_search_step, self.observe_search_step, self.finish_search,
-            self.plan_successor_check, self.choose_successor,
         ]

@@ -32,9 +32,9 @@ from mindforge.payloads.ray_tasks import (
     TrainTaskInput,
     ValidateTaskResult,
 )
+from mindforge.payloads.training import AdapterReport
 from mindforge.store import engine as store_engine
 from mindforge.store import trials
-from mindforge.trainer.validate_adapter import AdapterReport
 from workers.update_activities import merge_update_record, non_retryable_error
 
 

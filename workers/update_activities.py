@@ -47,8 +47,9 @@ from mindforge.policy.handoff import (
 )
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, registry
+from mindforge.store.errors import ContractNotRegisteredError
 from mindforge.store.models import AdapterRevisionCreate
-from workers.evaluation_activities import plan_pair_trials, split_records
+from workers.evaluation_activities import pair_trial_batches, split_records
 
 #: the trial stages training reads (on search-split tasks): base evaluation, search, rollouts
 TRAINED_STAGES = frozenset({TrialStage.EXPANSION.value, TrialStage.SEARCH.value, TrialStage.ROLLOUT.value})
@@ -102,23 +103,22 @@ class UpdateActivities:
         """Register the validated adapter revision (immutable) and the successor contract that names it.
 
         Raises:
-            ApplicationError: non-retryable when a contract is not registered, the
-                adapter name is bound to other weights (``AdapterImmutableError``), or the
-                successor's contract is not the training contract (``OffContractError``).
+            ApplicationError: non-retryable when a contract is not registered
+                (``ContractNotRegisteredError``), the adapter name is bound to other
+                weights (``AdapterImmutableError``), or the successor's contract is not
+                the training contract (``OffContractError``).
         """
         from mindforge.store.errors import AdapterImmutableError
 
         try:
             return await asyncio.to_thread(self._register, inp)
-        except (InputError, AdapterImmutableError, OffContractError) as exc:
+        except (ContractNotRegisteredError, InputError, AdapterImmutableError, OffContractError) as exc:
             raise non_retryable_error(exc) from exc
 
     def _contract(self, session, content_hash: str):
         from mindforge.hcp import loads_contract
 
-        row = registry.get_contract(session=session, content_hash=content_hash)
-        if row is None:
-            raise InputError("store table contracts", content_hash, "contract is not registered")
+        row = registry.require_contract(session=session, content_hash=content_hash)
         return loads_contract(row.toml_text, source=f"contract {content_hash}")
 
     def _register(self, inp: RegisterAdapterInput) -> RegisterAdapterResult:
@@ -211,21 +211,22 @@ class UpdateActivities:
 
         Raises:
             ApplicationError: non-retryable ``OffContractError`` when either pair's
-                contract is not the training contract's harness (``trained_under``).
+                contract is not the training contract's harness (``trained_under``), or
+                ``ContractNotRegisteredError`` when one of them is not registered.
         """
 
         def work() -> PromotionPlan:
             with store_engine.session_scope(self.engine) as s:
                 self._check_gate(s, inp)
                 pairs = [inp.without, inp.with_adapter]
-                batches, n = plan_pair_trials(
+                batches, n = pair_trial_batches(
                     s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SELECTION, pairs
                 )
             return PromotionPlan(batches=batches, tasks=n)
 
         try:
             return await asyncio.to_thread(work)
-        except (InputError, OffContractError) as exc:
+        except (ContractNotRegisteredError, InputError, OffContractError) as exc:
             raise non_retryable_error(exc) from exc
 
     def _check_gate(self, session, inp: PlanPromotionInput) -> None:

@@ -48,14 +48,14 @@ class GenerationWorkflow:
         ran: list[str] = []
         result = GenerationResult(index=inp.index, stages_run=ran, contract_hash=inp.contract_hash, adapter=inp.adapter)
         if Stage.DISCOVERY in inp.spec.stages:
-            disc: DiscoveryResult = await self._stage(
-                inp, Stage.DISCOVERY, DiscoveryWorkflow.run, DiscoveryInput, DiscoveryResult
+            disc: DiscoveryResult = await self._child(
+                inp, Stage.DISCOVERY, DiscoveryWorkflow.run, self._discovery_input(inp), DiscoveryResult
             )
             ran.append(Stage.DISCOVERY.value)
             result.admitted_tasks = disc.admitted
         if Stage.EXPANSION in inp.spec.stages:
-            exp: ExpansionResult = await self._stage(
-                inp, Stage.EXPANSION, ExpansionWorkflow.run, ExpansionInput, ExpansionResult
+            exp: ExpansionResult = await self._child(
+                inp, Stage.EXPANSION, ExpansionWorkflow.run, self._expansion_input(inp), ExpansionResult
             )
             ran.append(Stage.EXPANSION.value)
             result.trials, result.passed, result.solved_tasks = exp.trials, exp.passed, exp.solved_tasks
@@ -63,9 +63,9 @@ class GenerationWorkflow:
             if exp.successor_contract_hash:
                 result.contract_hash = exp.successor_contract_hash
         if Stage.UPDATE in inp.spec.stages:
-            upd: UpdateResult = await self._stage(
-                inp, Stage.UPDATE, UpdateWorkflow.run, UpdateInput, UpdateResult,
-                successor_contract_hash=result.successor_contract_hash,
+            upd: UpdateResult = await self._child(
+                inp, Stage.UPDATE, UpdateWorkflow.run, self._update_input(inp, result.successor_contract_hash),
+                UpdateResult,
             )
             ran.append(Stage.UPDATE.value)
             # the next generation's pair, as the Update's promotion gate decided it
@@ -103,17 +103,33 @@ class GenerationWorkflow:
         return await o.store_activity(o.MEASURE_SEALED_LIFT, sealed, SealedLiftResult)
 
     @staticmethod
-    async def _stage(inp: GenerationInput, stage: Stage, run, input_type, result_type, **extra):
-        """Run one stage as a child workflow on the generation's pair (ids and search attributes from the lineage).
-
-        The stage's input is the shared :class:`mindforge.payloads.StageInput` fields plus
-        the stage's own sub-spec (``spec.discovery``, ``spec.expansion``, ``spec.update``).
-        """
-        arg = input_type(
+    def _discovery_input(inp: GenerationInput) -> DiscoveryInput:
+        """Discovery on the generation's pair, with the lineage's Discovery spec."""
+        return DiscoveryInput(
             lineage_id=inp.lineage_id, generation=inp.index, contract_hash=inp.contract_hash, adapter=inp.adapter,
-            runtime=inp.spec.runtime, evaluation=inp.spec.evaluation, **{stage.value: getattr(inp.spec, stage.value)},
-            **extra,
+            runtime=inp.spec.runtime, evaluation=inp.spec.evaluation, discovery=inp.spec.discovery,
         )
+
+    @staticmethod
+    def _expansion_input(inp: GenerationInput) -> ExpansionInput:
+        """Expansion on the generation's pair, with the lineage's Expansion spec."""
+        return ExpansionInput(
+            lineage_id=inp.lineage_id, generation=inp.index, contract_hash=inp.contract_hash, adapter=inp.adapter,
+            runtime=inp.spec.runtime, evaluation=inp.spec.evaluation, expansion=inp.spec.expansion,
+        )
+
+    @staticmethod
+    def _update_input(inp: GenerationInput, successor_contract_hash: str | None) -> UpdateInput:
+        """Update on the generation's pair, under Expansion's successor contract when it chose one."""
+        return UpdateInput(
+            lineage_id=inp.lineage_id, generation=inp.index, contract_hash=inp.contract_hash, adapter=inp.adapter,
+            runtime=inp.spec.runtime, evaluation=inp.spec.evaluation, update=inp.spec.update,
+            successor_contract_hash=successor_contract_hash,
+        )
+
+    @staticmethod
+    async def _child(inp: GenerationInput, stage: Stage, run, arg, result_type):
+        """Run one stage as a child workflow (ids and search attributes from the lineage)."""
         return await workflow.execute_child_workflow(
             run,
             arg,

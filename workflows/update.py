@@ -58,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
         ValidateAdapterInput,
         ValidationFailure,
     )
-    from mindforge.trainer.validate_adapter import AdapterReport
+    from mindforge.payloads.training import AdapterReport
     from workflows import options as o
 
 #: ApplicationError types of adapter validation failures (recorded as ``rejected``)

@@ -68,7 +68,7 @@ def choose_engine(choice: str, resolved) -> str:
 
     Args:
         choice: ``auto``, ``llamacpp`` or ``transformers`` (the ``--engine`` option).
-        resolved: the model (:class:`mindforge.policy.models.ResolvedModel`).
+        resolved: the model (:class:`mindforge.policy.engines.models.ResolvedModel`).
 
     Returns:
         ``llamacpp`` or ``transformers``.

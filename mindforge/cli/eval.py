@@ -44,8 +44,8 @@ def eval_command(
         _run(hcp, loaded, attempts, concurrency, base_url, out)
         return
     from mindforge.cli.common import choose_engine
-    from mindforge.policy.models import resolve_model
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.engines.models import resolve_model
+    from mindforge.policy.server.server import start_policy_server
 
     resolved = resolve_model(model)  # checked before the model is loaded
     if resolved.name != hcp.model.id:

@@ -90,7 +90,7 @@ def build_spec(
 
     ``base_model`` is what the Update stage trains a LoRA on: a model spec as ``--model``
     takes (``tiny``, ``smollm2``, a ``.gguf`` file, a model directory or a hub id),
-    resolved by :func:`mindforge.policy.models.resolve_model` to the very weights the
+    resolved by :func:`mindforge.policy.engines.models.resolve_model` to the very weights the
     policy server loads for it (a GGUF file's converted copy, the tiny model's
     directory). Default: the contract's ``model.id`` (a bundled model's served name
     resolves to that model). ``splits`` is a :class:`mindforge.evaluation.SplitConfig`
@@ -127,7 +127,7 @@ def build_spec(
         if not p.exists():
             raise InputError(p, "--tasks", "no such file or directory")
     hcp = load_contract(contract)  # fails early with file + key path + reason
-    from mindforge.policy.models import resolve_model
+    from mindforge.policy.engines.models import resolve_model
 
     base_model_path = resolve_model(base_model or hcp.model.id).hf_dir
     try:

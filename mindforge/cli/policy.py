@@ -40,9 +40,9 @@ def serve(
 ) -> None:
     """Serve one base model and its LoRA adapters on /v1 (chat completions, models, load/unload adapter)."""
     from mindforge.errors import MindForgeError
-    from mindforge.policy.models import resolve_model
-    from mindforge.policy.server import ENGINES
-    from mindforge.policy.server import serve as run_server
+    from mindforge.policy.engines.models import resolve_model
+    from mindforge.policy.server.server import ENGINES
+    from mindforge.policy.server.server import serve as run_server
 
     console = Console(stderr=True)
     if engine not in ENGINES:
@@ -84,7 +84,7 @@ def build_tiny(
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
 ) -> None:
     """Build the tiny offline model (random weights, local BPE tokenizer) and print its directory."""
-    from mindforge.policy.tiny import build_tiny_model, ensure_tiny_model
+    from mindforge.policy.doubles.tiny import build_tiny_model, ensure_tiny_model
 
     path = build_tiny_model(out, seed=seed) if out else ensure_tiny_model(seed=seed)
     typer.echo(str(path))

@@ -103,8 +103,8 @@ def quickstart_command(
     )
     from mindforge.devstack import dev_up
     from mindforge.hcp import load_contract
-    from mindforge.policy.models import bundled_contract, resolve_model
-    from mindforge.policy.runner import PolicyServerProcess
+    from mindforge.policy.engines.models import bundled_contract, resolve_model
+    from mindforge.policy.server.runner import PolicyServerProcess
     from mindforge.settings import get_settings
 
     # SIGTERM runs the clean-up below (worker and policy server stopped), as Ctrl-C does

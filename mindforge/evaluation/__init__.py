@@ -10,6 +10,8 @@
   decided on the selection split only.
 - :mod:`~mindforge.evaluation.race` - selection trials shared among successor candidates
   (successive halving with Hoeffding stops);
+- :mod:`~mindforge.evaluation.pair_trials` - the trials that evaluate pairs on the
+  selection or sealed split (same tasks, same attempts);
 - :mod:`~mindforge.evaluation.power` - each gate's minimum detectable lift at 80% power.
 
 Pure: no Temporal, Ray or store imports.

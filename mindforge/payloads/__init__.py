@@ -7,8 +7,11 @@ at about 2 MB). Everything here is plain pydantic, so workflow code can import i
 Modules: :mod:`~mindforge.payloads.queues` (task queues, search attributes),
 :mod:`~mindforge.payloads.spec` (the lineage spec and its sub-specs, the stages),
 :mod:`~mindforge.payloads.lineage` (lineage, generation, expansion, Discovery, sealed
-evaluation), :mod:`~mindforge.payloads.search` (audit and configuration search) and
-:mod:`~mindforge.payloads.update` (the Update stage); every name is re-exported here.
+evaluation), :mod:`~mindforge.payloads.search` (audit and configuration search),
+:mod:`~mindforge.payloads.update` (the Update stage), :mod:`~mindforge.payloads.training` (the
+trainer's settings, training result, trajectory selection and adapter report) and
+:mod:`~mindforge.payloads.ray_tasks` (the Ray tasks' inputs and results); every name but
+the Ray tasks' is re-exported here.
 """
 
 from __future__ import annotations
@@ -69,6 +72,14 @@ from mindforge.payloads.spec import (
     TrialStage,
     UpdateSpec,
 )
+from mindforge.payloads.training import (
+    AdapterReport,
+    RewardStats,
+    SelectedGroup,
+    SelectionReport,
+    TrainerConfig,
+    TrainResult,
+)
 from mindforge.payloads.update import (
     HandOffInput,
     HandOffResult,
@@ -93,6 +104,7 @@ from mindforge.payloads.update import (
 )
 
 __all__ = [
+    "AdapterReport",
     "AdmitInput",
     "AuditJudge",
     "AuditTrialsInput",
@@ -124,6 +136,7 @@ __all__ = [
     "PrepareLineageResult",
     "PromotionPlan",
     "RecordIterationInput",
+    "RewardStats",
     "RecordUpdateInput",
     "RegisterAdapterInput",
     "RegisterAdapterResult",
@@ -146,12 +159,16 @@ __all__ = [
     "SearchStepInput",
     "RolloutDrawInput",
     "SelectTrajectoriesInput",
+    "SelectedGroup",
+    "SelectionReport",
     "SelectTrajectoriesResult",
     "Stage",
     "StageInput",
     "SuccessorCheckPlan",
     "TrainAdapterInput",
     "TrainAdapterResult",
+    "TrainResult",
+    "TrainerConfig",
     "TrialSpec",
     "TrialStage",
     "UpdateInput",

@@ -10,9 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mindforge.payloads.training import AdapterReport, TrainerConfig
 from mindforge.settings import Settings
-from mindforge.trainer.config import TrainerConfig
-from mindforge.trainer.validate_adapter import AdapterReport
 from mindforge.trials.record import TrialRecord
 
 

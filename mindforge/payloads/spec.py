@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from mindforge.domain import TrialStage as TrialStage  # re-exported: the stage enum lives with the shared enums
 from mindforge.evaluation.splits import SplitConfig
 from mindforge.hcp.examples import WorkedExample
-from mindforge.trainer.config import TrainerConfig
+from mindforge.payloads.training import TrainerConfig
 
 
 class Stage(StrEnum):

@@ -14,9 +14,7 @@ from mindforge.evaluation.decisions import PromotionDecision
 from mindforge.evaluation.scoring import PairRef
 from mindforge.payloads.lineage import RunTrialsInput, StageInput
 from mindforge.payloads.spec import EvaluationSpec, RuntimeSpec, UpdateSpec
-from mindforge.trainer.config import TrainerConfig, TrainResult
-from mindforge.trainer.selection import SelectedGroup, SelectionReport
-from mindforge.trainer.validate_adapter import AdapterReport
+from mindforge.payloads.training import AdapterReport, SelectedGroup, SelectionReport, TrainerConfig, TrainResult
 
 
 class HandoffRecord(BaseModel):

@@ -27,6 +27,7 @@ from mindforge.store.errors import (
     AdapterImmutableError,
     AlreadyExistsError,
     ContractIdentityError,
+    ContractNotRegisteredError,
     NotFoundError,
     StoreError,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "Contract",
     "ContractIdentityError",
     "ContractImmutableError",
+    "ContractNotRegisteredError",
     "Generation",
     "Lineage",
     "LineageCreate",

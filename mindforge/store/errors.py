@@ -27,6 +27,18 @@ class NotFoundError(StoreError):
         super().__init__(f"{entity} {key!r} not found")
 
 
+class ContractNotRegisteredError(NotFoundError):
+    """No contract with the hash looked up is registered in the store (retrying cannot register it).
+
+    Args:
+        content_hash: the contract hash looked up.
+    """
+
+    def __init__(self, content_hash: str) -> None:
+        super().__init__("contract", content_hash)
+        self.args = (f"contract {content_hash} is not registered in the store",)
+
+
 class AlreadyExistsError(StoreError):
     """Creating a row whose unique key is taken (a lineage name, a generation index)."""
 

@@ -16,6 +16,7 @@ from mindforge.store._insert import insert_ignore
 from mindforge.store.errors import (
     AdapterImmutableError,
     ContractIdentityError,
+    ContractNotRegisteredError,
     NotFoundError,
 )
 from mindforge.store.models import AdapterRevision, AdapterRevisionCreate, Contract
@@ -107,6 +108,19 @@ def register_hcp_contract(*, session: Session, contract: HCPContract) -> Contrac
 def get_contract(*, session: Session, content_hash: str) -> Contract | None:
     """The contract with this hash, or None."""
     return session.get(Contract, content_hash)
+
+
+def require_contract(*, session: Session, content_hash: str) -> Contract:
+    """The registered contract with this hash.
+
+    Raises:
+        ContractNotRegisteredError: no contract with this hash is registered (an activity
+            maps it to a non-retryable ``ApplicationError``).
+    """
+    row = get_contract(session=session, content_hash=content_hash)
+    if row is None:
+        raise ContractNotRegisteredError(content_hash)
+    return row
 
 
 def get_contract_by_name(*, session: Session, name: str, revision: str) -> Contract | None:

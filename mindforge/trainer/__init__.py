@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mindforge.trainer.config import RewardStats, TrainerConfig, TrainResult
+from mindforge.payloads.training import AdapterReport, RewardStats, TrainerConfig, TrainResult
 from mindforge.trainer.errors import (
     AdapterValidationError,
     EmptyAdapterError,
@@ -33,7 +33,6 @@ _LAZY = {
     "train_grpo": "mindforge.trainer.grpo",
     "group_advantages": "mindforge.trainer.grpo",
     "validate_adapter": "mindforge.trainer.validate_adapter",
-    "AdapterReport": "mindforge.trainer.validate_adapter",
 }
 
 

@@ -30,8 +30,8 @@ from typing import TypedDict
 
 import torch
 
+from mindforge.payloads.training import RewardStats, TrainerConfig, TrainResult
 from mindforge.trainer import lora
-from mindforge.trainer.config import RewardStats, TrainerConfig, TrainResult
 from mindforge.trainer.errors import NoTrainingSignalError
 from mindforge.trainer.objective import (
     Batch,

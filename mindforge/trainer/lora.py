@@ -15,7 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from trl.trainer.utils import selective_log_softmax
 
 from mindforge.errors import InputError
-from mindforge.trainer.config import TrainerConfig
+from mindforge.payloads.training import TrainerConfig
 
 
 def pick_device(use_bf16: bool = True) -> tuple[torch.device, torch.dtype]:

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
+from mindforge.payloads.training import TrainerConfig
 from mindforge.trainer import lora
-from mindforge.trainer.config import TrainerConfig
 from mindforge.trainer.samples import TrainingSample
 
 if TYPE_CHECKING:

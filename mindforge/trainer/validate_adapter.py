@@ -23,8 +23,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from pydantic import BaseModel
-
+from mindforge.payloads.training import AdapterReport
 from mindforge.trainer.errors import (
     EmptyAdapterError,
     NoEffectError,
@@ -35,34 +34,6 @@ from mindforge.trainer.errors import (
 
 WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
 DEFAULT_PROBE_PROMPT = "You are operating a Linux terminal. List the files in /app, then write the answer to out.txt."
-
-
-class AdapterReport(BaseModel):
-    """What validation found.
-
-    Attributes:
-        adapter_dir: the adapter checked.
-        base_model_path: the base it was checked against.
-        rank: the largest LoRA rank in the adapter.
-        lora_alpha: the config's alpha.
-        target_modules: modules the adapter wraps.
-        num_lora_tensors: LoRA A and B tensors in the weights.
-        size_bytes: total size of the weights file(s), in bytes.
-        weight_sha256: weights file name -> sha256 hex digest.
-        sha256: digest of the primary weights file (the one a server loads).
-        max_abs_logit_diff: largest |logit(adapter) - logit(base)| on the probe prompt.
-    """
-
-    adapter_dir: Path
-    base_model_path: Path
-    rank: int
-    lora_alpha: float
-    target_modules: list[str]
-    num_lora_tensors: int
-    size_bytes: int
-    weight_sha256: dict[str, str]
-    sha256: str
-    max_abs_logit_diff: float
 
 
 def sha256_file(path: Path, chunk_bytes: int = 1 << 20) -> str:

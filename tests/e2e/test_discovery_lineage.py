@@ -17,7 +17,7 @@ import pytest
 from mindforge.evaluation import PoolSplit, SplitCandidate, SplitConfig, admission_config, assign_splits
 from mindforge.hcp import load_contract
 from mindforge.payloads import DiscoverySpec, Stage
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool
 from mindforge.tasks.loader import load_tasks

@@ -38,9 +38,9 @@ from mindforge.payloads import (
     UpdateOutcome,
     UpdateSpec,
 )
+from mindforge.payloads.training import TrainerConfig
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, trials
-from mindforge.trainer.config import TrainerConfig
 from tests.conftest import BUNDLED_TASKS
 from tests.e2e.test_update import _action, _marker, _run, _solve
 
@@ -90,7 +90,7 @@ def _script() -> dict:
 
 
 def _spec(name: str, tasks: list[str], policy_url: str, contract: str, sealed: bool) -> LineageSpec:
-    from mindforge.policy.tiny import ensure_tiny_model
+    from mindforge.policy.doubles.tiny import ensure_tiny_model
 
     overrides = {t: PoolSplit.SEARCH for t in SEARCH} | {t: PoolSplit.SELECTION for t in SELECTION}
     if sealed:
@@ -139,7 +139,7 @@ def _evidence(settings, name: str) -> dict:
 
 
 def test_decisions_are_the_same_with_and_without_the_sealed_split(temporal_env, ray_cluster, settings, contract_path):
-    from mindforge.policy.scripted import start_scripted_policy
+    from mindforge.policy.doubles.scripted import start_scripted_policy
 
     env, _address, loop = temporal_env
     with start_scripted_policy(_script()) as first, start_scripted_policy(_script()) as second:
@@ -237,7 +237,7 @@ def test_two_generations_with_discovery_name_no_sealed_trial_or_task(
     allowed read) but its rejections do not name them. SCRIPTED POLICY behind the HTTP API.
     """
     from mindforge.payloads import DiscoverySpec
-    from mindforge.policy.scripted import start_scripted_policy
+    from mindforge.policy.doubles.scripted import start_scripted_policy
 
     env, _address, loop = temporal_env
     name = "leak-loop"

@@ -28,7 +28,7 @@ from mindforge.payloads import (
     SearchBudgetSpec,
     Stage,
 )
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, trials
 from tests.conftest import BUNDLED_TASKS, REPO

@@ -29,9 +29,9 @@ from mindforge.payloads import (
     UpdateOutcome,
     UpdateSpec,
 )
+from mindforge.payloads.training import TrainerConfig
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials
-from mindforge.trainer.config import TrainerConfig
 from tests.conftest import LLAMACPP_EXTRA, REPO, require_module
 from tests.e2e.test_update import _run
 
@@ -67,9 +67,9 @@ def _small_model_contract(tmp_path: Path) -> Path:
 def test_a_real_model_generation_succeeds_trains_on_contrast_and_hot_loads_the_adapter(
     temporal_env, ray_cluster, settings, tmp_path
 ):
+    from mindforge.policy.engines.models import resolve_model
     from mindforge.policy.handoff import served_adapters
-    from mindforge.policy.models import resolve_model
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.server.server import start_policy_server
 
     env, _address, loop = temporal_env
     resolved = resolve_model("smollm2")

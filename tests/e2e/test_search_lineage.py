@@ -17,7 +17,7 @@ import json
 import pytest
 
 from mindforge.payloads import SearchBudgetSpec, Stage
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials
 from tests.conftest import BUNDLED_TASKS

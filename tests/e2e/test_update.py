@@ -37,9 +37,9 @@ from mindforge.payloads import (
     UpdateOutcome,
     UpdateSpec,
 )
+from mindforge.payloads.training import TrainerConfig
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, registry, trials
-from mindforge.trainer.config import TrainerConfig
 from tests.conftest import BUNDLED_TASKS
 from tests.e2e.histories import save_histories
 
@@ -143,10 +143,10 @@ def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_se
     temporal_env, ray_cluster, settings, contract_path
 ):
     from mindforge.hcp import loads_contract
+    from mindforge.policy.doubles.scripted import start_scripted_policy
+    from mindforge.policy.doubles.tiny import ensure_tiny_model
     from mindforge.policy.handoff import served_adapters
-    from mindforge.policy.scripted import start_scripted_policy
-    from mindforge.policy.server import start_policy_server
-    from mindforge.policy.tiny import ensure_tiny_model
+    from mindforge.policy.server.server import start_policy_server
     from mindforge.trainer.validate_adapter import sha256_file
 
     env, _address, loop = temporal_env
@@ -289,8 +289,8 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
     order of requests (one task, one drawing rule), so its group has a signal; it trains
     rank 4 against a serving limit of 2.
     """
-    from mindforge.policy.scripted import start_scripted_policy
-    from mindforge.policy.tiny import ensure_tiny_model
+    from mindforge.policy.doubles.scripted import start_scripted_policy
+    from mindforge.policy.doubles.tiny import ensure_tiny_model
 
     env, _address, loop = temporal_env
     task = "regex-ipv4-extract"
@@ -344,10 +344,10 @@ def test_two_generations_decide_on_selection_only_and_the_report_shows_three_spl
     generation 1 rolls out under it, trains r1 on top and promotes that under a new name.
     Every decision record names ``selection`` and reads no sealed trial; every lift names
     ``sealed``; generation 1 also reports its lift over generation 0's pair."""
+    from mindforge.policy.doubles.scripted import start_scripted_policy
+    from mindforge.policy.doubles.tiny import ensure_tiny_model
     from mindforge.policy.handoff import served_adapters
-    from mindforge.policy.scripted import start_scripted_policy
-    from mindforge.policy.server import start_policy_server
-    from mindforge.policy.tiny import ensure_tiny_model
+    from mindforge.policy.server.server import start_policy_server
     from mindforge.reports import gather_report_data, render_report
 
     env, _address, loop = temporal_env

@@ -19,9 +19,9 @@ from __future__ import annotations
 import pytest
 
 from mindforge.payloads import EvaluationSpec, LineageSpec, RuntimeSpec, Stage, UpdateOutcome, UpdateSpec
+from mindforge.payloads.training import TrainerConfig
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials
-from mindforge.trainer.config import TrainerConfig
 from tests.conftest import BUNDLED_TASKS
 from tests.e2e.histories import save_histories
 from tests.e2e.test_update import _action, _pinned, _run, _script
@@ -55,8 +55,8 @@ def _spec(name: str, url: str, tiny: str, contract: str) -> LineageSpec:
 def test_two_on_policy_iterations_draw_from_the_current_adapter_and_a_contract_that_passes_nothing_trains_nothing(
     temporal_env, ray_cluster, settings, contract_path
 ):
-    from mindforge.policy.scripted import start_scripted_policy
-    from mindforge.policy.tiny import ensure_tiny_model
+    from mindforge.policy.doubles.scripted import start_scripted_policy
+    from mindforge.policy.doubles.tiny import ensure_tiny_model
 
     env, _address, loop = temporal_env
     tiny = str(ensure_tiny_model())

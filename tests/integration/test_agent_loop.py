@@ -1,6 +1,6 @@
 """The model-driven agent on the real Docker engine, against a SCRIPTED POLICY.
 
-The scripted policy (``mindforge.policy.scripted``) is the one test double MindForge
+The scripted policy (``mindforge.policy.doubles.scripted``) is the one test double MindForge
 allows: an OpenAI-compatible HTTP server whose replies follow a script. Everything else
 (sandbox, shell, verifier, transcript) is real.
 """
@@ -15,7 +15,7 @@ import pytest
 from mindforge.agent.loop import ModelAgent
 from mindforge.agent.transcript import read_transcript
 from mindforge.hcp import derive, load_contract
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.tasks.loader import load_task
 from mindforge.trials.record import FailureClass, LimitFired
 from mindforge.trials.run import run_trial

@@ -21,7 +21,7 @@ from mindforge.payloads import (
     RuntimeSpec,
     TrialStage,
 )
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.store import (
     LineageCreate,
     init_db,

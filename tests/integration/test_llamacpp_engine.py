@@ -35,7 +35,7 @@ def smollm2_gguf() -> Path:
 
 @pytest.fixture(scope="module")
 def server():
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.server.server import start_policy_server
 
     handle = start_policy_server(str(smollm2_gguf()), served_name="smol", engine="llamacpp")
     yield handle

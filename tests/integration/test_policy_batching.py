@@ -17,14 +17,14 @@ torch = require_module("torch")
 transformers = require_module("transformers")
 peft = require_module("peft")
 
-from mindforge.policy.protocol import ChatCompletionRequest  # noqa: E402
+from mindforge.policy.server.protocol import ChatCompletionRequest  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory):
     """The engine on the tiny model with adapter ``var`` loaded."""
-    from mindforge.policy.engine import PolicyEngine
-    from mindforge.policy.tiny import build_tiny_model
+    from mindforge.policy.doubles.tiny import build_tiny_model
+    from mindforge.policy.engines.engine import PolicyEngine
 
     root = tmp_path_factory.mktemp("batching")
     model_dir = build_tiny_model(root / "tiny")
@@ -148,7 +148,7 @@ def second_turn(first: dict, content: str, question: str) -> list[dict]:
 def test_a_second_turn_reuses_the_first_turns_states_and_answers_the_same(engine) -> None:
     """Turn 2 of two conversations (one per adapter) with the cached prefix, in one batch, equals turn 2 on an
     engine without prefix reuse, and it took (at least) the whole turn-1 prompt from the store."""
-    from mindforge.policy.engine import PolicyEngine
+    from mindforge.policy.engines.engine import PolicyEngine
 
     cold = PolicyEngine(engine.model_path, served_name="tiny", device="cpu", batch_wait_sec=0.0, prefix_cache_mb=0)
     cold.load_adapter("var", engine.adapters.loaded["var"][0])

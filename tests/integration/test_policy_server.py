@@ -25,7 +25,7 @@ MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     """``mindforge policy serve --model tiny`` in-process, with the data dir in a temp folder."""
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.server.server import start_policy_server
     from mindforge.settings import get_settings
 
     data_dir = tmp_path_factory.mktemp("mf-data")
@@ -208,7 +208,7 @@ def test_serves_from_a_subprocess(model_dir: Path) -> None:
     """``python -m mindforge.policy.server --model tiny`` (what ``mindforge policy serve`` runs) answers,
     under the name ``--served-model-name`` gives it (so ``baseline.toml``'s model.id reaches the tiny model)."""
     from mindforge.hcp import load_contract
-    from mindforge.policy.runner import PolicyServerProcess
+    from mindforge.policy.server.runner import PolicyServerProcess
 
     served = load_contract(REPO / "hcp_contracts" / "baseline.toml").model.id
     data_dir = model_dir.parents[1]  # <data_dir>/models/tiny, already built by the fixture

@@ -50,15 +50,16 @@ def ray_local(tmp_path, monkeypatch, settings):
 
 
 def test_a_trial_lands_under_the_workers_settings_not_the_environments(tmp_path, ray_local) -> None:
-    from mindforge.policy.scripted import start_scripted_policy
+    from mindforge.policy.doubles.scripted import start_scripted_policy
     from workers.lineage_activities import LineageActivities
+    from workers.trial_activities import TrialActivities
 
     env_b = ray_local
     a = Settings(data_dir=tmp_path / "a", artifact_root=tmp_path / "a-artifacts", image_map_enabled=True)
     assert get_settings().artifacts == env_b / "artifacts"  # the environment says B
     contract = load_contract(REPO / "hcp_contracts" / "baseline.toml")
     task = load_task(FIXTURE_TASKS / "trivially_passing")
-    acts = LineageActivities(a.db_url, a)
+    acts = LineageActivities(a.db_url)
     with session_scope(acts.engine) as s:
         lineage = lineages.create_lineage(session=s, lineage_in=LineageCreate(name="settings-a", spec={}))
         lineage_id = lineage.id
@@ -81,7 +82,7 @@ def test_a_trial_lands_under_the_workers_settings_not_the_environments(tmp_path,
                 policy_url=policy.base_url,
                 trials=[TrialSpec(trial_id=trial_id, task_path=str(task.path), task_hash=task.content_hash, attempt=0)],
             )
-            result = asyncio.run(ActivityEnvironment().run(acts.run_trials, batch))
+            result = asyncio.run(ActivityEnvironment().run(TrialActivities(acts.engine, a).run_trials, batch))
     finally:
         acts.engine.dispose()
     assert result.ran == 1

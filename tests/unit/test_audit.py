@@ -19,8 +19,8 @@ from mindforge.audit import (
 )
 from mindforge.audit_judge import judge_audit, parse_judge_reply
 from mindforge.hcp import derive, load_contract
-from mindforge.policy.runner import free_port
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
+from mindforge.policy.server.runner import free_port
 from mindforge.store.models import AuditOwner
 from mindforge.trials.record import FailureClass, LimitFired, TrialRecord
 

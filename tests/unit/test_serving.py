@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def server(settings):
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.server.server import start_policy_server
 
     handle = start_policy_server("tiny", port=0, device="cpu")
     try:
@@ -107,7 +107,7 @@ def test_probe_and_load_failures_are_named(server, tmp_path):
 
 
 def test_hand_off_to_the_scripted_endpoint_and_its_token_id_knob(adapters):
-    from mindforge.policy.scripted import start_scripted_policy
+    from mindforge.policy.doubles.scripted import start_scripted_policy
 
     one, _two = adapters
     script = {"default": {"content": "ok"}, "base_models": ["tiny"], "return_token_ids": False}

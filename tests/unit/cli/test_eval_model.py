@@ -35,7 +35,7 @@ def test_engine_defaults_to_the_main_jobs_llamacpp_for_a_gguf_model(tmp_path) ->
     """``auto`` (eval's and quickstart's default) picks llama.cpp for SmolLM2's GGUF; transformers for a directory."""
     require_module("llama_cpp", LLAMACPP_EXTRA)
     from mindforge.cli.common import choose_engine
-    from mindforge.policy.models import ResolvedModel, smollm2_gguf_path
+    from mindforge.policy.engines.models import ResolvedModel, smollm2_gguf_path
 
     gguf = ResolvedModel.model_construct(spec="smollm2", name="smollm2", gguf_path=str(smollm2_gguf_path()))
     folder = ResolvedModel.model_construct(spec=str(tmp_path), name="m", gguf_path=None)

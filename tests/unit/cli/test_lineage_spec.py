@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mindforge.cli.lineage import build_spec, split_config
-from mindforge.policy.models import ModelSpecError, resolve_model
+from mindforge.policy.engines.models import ModelSpecError, resolve_model
 from tests.conftest import BUNDLED_TASKS, REPO, require_module
 
 TASKS = [BUNDLED_TASKS / "log-5xx-report"]

@@ -1,6 +1,6 @@
 """request_proposals over the real OpenAI-compatible HTTP API.
 
-Test double: the scripted policy server (``mindforge.policy.scripted``), the only double
+Test double: the scripted policy server (``mindforge.policy.doubles.scripted``), the only double
 allowed; it answers the proposal prompt with fixed replies. No Docker.
 """
 
@@ -19,7 +19,7 @@ from mindforge.discovery.proposal import (
 from mindforge.discovery.records import RejectReason
 from mindforge.hcp import contract_from_document, load_contract
 from mindforge.hcp.derive import apply_changes
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.settings import REPO_ROOT
 from tests.unit.discovery.sample_proposals import MALFORMED, VALID, reply
 

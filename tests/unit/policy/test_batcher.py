@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mindforge.policy.batcher import Batcher
+from mindforge.policy.engines.batcher import Batcher
 
 
 def _run_all(batcher: Batcher, items: list) -> list:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from mindforge.hcp import load_contract
-from mindforge.policy import models
-from mindforge.policy.build_once import build_once
-from mindforge.policy.models import (
+from mindforge.policy.engines import models
+from mindforge.policy.engines.build_once import build_once
+from mindforge.policy.engines.models import (
     SMOLLM2_NAME,
     ModelSource,
     ModelSpecError,
@@ -84,7 +84,7 @@ def test_truncated_gguf_is_refused(tmp_path: Path) -> None:
 
 def test_supported_architectures_come_from_transformers() -> None:
     require_module("transformers")
-    from mindforge.policy.gguf import supported_architectures
+    from mindforge.policy.engines.gguf import supported_architectures
 
     archs = supported_architectures()
     assert {"llama", "qwen2", "mistral", "phi3", "gemma2"} <= set(archs)

@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from mindforge.policy.protocol import (
+from mindforge.policy.server.protocol import (
     AdapterRegistry,
     ChatCompletionRequest,
     adapter_sha256,

@@ -11,8 +11,8 @@ import openai
 import pytest
 
 from mindforge.errors import InputError
-from mindforge.policy.runner import PolicyServerProcess
-from mindforge.policy.scripted import PolicyScript, start_scripted_policy
+from mindforge.policy.doubles.scripted import PolicyScript, start_scripted_policy
+from mindforge.policy.server.runner import PolicyServerProcess
 
 ACTION = {"action": "bash", "command": "cat /app/hint.txt"}
 SCRIPT = {
@@ -134,7 +134,8 @@ def test_script_file_errors_name_the_field(tmp_path: Path) -> None:
 def test_runs_as_a_subprocess(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"rules": [{"match": {"system_contains": "HINT_X"}, "reply": {"content": "from child"}}]}))
-    with PolicyServerProcess("mindforge.policy.scripted", ["--script", str(script)], ready_timeout_sec=60) as proc:
+    args = ["--script", str(script)]
+    with PolicyServerProcess("mindforge.policy.doubles.scripted", args, ready_timeout_sec=60) as proc:
         client = openai.OpenAI(base_url=proc.base_url, api_key="unused", max_retries=0)
         assert ask(client, system="HINT_X").choices[0].message.content == "from child"
     assert proc.proc.poll() is not None

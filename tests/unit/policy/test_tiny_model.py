@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mindforge.policy.tiny import build_tiny_model, ensure_tiny_model
+from mindforge.policy.doubles.tiny import build_tiny_model, ensure_tiny_model
 from tests.conftest import require_module
 
 transformers = require_module("transformers")

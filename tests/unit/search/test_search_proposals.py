@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from mindforge.hcp import load_contract
-from mindforge.policy.runner import free_port
-from mindforge.policy.scripted import start_scripted_policy
+from mindforge.policy.doubles.scripted import start_scripted_policy
+from mindforge.policy.server.runner import free_port
 from mindforge.search import (
     PromptRequest,
     make_candidate,

@@ -13,6 +13,7 @@ from mindforge.store import (
     AdapterRevisionCreate,
     ContractIdentityError,
     ContractImmutableError,
+    ContractNotRegisteredError,
     NotFoundError,
     session_scope,
 )
@@ -52,6 +53,14 @@ def test_register_contract_is_idempotent_and_keeps_lineage(engine: Engine, linea
         )
         assert [c.hash for c in repo.contract_ancestry(session=session, content_hash=CHILD)] == [CHILD, ROOT]
         assert repo.contract_ancestry(session=session, content_hash="ff" * 32) == []
+
+
+def test_require_contract_returns_the_row_or_names_the_missing_hash(engine: Engine, lineage_id: str) -> None:
+    with session_scope(engine) as session:
+        assert repo.require_contract(session=session, content_hash=ROOT).hash == ROOT
+        with pytest.raises(ContractNotRegisteredError, match=f"contract {'ff' * 32} is not registered") as err:
+            repo.require_contract(session=session, content_hash="ff" * 32)
+    assert isinstance(err.value, NotFoundError) and err.value.key == "ff" * 32
 
 
 def test_same_name_and_revision_with_other_content_raises(engine: Engine, lineage_id: str) -> None:

@@ -20,10 +20,11 @@ from mindforge.evaluation import PoolSplit, StageSplitError
 from mindforge.payloads import RunTrialsInput, TrialSpec
 from mindforge.settings import REPO_ROOT
 from mindforge.store import TaskSource, pool, session_scope, trials
+from mindforge.store.engine import init_db
 from mindforge.tasks.loader import load_task
 from mindforge.tasks.model import Task
 from mindforge.trials.record import TrialRecord
-from workers.lineage_activities import LineageActivities
+from workers.trial_activities import TrialActivities
 
 CONTRACT = "c0" * 32
 
@@ -95,7 +96,7 @@ def _batch(lineage_id: str, stage: TrialStage, tasks: list[Task]) -> RunTrialsIn
 
 
 def test_run_trials_refuses_a_sealed_task_in_a_search_batch(db_url, engine, lineage_id, placed) -> None:
-    acts = LineageActivities(db_url)
+    acts = TrialActivities(init_db(db_url))
     try:
         batch = _batch(lineage_id, TrialStage.SEARCH, [placed[PoolSplit.SEARCH], placed[PoolSplit.SEALED]])
         with pytest.raises(ApplicationError) as caught:

@@ -29,7 +29,7 @@ USER = "Say yes or no."
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from mindforge.policy.tiny import build_tiny_model
+    from mindforge.policy.doubles.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
 
@@ -152,7 +152,7 @@ def yes_no_samples(make_trajectory, tokenizer):
 @pytest.fixture(scope="session")
 def trained_adapter(tiny_model_dir: Path, yes_no_samples, tmp_path_factory: pytest.TempPathFactory):
     """A GRPO-trained adapter on the yes/no groups (and its TrainResult)."""
-    from mindforge.trainer.config import TrainerConfig
+    from mindforge.payloads.training import TrainerConfig
     from mindforge.trainer.grpo import train_grpo
 
     config = TrainerConfig(lora_rank=4, lora_alpha=8, learning_rate=2e-2, batch_size=4, epochs=3, seed=0)

@@ -10,8 +10,8 @@ import pytest
 import torch
 from peft import PeftModel
 
+from mindforge.payloads.training import TrainerConfig
 from mindforge.trainer import lora
-from mindforge.trainer.config import TrainerConfig
 from mindforge.trainer.errors import NoTrainingSignalError
 from mindforge.trainer.grpo import (
     collate,

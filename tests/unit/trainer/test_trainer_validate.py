@@ -11,8 +11,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from mindforge.payloads.training import TrainerConfig
 from mindforge.trainer import lora
-from mindforge.trainer.config import TrainerConfig
 from mindforge.trainer.errors import (
     EmptyAdapterError,
     NoEffectError,

@@ -13,7 +13,7 @@ import pytest
 from mindforge.atif import write_trajectory
 from mindforge.payloads import TrainAdapterResult
 from mindforge.payloads.ray_tasks import TrainingItem, TrainTaskInput
-from mindforge.trainer.config import TrainerConfig
+from mindforge.payloads.training import TrainerConfig
 from workers.ray_trials import TRAIN_RECORD, train_adapter_payload
 
 CONFIG = TrainerConfig(lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-2, batch_size=4)

@@ -1,5 +1,5 @@
 """Discovery activities on a real SQLite store: a contract hash the store does not know is a
-non-retryable input error naming the hash, not an ``AttributeError`` retried ten times."""
+non-retryable ``ContractNotRegisteredError`` naming the hash, not an ``AttributeError`` retried ten times."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ def activities(tmp_path):
     engine.dispose()
 
 
-def _assert_input_error(excinfo) -> None:
+def _assert_not_registered(excinfo) -> None:
     err = excinfo.value
-    assert err.type == "InputError" and err.non_retryable is True
+    assert err.type == "ContractNotRegisteredError" and err.non_retryable is True
     assert UNKNOWN in str(err)
 
 
@@ -35,11 +35,11 @@ def test_propose_with_an_unregistered_contract(activities):
     inp = DiscoveryInput(lineage_id="disc", generation=0, spec=spec, contract_hash=UNKNOWN)
     with pytest.raises(ApplicationError) as excinfo:
         asyncio.run(ActivityEnvironment().run(activities.propose, inp))
-    _assert_input_error(excinfo)
+    _assert_not_registered(excinfo)
 
 
 def test_check_with_an_unregistered_contract(activities, tmp_path):
     inp = CheckProposalInput(lineage_id="disc", generation=0, task_dir=str(tmp_path), contract_hash=UNKNOWN)
     with pytest.raises(ApplicationError) as excinfo:
         asyncio.run(ActivityEnvironment().run(activities.check, inp))
-    _assert_input_error(excinfo)
+    _assert_not_registered(excinfo)

@@ -23,12 +23,16 @@ def test_activities_use_the_given_artifact_root(tmp_path, monkeypatch):
         # discovery, update and training activities are among them
         assert {type(o).__name__ for o in owners} >= {
             "DiscoveryActivities", "UpdateActivities", "TrainingActivities", "LineageActivities", "SearchActivities",
+            "TrialActivities",
         }
         names = {queue: {(type(fn.__self__).__name__, fn.__name__) for fn in fns} for queue, fns in by_queue.items()}
         assert {("DiscoveryActivities", "propose"), ("DiscoveryActivities", "admit")} <= names["orchestration"]
-        assert {("DiscoveryActivities", "check"), ("LineageActivities", "run_trials")} <= names["sandbox"]
+        assert {("DiscoveryActivities", "check"), ("TrialActivities", "run_trials")} <= names["sandbox"]
+        # the trials' Ray tasks get the given settings too
+        sandboxes = [fn.__self__.sandbox for fn in by_queue["sandbox"] if hasattr(fn.__self__, "sandbox")]
+        assert sandboxes and {Path(s.artifact_root) for s in sandboxes} == {tmp_path / "given-artifacts"}
         # trials run on the sandbox queue only (the orchestration worker has no Ray)
-        assert ("LineageActivities", "run_trials") not in names["orchestration"]
+        assert ("TrialActivities", "run_trials") not in names["orchestration"]
     finally:
         acts.engine.dispose()
         get_settings.cache_clear()

@@ -1,7 +1,7 @@
 """Run a policy server in-process (uvicorn in a thread) or as a subprocess, and wait for it.
 
-Both the embedded server (:mod:`mindforge.policy.server`) and the scripted test policy
-(:mod:`mindforge.policy.scripted`) are FastAPI apps; this module starts either one.
+Both the embedded server (:mod:`mindforge.policy.server.server`) and the scripted test policy
+(:mod:`mindforge.policy.doubles.scripted`) are FastAPI apps; this module starts either one.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class PolicyServerProcess:
     workers in other processes. The child's output goes to ``log_path`` (or is dropped).
 
     Args:
-        module: ``mindforge.policy.server`` or ``mindforge.policy.scripted``.
+        module: ``mindforge.policy.server`` or ``mindforge.policy.doubles.scripted``.
         args: extra command-line arguments (``--model tiny``, ``--script FILE``).
         host: address to listen on.
         port: TCP port; 0 picks a free one.

@@ -1,12 +1,12 @@
 """One base model on transformers with named PEFT LoRA adapters, generating chat completions.
 
 This module imports torch, transformers and peft at the top: import it lazily (the
-server does so inside :func:`mindforge.policy.server.load_engine`).
+server does so inside :func:`mindforge.policy.server.server.load_engine`).
 
-Concurrent requests are batched: a :class:`~mindforge.policy.batcher.Batcher` thread
+Concurrent requests are batched: a :class:`~mindforge.policy.engines.batcher.Batcher` thread
 collects the requests that arrive together (or while the model is busy) and runs each
 group with the same sampling settings as one left-padded ``generate`` call
-(:mod:`mindforge.policy.batch_generate`), rows with different adapters together through
+(:mod:`mindforge.policy.engines.batch_generate`), rows with different adapters together through
 PEFT's mixed-adapter batch inference. Budgets, stop strings and EOS stay exact per row.
 Grouping is by sampling settings (greedy; or temperature and top-p), because
 ``generate`` takes one generation config per call; a seeded sampling request runs alone,
@@ -32,17 +32,17 @@ import torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from mindforge.policy.batch_generate import Row, generate_rows
-from mindforge.policy.batcher import Batcher
-from mindforge.policy.completion import (
+from mindforge.policy.engines.batch_generate import Row, generate_rows
+from mindforge.policy.engines.batcher import Batcher
+from mindforge.policy.engines.completion import (
     PolicyRequestError,
     completion_budget,
     prompt_token_ids,
     reply_body,
     unknown_model,
 )
-from mindforge.policy.prefix_cache import PrefixCache, supports_prefix_cache
-from mindforge.policy.protocol import (
+from mindforge.policy.engines.prefix_cache import PrefixCache, supports_prefix_cache
+from mindforge.policy.server.protocol import (
     AdapterRegistry,
     ChatCompletionRequest,
     adapter_sha256,
@@ -77,10 +77,10 @@ class PolicyEngine:
             transformers) instead of safetensors weights.
         max_batch: most requests per ``generate`` call.
         batch_wait_sec: longest wait (seconds) for batch mates once concurrent requests
-            were seen (see :mod:`mindforge.policy.batcher`).
+            were seen (see :mod:`mindforge.policy.engines.batcher`).
         prefix_cache_mb: memory for the KV states of recent replies, reused by a
             request that extends one (MiB; 0 turns reuse off; also off for models with
-            sliding-window layers). See :mod:`mindforge.policy.prefix_cache`.
+            sliding-window layers). See :mod:`mindforge.policy.engines.prefix_cache`.
 
     Attributes:
         base_name: ``served_name``.

@@ -24,8 +24,8 @@ import json
 import time
 from pathlib import Path
 
-from mindforge.policy.build_once import build_once
-from mindforge.policy.models import ModelSpecError
+from mindforge.policy.engines.build_once import build_once
+from mindforge.policy.engines.models import ModelSpecError
 
 GGUF_MAGIC = b"GGUF"
 #: bump when the conversion's output changes, so cached copies are rebuilt
@@ -183,7 +183,7 @@ def ensure_gguf_model(gguf_path: Path, cache_root: Path, *, sha256: str | None =
 
     The copy is keyed by the file's sha256, so a changed file gets a new copy and the
     same file reached by two paths shares one. Safe to call from several processes at
-    once (see :func:`mindforge.policy.build_once.build_once`).
+    once (see :func:`mindforge.policy.engines.build_once.build_once`).
 
     Args:
         gguf_path: the GGUF file.

@@ -19,8 +19,8 @@ from typing import Any, cast
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList, StopStringCriteria
 
-from mindforge.policy.completion import TokenLogprobs
-from mindforge.policy.prefix_cache import PrefixCache, batch_cache, row_states
+from mindforge.policy.engines.completion import TokenLogprobs
+from mindforge.policy.engines.prefix_cache import PrefixCache, batch_cache, row_states
 
 
 @dataclass
@@ -142,7 +142,7 @@ def generate_rows(
         eos_ids: token ids that end a reply.
         device: where the tensors go.
         prefix_cache: where to look up each row's cached prompt prefix and store its
-            states afterwards (:mod:`mindforge.policy.prefix_cache`); None for no reuse.
+            states afterwards (:mod:`mindforge.policy.engines.prefix_cache`); None for no reuse.
 
     Returns:
         one :class:`RowResult` per row, in order.

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from mindforge.policy.protocol import (
+from mindforge.policy.server.protocol import (
     ChatCompletionRequest,
     completion_body,
     logprob_entry,
@@ -129,7 +129,7 @@ def reply_body(
         logprobs: one entry per completion token when the request asked for logprobs.
 
     Returns:
-        the body built by :func:`mindforge.policy.protocol.completion_body`.
+        the body built by :func:`mindforge.policy.server.protocol.completion_body`.
     """
     text = tokenizer.decode(list(completion), skip_special_tokens=True)
     finish = "stop"

@@ -1,12 +1,17 @@
-"""The trainer's settings and result records (pure pydantic; no torch).
+"""The trainer's records that travel between layers: settings, training result, selection, adapter report.
 
-Both cross process boundaries (Temporal activity input/result, Ray task arguments), so
-they hold plain numbers, strings and paths only.
+Each crosses a process boundary (Temporal activity input/result, Ray task arguments),
+so it holds plain numbers, strings and paths only. The trainer
+(:mod:`mindforge.trainer`) fills them; the stage payloads
+(:mod:`mindforge.payloads.update`, :mod:`mindforge.payloads.ray_tasks`) carry them. Pure
+pydantic: no torch.
 """
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -132,3 +137,105 @@ class TrainResult(BaseModel):
     wall_sec: float
     lora_rank: int
     seed: int
+
+
+class SelectedGroup(BaseModel):
+    """One GRPO group kept for training.
+
+    Attributes:
+        group_id: ``<task_hash[:16]>/<contract_hash[:12]>/<adapter or "base">``.
+        task_hash / task_id: the task.
+        contract_hash / adapter: the pair the attempts ran under.
+        trial_ids: the kept attempts, shape (n,), n >= 2.
+        rewards: their rewards in [0, 1], shape (n,), not all equal.
+    """
+
+    group_id: str
+    task_hash: str
+    task_id: str
+    contract_hash: str
+    adapter: str = ""
+    trial_ids: list[str]
+    rewards: list[float]
+
+    @property
+    def reward_std(self) -> float:
+        """Population standard deviation of the group's rewards."""
+        return statistics.pstdev(self.rewards)
+
+
+class SelectionReport(BaseModel):
+    """What selection kept and what it dropped, with a count for every choice.
+
+    Attributes:
+        trials_seen: trials given to selection.
+        non_search_trials: trials on selection or sealed tasks, set aside (never trained on).
+        non_search_tasks: distinct such tasks among them.
+        dropped_no_reward: trials without a usable real reward (sum of ``dropped_by_reason``).
+        dropped_by_reason: reason -> trials: ``no_reward`` (reward None or a no-reward
+            failure class), ``infra_failure`` (infrastructure/endpoint/harness failure),
+            ``audit_excluded`` (audit owner infra or task), ``not_model`` (oracle/nop),
+            ``no_model_turns``.
+        candidate_groups: groups formed from the usable trials.
+        dropped_singleton: groups with a single usable attempt.
+        dropped_no_signal: groups whose rewards are all equal.
+        capped_groups: groups over ``max_groups_per_task`` for their task.
+        capped_trials: attempts trimmed by ``max_trials_per_group`` (from kept groups).
+        kept_groups / kept_trials / kept_tasks: what training gets.
+        max_groups_per_task / max_trials_per_group: the caps applied.
+        groups: the kept groups.
+    """
+
+    trials_seen: int = 0
+    non_search_trials: int = 0
+    non_search_tasks: int = 0
+    dropped_no_reward: int = 0
+    dropped_by_reason: dict[str, int] = Field(default_factory=dict)
+    candidate_groups: int = 0
+    dropped_singleton: int = 0
+    dropped_no_signal: int = 0
+    capped_groups: int = 0
+    capped_trials: int = 0
+    kept_groups: int = 0
+    kept_trials: int = 0
+    kept_tasks: int = 0
+    max_groups_per_task: int = 0
+    max_trials_per_group: int = 0
+    groups: list[SelectedGroup] = Field(default_factory=list)
+
+    def counts(self) -> dict[str, Any]:
+        """The report without the group list (for the generation record)."""
+        return self.model_dump(mode="json", exclude={"groups"})
+
+    @property
+    def trial_ids(self) -> list[str]:
+        """Ids of every kept attempt, group by group."""
+        return [t for g in self.groups for t in g.trial_ids]
+
+
+class AdapterReport(BaseModel):
+    """What validation found.
+
+    Attributes:
+        adapter_dir: the adapter checked.
+        base_model_path: the base it was checked against.
+        rank: the largest LoRA rank in the adapter.
+        lora_alpha: the config's alpha.
+        target_modules: modules the adapter wraps.
+        num_lora_tensors: LoRA A and B tensors in the weights.
+        size_bytes: total size of the weights file(s), in bytes.
+        weight_sha256: weights file name -> sha256 hex digest.
+        sha256: digest of the primary weights file (the one a server loads).
+        max_abs_logit_diff: largest |logit(adapter) - logit(base)| on the probe prompt.
+    """
+
+    adapter_dir: Path
+    base_model_path: Path
+    rank: int
+    lora_alpha: float
+    target_modules: list[str]
+    num_lora_tensors: int
+    size_bytes: int
+    weight_sha256: dict[str, str]
+    sha256: str
+    max_abs_logit_diff: float

