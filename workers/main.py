@@ -23,6 +23,7 @@ from mindforge.payloads import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.discovery_activities import DiscoveryActivities
 from workers.evaluation_activities import EvaluationActivities
+from workers.experience_activities import ExperienceActivities
 from workers.iteration_activities import IterationActivities
 from workers.lineage_activities import LineageActivities
 from workers.search_activities import SearchActivities
@@ -105,7 +106,7 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     Args:
         acts: the lineage activities (their store engine is shared by the others).
         settings: where artifacts go (``settings.artifacts``): staging and admitted tasks,
-            training samples, adapters.
+            training samples, adapters, experience replays.
 
     Returns:
         ``{"orchestration": [...], "sandbox": [...]}``.
@@ -118,7 +119,10 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     store_acts += upd.orchestration_activities() + IterationActivities(acts.engine).all()
     store_acts += SearchActivities(acts.engine).all()
     store_acts += EvaluationActivities(acts.engine).all()
-    return {"orchestration": store_acts, "sandbox": [acts.run_trials, disc.check, *training.sandbox_activities()]}
+    # growing the experience library replays candidates in Ray tasks: the sandbox queue, like run_trials
+    experience = ExperienceActivities(acts.engine, settings).all()
+    sandbox_acts = [acts.run_trials, disc.check, *training.sandbox_activities(), *experience]
+    return {"orchestration": store_acts, "sandbox": sandbox_acts}
 
 
 def build_workers(

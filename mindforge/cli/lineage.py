@@ -357,6 +357,8 @@ def extend(
 
 def _print_store_status(name: str, as_json: bool = False) -> None:
     from mindforge.reports import compounding
+    from mindforge.reports.data import gather_experience
+    from mindforge.reports.experience import summary_text as experience_summary_text
     from mindforge.settings import get_settings
     from mindforge.store import engine as se
     from mindforge.store import lineages, registry
@@ -372,8 +374,10 @@ def _print_store_status(name: str, as_json: bool = False) -> None:
             gens, contract_edit=lambda old, new: compounding.edits_between(s, old, new),
             library_entries=lambda h: compounding.library_entries(s, h),
         )
+        library = gather_experience(s, lin.id, gens)
         if as_json:
-            return print_json(status_document(lin, gens, ui_link(settings, workflow_id_for(name)), table_rows))
+            doc = status_document(lin, gens, ui_link(settings, workflow_id_for(name)), table_rows, library)
+            return print_json(doc)
         table = Table(title=f"lineage {name}: {lin.status}  generation {lin.current_generation}")
         for col in ("gen", "status", "stages run", "admitted", "base eval solved (search split)", "search coverage",
                     "successor (selection)", "update", "sealed lift"):
@@ -384,6 +388,7 @@ def _print_store_status(name: str, as_json: bool = False) -> None:
         stored = {r.contract_hash: registry.get_contract(session=s, content_hash=r.contract_hash) for r in table_rows}
         refs = {h: f"{c.name}@{c.revision}" for h, c in stored.items() if c is not None}
         console.print(compounding_table(table_rows, lambda h: refs.get(h, (h or "-")[:12])))
+        console.print(experience_summary_text(library))
     console.print(f"Web UI: {ui_link(settings, workflow_id_for(name))}")
 
 
@@ -417,7 +422,7 @@ def compounding_table(rows, contract_ref) -> Table:
     return table
 
 
-def status_document(lin, generations, web_ui: str, compounding_rows=None) -> dict:
+def status_document(lin, generations, web_ui: str, compounding_rows=None, library=None) -> dict:
     """``mindforge lineage status --json``: the lineage, its generations and its Web UI link.
 
     Returns:
@@ -430,6 +435,9 @@ def status_document(lin, generations, web_ui: str, compounding_rows=None) -> dic
         (``sealed``, ``sealed_parent``, ``lift_vs_prev``, ``lift_vs_root``,
         ``attribution``, ...: :func:`mindforge.reports.compounding.generation_figures`, the
         same as ``report --format json``). ``compounding``: the table's rows, pair 0 first.
+        ``experience``: the library (``mindforge.reports.experience.ExperienceReport``:
+        ``entries`` by provenance, ``size``, ``rounds``, ``rejections`` by reason per
+        generation), or null when not given.
     """
     from mindforge.reports.compounding import generation_figures
 
@@ -438,6 +446,7 @@ def status_document(lin, generations, web_ui: str, compounding_rows=None) -> dic
         "spec": lin.spec,
         "web_ui": web_ui,
         "compounding": [r.model_dump(mode="json") for r in compounding_rows or []],
+        "experience": library.model_dump(mode="json") if library is not None else None,
         "generations": [
             {
                 "index": g.index,

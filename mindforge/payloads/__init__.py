@@ -7,12 +7,14 @@ at about 2 MB). Everything here is plain pydantic, so workflow code can import i
 Modules: :mod:`~mindforge.payloads.queues` (task queues, search attributes),
 :mod:`~mindforge.payloads.spec` (the lineage spec and its sub-specs, the stages),
 :mod:`~mindforge.payloads.lineage` (lineage, generation, expansion, Discovery, sealed
-evaluation), :mod:`~mindforge.payloads.search` (audit and configuration search) and
+evaluation), :mod:`~mindforge.payloads.search` (audit and configuration search),
+:mod:`~mindforge.payloads.experience` (the experience library's rounds) and
 :mod:`~mindforge.payloads.update` (the Update stage); every name is re-exported here.
 """
 
 from __future__ import annotations
 
+from mindforge.payloads.experience import ExperienceRound, GrowExperienceInput, GrowExperienceResult
 from mindforge.payloads.lineage import (
     AdmitInput,
     CheckProposalInput,
@@ -62,6 +64,7 @@ from mindforge.payloads.spec import (
     DiscoverySpec,
     EvaluationSpec,
     ExpansionSpec,
+    ExperienceSpec,
     LineageSpec,
     RuntimeSpec,
     SearchBudgetSpec,
@@ -105,9 +108,13 @@ __all__ = [
     "ExpansionInput",
     "ExpansionResult",
     "ExpansionSpec",
+    "ExperienceRound",
+    "ExperienceSpec",
     "GenerationEvent",
     "GenerationInput",
     "GenerationResult",
+    "GrowExperienceInput",
+    "GrowExperienceResult",
     "HandOffInput",
     "HandOffResult",
     "IterationRecord",
