@@ -50,6 +50,8 @@ with workflow.unsafe.imports_passed_through():
 
 #: upper bound on search steps in one workflow run (each step is a few activities)
 MAX_SEARCH_STEPS = 200
+#: the patch id of the experience-library rounds (histories recorded before them replay without)
+EXPERIENCE_PATCH = "experience-library-rounds"
 #: upper bound on successor-race rounds (successive halving over n candidates takes ceil(log2 n))
 MAX_RACE_ROUNDS = 16
 
@@ -100,8 +102,13 @@ class ExpansionWorkflow:
 
     @staticmethod
     async def _grow(inp: ExpansionInput, round_: ExperienceRound) -> None:
-        """One experience-library round on the sandbox queue (its replays run on Ray); nothing when off."""
-        if not inp.expansion.experience.enabled:
+        """One experience-library round on the sandbox queue (its replays run on Ray); nothing when off.
+
+        Behind ``workflow.patched(EXPERIENCE_PATCH)``: an Expansion whose history was recorded
+        before the rounds existed replays without them (and runs none), new runs record the
+        marker and run both.
+        """
+        if not inp.expansion.experience.enabled or not workflow.patched(EXPERIENCE_PATCH):
             return
         grow = GrowExperienceInput(
             lineage_id=inp.lineage_id, generation=inp.generation, round=round_, experience=inp.expansion.experience
