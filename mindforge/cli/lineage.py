@@ -84,7 +84,7 @@ def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
 
 def build_spec(
     name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
-    search_attempts=None, audit_judge=False, update_loop=None, examples=None, say=None,
+    search_attempts=None, audit_judge=False, update_loop=None, examples=None, say=None, experience=True,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
@@ -100,7 +100,8 @@ def build_spec(
     is a folder of the user's worked examples (``--examples DIR``,
     :func:`mindforge.search.library.load_example_folder`) that search may add; None: none.
     ``say`` (e.g. ``console.print``) is given each split's size and each gate's rule and
-    minimum detectable lift at 80% power (:func:`check_gates`).
+    minimum detectable lift at 80% power (:func:`check_gates`). ``experience`` False turns the
+    experience library's growth rounds off (``ExpansionSpec.experience.enabled``; on by default).
     ``update_loop`` overrides :class:`mindforge.payloads.UpdateSpec` fields of the
     on-policy loop (``iterations``, ``group_size``, ``tasks_per_iteration``,
     ``time_budget_sec``); None values keep the spec's defaults.
@@ -116,6 +117,7 @@ def build_spec(
     from mindforge.payloads import (
         EvaluationSpec,
         ExpansionSpec,
+        ExperienceSpec,
         LineageSpec,
         RuntimeSpec,
         SearchBudgetSpec,
@@ -150,7 +152,9 @@ def build_spec(
         generations=generations,
         stages=stage_list,
         runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=batch_size),
-        expansion=ExpansionSpec(attempts=attempts, audit_judge=audit_judge, search=search),
+        expansion=ExpansionSpec(
+            attempts=attempts, audit_judge=audit_judge, search=search, experience=ExperienceSpec(enabled=experience)
+        ),
         update=UpdateSpec(
             base_model_path=base_model_path, **{k: v for k, v in (update_loop or {}).items() if v is not None}
         ),
@@ -302,6 +306,10 @@ def start(
         None, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (default none)."
     ),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
+    experience: bool = typer.Option(
+        True, "--experience/--no-experience",
+        help="Grow the lineage's experience library (validated search-split solutions) in every Expansion.",
+    ),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
 ) -> None:
     """Start a lineage and print its Temporal Web UI link."""
@@ -313,7 +321,7 @@ def start(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
         search_attempts, audit_judge,
         {"iterations": iterations, "group_size": group_size, "time_budget_sec": update_time_budget},
-        examples, say=console.print,
+        examples, say=console.print, experience=experience,
     )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
