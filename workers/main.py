@@ -23,6 +23,7 @@ from mindforge.payloads import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
 from workers.discovery_activities import DiscoveryActivities
 from workers.evaluation_activities import EvaluationActivities
+from workers.experience_activities import ExperienceActivities
 from workers.iteration_activities import IterationActivities
 from workers.lineage_activities import LineageActivities
 from workers.search_activities import SearchActivities
@@ -107,8 +108,8 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     Args:
         acts: the lineage activities (their store engine is shared by the others).
         settings: where artifacts go (``settings.artifacts``): staging and admitted tasks,
-            training samples, adapters, trial directories (with the Docker settings the
-            trials' Ray tasks get).
+            training samples, adapters, trial directories and experience replays (with the Docker
+            settings the Ray tasks get).
 
     Returns:
         ``{"orchestration": [...], "sandbox": [...]}``.
@@ -120,7 +121,10 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     store_acts += upd.orchestration_activities() + IterationActivities(acts.engine).all()
     store_acts += SearchActivities(acts.engine).all() + SuccessorActivities(acts.engine).all()
     store_acts += EvaluationActivities(acts.engine).all()
+    # growing the experience library replays candidates in Ray tasks: the sandbox queue, like run_trials
+    experience = ExperienceActivities(acts.engine, settings).all()
     sandbox_acts = TrialActivities(acts.engine, settings).all() + [disc.check, *training.sandbox_activities()]
+    sandbox_acts += experience
     return {"orchestration": store_acts, "sandbox": sandbox_acts}
 
 

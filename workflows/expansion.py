@@ -1,12 +1,18 @@
-"""ExpansionWorkflow: base evaluation -> audit -> configuration search within budget -> successor check.
+"""ExpansionWorkflow: base evaluation -> audit -> library -> configuration search -> library -> successor check.
 
 1. Base evaluation: ``expansion.attempts`` trials of the current pair per search-split task.
 2. Audit: every failed trial gets a failure class and an owner (infra / task / config / model).
-3. Search: the failing tasks (minus broken ones) go to adaptive configuration search,
+3. Experience, ``oracle`` round (``grow_experience``, when ``expansion.experience.enabled``):
+   the reference solutions of search-split tasks not yet judged, replayed and added to the
+   lineage's library, so the search's ``experience_snapshot`` edit can move the contract to
+   it (in generation 0 this seeds the library).
+4. Search: the failing tasks (minus broken ones) go to adaptive configuration search,
    step by step (plan -> run trials per candidate contract -> observe), until the budget
    is spent or every failing task is covered; the stop reason is recorded. A search the
    budget cannot afford is refused before it starts, and the refusal is recorded.
-4. Successor: the search's leading contracts race on the selection split (successive
+5. Experience, ``model`` round: the generation's passed search-split trials (base evaluation
+   and search), replayed and added, so the next generation's search sees them.
+6. Successor: the search's leading contracts race on the selection split (successive
    halving within a budget, ``mindforge.evaluation.race``), beside the parent; the
    finalist is promoted only on that evidence (``mindforge.evaluation.choose_successor``),
    never on search coverage and never on sealed trials.
@@ -27,6 +33,9 @@ with workflow.unsafe.imports_passed_through():
         AuditTrialsResult,
         ExpansionInput,
         ExpansionResult,
+        ExperienceRound,
+        GrowExperienceInput,
+        GrowExperienceResult,
         PlanTrialsResult,
         RunTrialsInput,
         SearchObserveInput,
@@ -41,6 +50,8 @@ with workflow.unsafe.imports_passed_through():
 
 #: upper bound on search steps in one workflow run (each step is a few activities)
 MAX_SEARCH_STEPS = 200
+#: the patch id of the experience-library rounds (histories recorded before them replay without)
+EXPERIENCE_PATCH = "experience-library-rounds"
 #: upper bound on successor-race rounds (successive halving over n candidates takes ceil(log2 n))
 MAX_RACE_ROUNDS = 16
 
@@ -51,7 +62,7 @@ class ExpansionWorkflow:
 
     @workflow.run
     async def run(self, inp: ExpansionInput) -> ExpansionResult:
-        """Run the four steps; returns coverage counts and the successor contract."""
+        """Run the six steps; returns coverage counts and the successor contract."""
         plan: PlanTrialsResult = await o.store_activity(o.PLAN_EXPANSION_TRIALS, inp, PlanTrialsResult)
         size = inp.runtime.trial_batch_size
         batches = [plan.trials[i : i + size] for i in range(0, len(plan.trials), size)]
@@ -78,14 +89,34 @@ class ExpansionWorkflow:
             lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.EXPANSION, judge=judge
         )
         await o.store_activity(o.AUDIT_TRIALS, audited, AuditTrialsResult)
+        await self._grow(inp, ExperienceRound.ORACLE)
         step = SearchStepInput(**inp.model_dump())
         start: SearchStartResult = await o.store_activity(o.START_SEARCH, step, SearchStartResult)
         step.job_id = start.job_id
         if start.running:
             await self._search(step, judge)
         await o.store_activity(o.FINISH_SEARCH, step)
+        await self._grow(inp, ExperienceRound.MODEL)
         result.successor_contract_hash = await self._successor(step)
         return result
+
+    @staticmethod
+    async def _grow(inp: ExpansionInput, round_: ExperienceRound) -> None:
+        """One experience-library round on the sandbox queue (its replays run on Ray); nothing when off.
+
+        Behind ``workflow.patched(EXPERIENCE_PATCH)``: an Expansion whose history was recorded
+        before the rounds existed replays without them (and runs none), new runs record the
+        marker and run both.
+        """
+        if not inp.expansion.experience.enabled or not workflow.patched(EXPERIENCE_PATCH):
+            return
+        grow = GrowExperienceInput(
+            lineage_id=inp.lineage_id, generation=inp.generation, round=round_, experience=inp.expansion.experience
+        )
+        await o.sandbox_activity(
+            o.GROW_EXPERIENCE, grow, GrowExperienceResult, timeout=o.EXPERIENCE_TIMEOUT,
+            heartbeat_timeout_sec=inp.runtime.heartbeat_timeout_sec,
+        )
 
     async def _search(self, inp: SearchStepInput, judge: AuditJudge) -> None:
         for _ in range(MAX_SEARCH_STEPS):

@@ -35,6 +35,7 @@ PLAN_EXPANSION_TRIALS = "plan_expansion_trials"
 RUN_TRIALS = "run_trials"
 SUMMARIZE_EXPANSION = "summarize_expansion"
 AUDIT_TRIALS = "audit_trials"
+GROW_EXPERIENCE = "grow_experience"
 START_SEARCH = "start_search"
 PLAN_SEARCH_STEP = "plan_search_step"
 OBSERVE_SEARCH_STEP = "observe_search_step"
@@ -74,6 +75,8 @@ TRIALS_TIMEOUT = timedelta(hours=12)
 PROPOSE_TIMEOUT = timedelta(minutes=30)
 #: checking one proposal: build, reference solution twice, nop, difficulty trials
 CHECK_PROPOSAL_TIMEOUT = timedelta(hours=2)
+#: one experience-library round: replay every candidate (each up to ``replays`` sandboxes)
+EXPERIENCE_TIMEOUT = timedelta(hours=4)
 #: training one adapter revision
 TRAIN_TIMEOUT = timedelta(hours=24)
 #: validating one adapter revision (load, forward passes)

@@ -84,7 +84,7 @@ def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
 
 def build_spec(
     name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
-    search_attempts=None, audit_judge=False, update_loop=None, examples=None, say=None,
+    search_attempts=None, audit_judge=False, update_loop=None, examples=None, say=None, experience=True,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
@@ -100,7 +100,8 @@ def build_spec(
     is a folder of the user's worked examples (``--examples DIR``,
     :func:`mindforge.search.library.load_example_folder`) that search may add; None: none.
     ``say`` (e.g. ``console.print``) is given each split's size and each gate's rule and
-    minimum detectable lift at 80% power (:func:`check_gates`).
+    minimum detectable lift at 80% power (:func:`check_gates`). ``experience`` False turns the
+    experience library's growth rounds off (``ExpansionSpec.experience.enabled``; on by default).
     ``update_loop`` overrides :class:`mindforge.payloads.UpdateSpec` fields of the
     on-policy loop (``iterations``, ``group_size``, ``tasks_per_iteration``,
     ``time_budget_sec``); None values keep the spec's defaults.
@@ -116,6 +117,7 @@ def build_spec(
     from mindforge.payloads import (
         EvaluationSpec,
         ExpansionSpec,
+        ExperienceSpec,
         LineageSpec,
         RuntimeSpec,
         SearchBudgetSpec,
@@ -150,7 +152,9 @@ def build_spec(
         generations=generations,
         stages=stage_list,
         runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=batch_size),
-        expansion=ExpansionSpec(attempts=attempts, audit_judge=audit_judge, search=search),
+        expansion=ExpansionSpec(
+            attempts=attempts, audit_judge=audit_judge, search=search, experience=ExperienceSpec(enabled=experience)
+        ),
         update=UpdateSpec(
             base_model_path=base_model_path, **{k: v for k, v in (update_loop or {}).items() if v is not None}
         ),
@@ -302,6 +306,10 @@ def start(
         None, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (default none)."
     ),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
+    experience: bool = typer.Option(
+        True, "--experience/--no-experience",
+        help="Grow the lineage's experience library (validated search-split solutions) in every Expansion.",
+    ),
     wait: bool = typer.Option(False, "--wait", help="Wait for the lineage to finish, with progress."),
 ) -> None:
     """Start a lineage and print its Temporal Web UI link."""
@@ -313,7 +321,7 @@ def start(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
         search_attempts, audit_judge,
         {"iterations": iterations, "group_size": group_size, "time_budget_sec": update_time_budget},
-        examples, say=console.print,
+        examples, say=console.print, experience=experience,
     )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")
@@ -357,6 +365,8 @@ def extend(
 
 def _print_store_status(name: str, as_json: bool = False) -> None:
     from mindforge.reports import compounding
+    from mindforge.reports.data import gather_experience
+    from mindforge.reports.experience import summary_text as experience_summary_text
     from mindforge.settings import get_settings
     from mindforge.store import engine as se
     from mindforge.store import lineages, registry
@@ -372,8 +382,10 @@ def _print_store_status(name: str, as_json: bool = False) -> None:
             gens, contract_edit=lambda old, new: compounding.edits_between(s, old, new),
             library_entries=lambda h: compounding.library_entries(s, h),
         )
+        library = gather_experience(s, lin.id, gens)
         if as_json:
-            return print_json(status_document(lin, gens, ui_link(settings, workflow_id_for(name)), table_rows))
+            doc = status_document(lin, gens, ui_link(settings, workflow_id_for(name)), table_rows, library)
+            return print_json(doc)
         table = Table(title=f"lineage {name}: {lin.status}  generation {lin.current_generation}")
         for col in ("gen", "status", "stages run", "admitted", "base eval solved (search split)", "search coverage",
                     "successor (selection)", "update", "sealed lift"):
@@ -384,6 +396,7 @@ def _print_store_status(name: str, as_json: bool = False) -> None:
         stored = {r.contract_hash: registry.get_contract(session=s, content_hash=r.contract_hash) for r in table_rows}
         refs = {h: f"{c.name}@{c.revision}" for h, c in stored.items() if c is not None}
         console.print(compounding_table(table_rows, lambda h: refs.get(h, (h or "-")[:12])))
+        console.print(experience_summary_text(library))
     console.print(f"Web UI: {ui_link(settings, workflow_id_for(name))}")
 
 
@@ -417,7 +430,7 @@ def compounding_table(rows, contract_ref) -> Table:
     return table
 
 
-def status_document(lin, generations, web_ui: str, compounding_rows=None) -> dict:
+def status_document(lin, generations, web_ui: str, compounding_rows=None, library=None) -> dict:
     """``mindforge lineage status --json``: the lineage, its generations and its Web UI link.
 
     Returns:
@@ -430,6 +443,9 @@ def status_document(lin, generations, web_ui: str, compounding_rows=None) -> dic
         (``sealed``, ``sealed_parent``, ``lift_vs_prev``, ``lift_vs_root``,
         ``attribution``, ...: :func:`mindforge.reports.compounding.generation_figures`, the
         same as ``report --format json``). ``compounding``: the table's rows, pair 0 first.
+        ``experience``: the library (``mindforge.reports.experience.ExperienceReport``:
+        ``entries`` by provenance, ``size``, ``rounds``, ``rejections`` by reason per
+        generation), or null when not given.
     """
     from mindforge.reports.compounding import generation_figures
 
@@ -438,6 +454,7 @@ def status_document(lin, generations, web_ui: str, compounding_rows=None) -> dic
         "spec": lin.spec,
         "web_ui": web_ui,
         "compounding": [r.model_dump(mode="json") for r in compounding_rows or []],
+        "experience": library.model_dump(mode="json") if library is not None else None,
         "generations": [
             {
                 "index": g.index,

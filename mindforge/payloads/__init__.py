@@ -8,6 +8,7 @@ Modules: :mod:`~mindforge.payloads.queues` (task queues, search attributes),
 :mod:`~mindforge.payloads.spec` (the lineage spec and its sub-specs, the stages),
 :mod:`~mindforge.payloads.lineage` (lineage, generation, expansion, Discovery, sealed
 evaluation), :mod:`~mindforge.payloads.search` (audit and configuration search),
+:mod:`~mindforge.payloads.experience` (the experience library's rounds),
 :mod:`~mindforge.payloads.update` (the Update stage), :mod:`~mindforge.payloads.training` (the
 trainer's settings, training result, trajectory selection and adapter report) and
 :mod:`~mindforge.payloads.ray_tasks` (the Ray tasks' inputs and results); every name but
@@ -16,6 +17,7 @@ the Ray tasks' is re-exported here.
 
 from __future__ import annotations
 
+from mindforge.payloads.experience import ExperienceRound, GrowExperienceInput, GrowExperienceResult
 from mindforge.payloads.lineage import (
     AdmitInput,
     CheckProposalInput,
@@ -65,6 +67,7 @@ from mindforge.payloads.spec import (
     DiscoverySpec,
     EvaluationSpec,
     ExpansionSpec,
+    ExperienceSpec,
     LineageSpec,
     RuntimeSpec,
     SearchBudgetSpec,
@@ -117,9 +120,13 @@ __all__ = [
     "ExpansionInput",
     "ExpansionResult",
     "ExpansionSpec",
+    "ExperienceRound",
+    "ExperienceSpec",
     "GenerationEvent",
     "GenerationInput",
     "GenerationResult",
+    "GrowExperienceInput",
+    "GrowExperienceResult",
     "HandOffInput",
     "HandOffResult",
     "IterationRecord",

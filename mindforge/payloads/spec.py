@@ -79,6 +79,24 @@ class SearchBudgetSpec(BaseModel):
     examples: list[WorkedExample] = Field(default_factory=list)
 
 
+class ExperienceSpec(BaseModel):
+    """Growing the lineage's experience library (``grow_experience``, two rounds per Expansion).
+
+    Attributes:
+        enabled: False skips both rounds (the search then has no snapshot to move to).
+        replays: replays per candidate entry (no model, fresh sandbox, the task's verifier);
+            every one must pass for the entry to be kept (at least 2).
+        max_model_per_task: model candidates per task replayed in one round (after
+            duplicates are dropped), first in plan order; the rest are not replayed
+            (the round's record counts them as ``capped``), which bounds the sandbox time
+            a generation with many passes spends on replays.
+    """
+
+    enabled: bool = True
+    replays: int = Field(default=2, ge=2)
+    max_model_per_task: int = Field(default=2, ge=1)
+
+
 class ExpansionSpec(BaseModel):
     """The Expansion stage: the base evaluation, the audit and configuration search.
 
@@ -91,11 +109,16 @@ class ExpansionSpec(BaseModel):
             ``needs_judge`` (:func:`mindforge.audit_judge.judge_audit`); the verdict is stored
             as ``judge:<model>``, and an unusable reply keeps the rules' verdict.
         search: configuration-search budget per generation.
+        experience: the experience library's two rounds: the ``oracle`` round (reference
+            solutions of search-split tasks not yet in the library) before the search, so
+            its ``experience_snapshot`` edit can move the contract to the grown library,
+            and the ``model`` round (this generation's passed search-split trials) after it.
     """
 
     attempts: int = Field(default=2, ge=1)
     audit_judge: bool = False
     search: SearchBudgetSpec = Field(default_factory=SearchBudgetSpec)
+    experience: ExperienceSpec = Field(default_factory=ExperienceSpec)
 
 
 class UpdateSpec(BaseModel):

@@ -11,6 +11,8 @@ Three kinds of evidence, kept apart under their own names (DESIGN.md, "Three spl
   candidate. Coverage is an upper bound across contracts, not skill.
 - *selection decisions*: the successor-contract choice and the adapter promotion gate,
   each with the split it read (``decided_on``) and its selection scores.
+- *experience library*: its entries by provenance, what each growth round added and
+  rejected (:mod:`mindforge.reports.experience`).
 - *sealed lift*: the paired lift of the pair a generation hands on over its parent (and
   over generation 0's pair) on the sealed split, with its interval and task count.
 """
@@ -35,8 +37,10 @@ from mindforge.reports.compounding import (
     generation_figures,
     library_entries,
 )
+from mindforge.reports.experience import ExperienceReport, round_rows
 from mindforge.search.coverage import CoverageSummary, Ledger
 from mindforge.store import Contract, Trial
+from mindforge.store import experience as experience_repo
 from mindforge.store import lineages as lineage_repo
 from mindforge.store import pool as pool_repo
 from mindforge.store import registry as registry_repo
@@ -180,6 +184,7 @@ class ReportData(BaseModel):
     split_warnings: list[str] = Field(default_factory=list)
     discovery: dict[int, Any] = Field(default_factory=dict)
     compounding: list[CompoundingRow] = Field(default_factory=list)
+    experience: ExperienceReport = Field(default_factory=ExperienceReport)
 
     def contract_edit(self, contract_hash: str | None) -> str:
         """The edits that made a contract from its generation's contract, joined by " + " ("" when none)."""
@@ -269,7 +274,27 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
         contract_edit=lambda old, new: edits_between(session, old, new),
         library_entries=lambda h: library_entries(session, h),
     )
+    data.experience = gather_experience(session, lineage.id, generations)
     return data
+
+
+def gather_experience(session: Session, lineage_id: str, generations: list) -> ExperienceReport:
+    """The library's entries by provenance, each recorded growth round, and rejections by reason per generation.
+
+    Args:
+        session: an open session.
+        lineage_id: the lineage.
+        generations: its generation rows (their records hold the rounds' reports).
+    """
+    rows = round_rows([(g.index, dict(g.record)) for g in generations])
+    return ExperienceReport(
+        entries=experience_repo.library_counts(session=session, lineage_id=lineage_id),
+        rounds=rows,
+        rejections={
+            index: experience_repo.rejection_counts(session=session, lineage_id=lineage_id, generation_index=index)
+            for index in sorted({r.generation for r in rows})
+        },
+    )
 
 
 def _task_ids(session: Session, splits: dict[str, PoolSplit], trials: list[Trial]) -> dict[str, str]:

@@ -11,7 +11,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mindforge.evaluation import PoolSplit
-from mindforge.reports import compounding, plots
+from mindforge.experience.validation import RejectionReason
+from mindforge.reports import compounding, experience, plots
 from mindforge.reports.data import ReportData
 
 #: section ids, in order
@@ -30,6 +31,7 @@ SECTION_IDS = (
     "training-reward",
     "sealed-lift",
     "compounding",
+    "experience",
     "discovery",
 )
 
@@ -108,6 +110,7 @@ def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section
         _training(data, with_plots),
         _sealed(data, with_plots),
         _compounding(data, with_plots),
+        _experience(data),
         _discovery(data),
     ]
 
@@ -497,6 +500,23 @@ def _compounding(data: ReportData, with_plots: bool) -> Section:
         ]
         if points:
             s.image(plots.sealed_by_generation(points, lifts), "sealed success by generation")
+    return s
+
+
+def _experience(data: ReportData) -> Section:
+    s = Section(id="experience", title="Experience library")
+    lib = data.experience
+    s.text(
+        f"The {experience.summary_text(lib)}: reference solutions (oracle) and the pair's own passed trials (model), "
+        "all from search-split tasks, each kept only after replays with no model passed the task's verifier."
+    )
+    if not lib.rounds:
+        return s.text("No growth round recorded yet.")
+    s.table(experience.HEADER, [experience.table_cells(r) for r in lib.rounds])
+    reasons = [str(r) for r in RejectionReason]
+    s.text("Rejections by reason per generation (stored):")
+    rows = [[g, *(counts.get(r, 0) for r in reasons)] for g, counts in lib.rejections.items()]
+    s.table(["generation", *reasons], rows)
     return s
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from sqlmodel import Session, col, select
 
 from mindforge.evaluation.splits import PoolSplit
-from mindforge.experience.entry import ExperienceEntry
+from mindforge.experience.entry import ExperienceEntry, Provenance
 from mindforge.experience.mining import SplitRefused
 from mindforge.experience.snapshot import ExperienceSnapshot, load_snapshot
 from mindforge.experience.validation import Rejection, RejectionReason
@@ -85,6 +85,25 @@ def list_entries(*, session: Session, lineage_id: str) -> list[ExperienceEntry]:
     statement = select(ExperienceEntryRow).where(ExperienceEntryRow.lineage_id == lineage_id)
     rows = session.exec(statement.order_by(col(ExperienceEntryRow.entry_id))).all()
     return [ExperienceEntry.model_validate(row.entry) for row in rows]
+
+
+def judged_oracle_tasks(*, session: Session, lineage_id: str) -> set[str]:
+    """Content hashes of the tasks whose reference solution the lineage has judged: kept or rejected."""
+    oracle = str(Provenance.ORACLE)
+    kept = select(ExperienceEntryRow.task_hash).where(
+        ExperienceEntryRow.lineage_id == lineage_id, ExperienceEntryRow.provenance == oracle
+    )
+    rejected = select(ExperienceRejectionRow.task_hash).where(
+        ExperienceRejectionRow.lineage_id == lineage_id, ExperienceRejectionRow.provenance == oracle
+    )
+    return set(session.exec(kept).all()) | set(session.exec(rejected).all())
+
+
+def library_counts(*, session: Session, lineage_id: str) -> dict[str, int]:
+    """The lineage's stored entries by provenance (``oracle``, ``model``: both keys always present)."""
+    statement = select(ExperienceEntryRow.provenance).where(ExperienceEntryRow.lineage_id == lineage_id)
+    found = Counter(session.exec(statement).all())
+    return {str(p): found.get(str(p), 0) for p in Provenance}
 
 
 def record_rejections(*, session: Session, lineage_id: str, generation_index: int, rejections: list[Rejection]) -> int:

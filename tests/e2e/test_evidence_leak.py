@@ -191,6 +191,14 @@ def _sealed_evidence(settings, name: str) -> tuple[set[str], set[str]]:
     return ids, contents
 
 
+def _search_task_ids(settings, name: str) -> set[str]:
+    """Ids of the lineage's search-split tasks (its starting ones and Discovery's admissions there)."""
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        split_of = {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=name)}
+        return {t.task_id for t in pool.list_pool_tasks(session=s, lineage_id=name) if split_of[t.id] == PoolSplit.SEARCH}
+
+
 def _store_texts(settings, name: str) -> dict[str, str]:
     """What decisions, training and search wrote, as text: each generation's record (less the sealed
     measurement itself), the search jobs and candidates, and (where the tables exist) the experience library."""
@@ -208,9 +216,9 @@ def _store_texts(settings, name: str) -> dict[str, str]:
             out[f"generation {g.index} record"] = json.dumps(record, default=str)
     with eng.connect() as conn:
         tables = set(sa.inspect(conn).get_table_names())
-        # search state, and the experience library (issue 17) where its tables exist; not
-        # experience_rejections, the guard's own log of what it refused
-        library = ("experience_entries", "experience_snapshots")
+        # search state, and the experience library: its entries, snapshots and rejected
+        # candidates (mining reads the search split only, so none may name a sealed task)
+        library = ("experience_entries", "experience_snapshots", "experience_rejections")
         scanned = sorted(t for t in tables if t.startswith("search_") or t in library)
         query = sa.text("SELECT id FROM search_jobs WHERE lineage_id = :n")
         jobs = {r[0] for r in conn.execute(query, {"n": name})}
@@ -258,6 +266,10 @@ def test_two_generations_with_discovery_name_no_sealed_trial_or_task(
     texts = _store_texts(settings, name)
     assert {"generation 0 record", "generation 1 record"} <= set(texts)
     assert any(k.startswith("table search_") for k in texts)
+    # the library grew (both search tasks' reference solutions at least): its check is not vacuous
+    entries = json.loads(texts["table experience_entries"])
+    assert {e["task_id"] for e in entries} >= set(SEARCH), entries
+    assert {e["task_id"] for e in entries} <= _search_task_ids(settings, name)  # Discovery's admissions may join
     prompts = [
         json.dumps(r["messages"]) for r in requests
         if any("The current task pool." in str(m.get("content", "")) for m in r["messages"])

@@ -76,7 +76,8 @@ def test_lineage_list_json(store):
 
 def test_lineage_status_json(store):
     doc = _json(["lineage", "status", "night", "--json"])
-    assert set(doc) == LINEAGE_KEYS | {"spec", "web_ui", "generations", "compounding"}
+    assert set(doc) == LINEAGE_KEYS | {"spec", "web_ui", "generations", "compounding", "experience"}
+    assert doc["experience"] == {"entries": {"oracle": 0, "model": 0}, "rounds": [], "rejections": {}, "size": 0}
     assert [r["pair"] for r in doc["compounding"]] == [0, 1, 2]  # the root, then each generation's successor
     assert doc["generations"][0]["sealed"] is None and doc["generations"][0]["lift_vs_prev_reason"] == "not measured yet"
     assert doc["spec"] == {"generations": 2} and doc["web_ui"].endswith("/workflows/lineage-night")
@@ -97,6 +98,8 @@ def test_tables_stay_the_default(store):
     assert result.exit_code == 0 and "night" in result.stdout
     with pytest.raises(json.JSONDecodeError):
         json.loads(result.stdout)
+    status = runner.invoke(app, ["lineage", "status", "night"])
+    assert status.exit_code == 0 and "experience library: 0 entries (0 oracle, 0 model)" in status.stdout
 
 
 @pytest.mark.parametrize("name", ["baseline.toml", "native-tools.toml"])

@@ -62,3 +62,13 @@ def test_examples_folder_seeds_the_search_and_a_bad_file_is_named(settings, tmp_
             "n", TASKS, REPO / "hcp_contracts" / "baseline.toml", 1, 2, split_config(0.0, 0.0, 1), 0, None,
             "expansion", 16, None, search_attempts=0, examples=folder,
         )
+
+
+def test_the_experience_library_grows_by_default_and_can_be_switched_off(settings) -> None:
+    """``--no-experience`` turns both growth rounds off; the default keeps them on."""
+    assert _spec("baseline.toml", None).expansion.experience.enabled is True
+    spec = build_spec(
+        "n", TASKS, REPO / "hcp_contracts" / "baseline.toml", 1, 2, split_config(0.0, 0.0, 1), 0, None,
+        "expansion", 16, None, search_attempts=0, experience=False,
+    )
+    assert spec.expansion.experience.enabled is False and spec.expansion.experience.replays == 2

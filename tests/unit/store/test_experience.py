@@ -72,3 +72,26 @@ def test_the_store_refuses_an_entry_from_another_split(engine: Engine, lineage_i
     with pytest.raises(SplitRefused):
         mine_solution(task_id=task.id, task_hash=task.content_hash, instruction=task.instruction,
                       solve_sh=task.solution_dir / "solve.sh", split=str(split) if split else None, lineage="demo")
+
+
+def test_judged_oracle_tasks_and_library_counts(engine: Engine, lineage_id: str) -> None:
+    """A task counts as judged once its reference solution was kept or rejected; model entries do not judge it."""
+    task = load_task(FIXTURES / "exp_answer")
+    with session_scope(engine) as session:
+        add_task(session=session, task=task, source=TaskSource.BUNDLED)
+        add_to_pool(session=session, lineage_id=lineage_id, task_hash=task.content_hash, split=PoolSplit.SEARCH,
+                    added_generation=0)
+        assert repo.judged_oracle_tasks(session=session, lineage_id=lineage_id) == set()
+        assert repo.library_counts(session=session, lineage_id=lineage_id) == {"oracle": 0, "model": 0}
+        model = make_entry(instruction=task.instruction, steps=[ExampleStep(command="printf 144 > /app/answer.txt")],
+                           provenance=Provenance.MODEL, trial_id="t-1", task_id=task.id, task_hash=task.content_hash)
+        repo.add_entries(session=session, lineage_id=lineage_id, entries=[model.with_validation(PASSED)])
+        assert repo.judged_oracle_tasks(session=session, lineage_id=lineage_id) == set()
+        assert repo.library_counts(session=session, lineage_id=lineage_id) == {"oracle": 0, "model": 1}
+        failed = reject(_entry(task), RejectionReason.FLAKY, "replay rewards 1, 0")
+        repo.record_rejections(session=session, lineage_id=lineage_id, generation_index=0, rejections=[failed])
+        assert repo.judged_oracle_tasks(session=session, lineage_id=lineage_id) == {task.content_hash}
+        repo.add_entries(session=session, lineage_id=lineage_id, entries=[_entry(task)])
+        assert repo.judged_oracle_tasks(session=session, lineage_id=lineage_id) == {task.content_hash}
+        assert repo.library_counts(session=session, lineage_id=lineage_id) == {"oracle": 1, "model": 1}
+        assert repo.judged_oracle_tasks(session=session, lineage_id="other") == set()
