@@ -9,12 +9,17 @@ llama.cpp policy server, GRPO on LoRA with the product's ``UpdateSpec`` and
 the lineage's training contract is it and the generation's sealed lift is exactly
 (contract, new adapter) over (contract, base weights).
 
-**The contract.** The issue asks for the experience-library contract of issue 17 (its
-oracle-seeded retrieval). It was not usable on this branch when this was written, so the
-benchmark uses a fixed contract from the search space under which the base model passes
-some search tasks: the SmolLM2 baseline with the command action format and two worked
-examples from the search library (``count_lines``, ``grep_to_file``: generic chores on
-their own files, not bundled tasks) - the edits ``tests/e2e/test_real_model.py`` uses.
+**The contract.** The experience-library contract of issue 17, oracle-seeded, built with
+``bench_experience``'s functions (the same code that benchmark measures): the SmolLM2 baseline
+with the ``command`` action format (:func:`benchmarks.bench_experience.command_contract`),
+carrying a snapshot of the lineage's own experience library - the reference solutions
+(``solution/solve.sh``) of the **lineage's search split** (the split the lineage assigns,
+keyed by its name: :func:`benchmarks.bench_experience.split_suite`), each validated by
+replay with no model (:func:`benchmarks.bench_experience_library.oracle_library`) - and
+retrieving ``k`` entries a task by BM25, never the task's own
+(:meth:`benchmarks.bench_experience_library.LibraryBuild.attach`). No selection or sealed
+task is mined, and no hand-written example (``benchmarks/reference_examples`` restates
+bundled tasks' solutions) is shown.
 
 It prints:
 
@@ -53,22 +58,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 REPO = Path(__file__).resolve().parents[1]
 LINEAGE = "bench-update"
-#: command-line prompting and two worked examples of the search library (not bundled tasks)
-EDITS = [("action_format", "command"), ("add_example", "count_lines"), ("add_example", "grep_to_file")]
+#: entries the contract retrieves a task (bench_experience's default)
+K = 4
 
 
-def fixed_contract(out_dir: Path) -> Path:
-    """The SmolLM2 baseline with :data:`EDITS` applied (one recorded edit each), saved as TOML."""
-    from mindforge.hcp import derive, load_contract, save_contract
-    from mindforge.search.edits import Edit, edit_changes
+def library_contract(name: str, out_dir: Path, base_url: str) -> tuple[Path, str]:
+    """The oracle-seeded experience-library contract of lineage ``name``'s search split, saved as TOML.
 
-    contract = load_contract(REPO / "hcp_contracts" / "smollm2.toml")
-    for i, (op, value) in enumerate(EDITS):
-        edit = Edit(op=op, value=value)
-        contract = derive(
-            contract, revision=f"1.2.0-bench.{i}", edit=edit.describe(contract), changes=edit_changes(contract, edit)
-        )
-    return save_contract(contract, out_dir / "smollm2-bench-update.toml")
+    Args:
+        name: the lineage name, which keys its split (as ``prepare_lineage`` keys it).
+        out_dir: where the contract file is written.
+        base_url: the policy endpoint (unused by the replays, which run no model).
+
+    Returns:
+        ``(contract path, the library's summary in words)``.
+    """
+    from benchmarks.bench_experience import command_contract, split_suite
+    from benchmarks.bench_experience_library import oracle_library
+    from benchmarks.bench_real_model import Runner
+    from mindforge.hcp import save_contract
+    from mindforge.settings import get_settings
+
+    search = split_suite(key=name)["search"]
+    runner = Runner(base_url, get_settings().artifacts / "bench_update", workers=2)
+    try:
+        oracle = oracle_library(runner, search, name)
+    finally:
+        runner.pool.shutdown()
+    contract = oracle.attach(command_contract(), k=K, provenance="oracle")
+    return save_contract(contract, out_dir / "smollm2-bench-update.toml"), oracle.summary()
 
 
 async def run_product_lineage(spec: Any, settings: Any) -> None:
@@ -169,10 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     server = start_policy_server("smollm2", engine="llamacpp")
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            contract_path, library = library_contract(name, Path(tmp), server.base_url)
+            print(f"experience library (oracle, search split of {name}): {library}", flush=True)
             spec = LineageSpec(
                 name=name,
                 tasks=[str(REPO / "tasks" / "micro")],
-                contract_path=str(fixed_contract(Path(tmp))),
+                contract_path=str(contract_path),
                 stages=[Stage.UPDATE],
                 runtime=RuntimeSpec(policy_url=server.base_url, trial_batch_size=8, heartbeat_timeout_sec=600),
                 update=UpdateSpec(base_model_path=resolved.hf_dir, **loop_size),
@@ -192,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     its = update.get("iterations", [])
     print(f"\n=== bench_update ({'quick' if quick else 'full'}; SmolLM2-135M-Instruct, tasks/micro, one run) ===")
     print(f"training contract: {update.get('plan', {}).get('note', '')}")
+    print(f"experience library (oracle-seeded, the lineage's search split, k={K}): {library}")
     print(f"outcome: {update.get('outcome')} {update.get('reason', '')}")
     print("training reward per iteration (search split; a training signal, not skill):")
     for it in its:
