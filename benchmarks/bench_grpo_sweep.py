@@ -200,7 +200,7 @@ def iteration(model: Any, sampler: Sampler, config: Any, tasks: list[Chore], siz
 def run_config(name: str, hf_dir: Path, sampler: Sampler, args: argparse.Namespace) -> ConfigRun:
     """Train a fresh adapter of config ``name`` for ``args.iterations`` iterations; score held-out chores."""
     from mindforge.trainer import lora
-    from mindforge.trainer.config import TrainerConfig
+    from mindforge.payloads.training import TrainerConfig
 
     config = TrainerConfig(**{**CONFIGS[name], "use_bf16": False, "seed": args.seed})
     device, dtype = lora.pick_device(config.use_bf16)
@@ -264,7 +264,7 @@ def print_table(runs: list[ConfigRun], base_held_out: float, args: argparse.Name
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    from mindforge.policy.models import resolve_model
+    from mindforge.policy.engines.models import resolve_model
     from mindforge.trainer import lora
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -24,7 +24,7 @@ import pytest
 from mindforge.payloads import EvaluationSpec, LineageSpec, RuntimeSpec, Stage, UpdateOutcome, UpdateSpec
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials
-from mindforge.trainer.config import TrainerConfig
+from mindforge.payloads.training import TrainerConfig
 from tests.conftest import LLAMACPP_EXTRA, REPO, require_module
 from tests.e2e.test_update import _pinned, _run
 
@@ -87,8 +87,8 @@ def test_two_real_model_iterations_draw_from_the_current_adapter_and_train_on_va
     temporal_env, ray_cluster, settings, docker_engine, image_map, tmp_path
 ):
     from mindforge.policy.handoff import served_adapters
-    from mindforge.policy.models import resolve_model
-    from mindforge.policy.server import start_policy_server
+    from mindforge.policy.engines.models import resolve_model
+    from mindforge.policy.server.server import start_policy_server
 
     env, _address, loop = temporal_env
     contract = _library_contract(tmp_path, docker_engine, image_map, settings)
