@@ -199,8 +199,8 @@ def iteration(model: Any, sampler: Sampler, config: Any, tasks: list[Chore], siz
 
 def run_config(name: str, hf_dir: Path, sampler: Sampler, args: argparse.Namespace) -> ConfigRun:
     """Train a fresh adapter of config ``name`` for ``args.iterations`` iterations; score held-out chores."""
-    from mindforge.trainer import lora
     from mindforge.payloads.training import TrainerConfig
+    from mindforge.trainer import lora
 
     config = TrainerConfig(**{**CONFIGS[name], "use_bf16": False, "seed": args.seed})
     device, dtype = lora.pick_device(config.use_bf16)

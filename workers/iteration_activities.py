@@ -300,6 +300,9 @@ def same_harness(session, contract_hash: str, hashes: set[str]) -> set[str]:
 def _rollout_contract(session, contract_hash: str, adapter: str) -> str:
     """The contract rollouts from ``adapter`` run under: the training contract naming it (registered here).
 
+    A training contract that names ``adapter`` already (from generation 1 on, the parent
+    pair's contract, whose adapter the first iteration draws from) is that contract.
+
     Raises:
         ContractNotRegisteredError: the training contract is not registered.
     """
@@ -308,7 +311,10 @@ def _rollout_contract(session, contract_hash: str, adapter: str) -> str:
     from mindforge.hcp import loads_contract
 
     row = registry.require_contract(session=session, content_hash=contract_hash)
-    derived = successor_contract(loads_contract(row.toml_text, source=f"contract {contract_hash}"), adapter)
+    training = loads_contract(row.toml_text, source=f"contract {contract_hash}")
+    if training.model.adapter == adapter:
+        return contract_hash
+    derived = successor_contract(training, adapter)
     registry.register_hcp_contract(session=session, contract=derived)
     return derived.content_hash
 

@@ -1,13 +1,24 @@
 """``mindforge quickstart``: the README's main job.
 
 Brings the dev stack up, serves the policy (the embedded server, unless ``--policy-url``
-points at one that runs already, e.g. vLLM), runs a worker, starts a one-generation
-lineage on a subset of the micro task suite (``tasks/micro``), waits for it with
-progress, and prints what the generation found - the base contract's success rate,
-search-set coverage, the successor chosen on the selection split, the Update's outcome
-and the sealed lift with its interval - and where the report, the artifacts and the
-Temporal Web UI are. The worker and the policy server it started are stopped at the end;
-Temporal, Ray and Docker stay up (``mindforge dev down`` stops them).
+points at one that runs already, e.g. vLLM), runs a worker, starts a lineage on a subset
+of the micro task suite (``tasks/micro``) and runs as many generations as fit in the
+wall-time budget (:func:`run_generations`), then prints what each generation found - the
+base contract's success rate, search-set coverage, the successor chosen on the selection
+split, the Update's outcome and the sealed lift with its interval - and the compounding
+table (every pair on the one frozen sealed split, its lifts over the previous pair and
+over the root with 95% intervals and task counts), and where the report, the artifacts
+and the Temporal Web UI are. The worker and the policy server it started are stopped at
+the end; Temporal, Ray and Docker stay up (``mindforge dev down`` stops them).
+
+**Generations and the time budget.** Generation 0 runs as a one-generation lineage; each
+further generation is added with ``extend`` (as ``mindforge lineage extend`` does: from
+the last pair, same pool and frozen sealed split) only when the time spent so far plus
+the longest generation so far fits in ``--time-budget`` and fewer than ``--generations``
+ran. The budget is a prediction from measured generations, checked here between
+generations: no workflow reads a clock, and a generation that started always finishes.
+The per-generation budgets (search trials, Update seconds) are sized so that two
+SmolLM2 generations fit in 15 minutes on 2 cores.
 
 By default the model is SmolLM2-135M-Instruct (``--model smollm2``, bundled as a GGUF
 file) served by llama.cpp for generation, while the Update stage trains its LoRA adapter
@@ -23,6 +34,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -68,7 +80,17 @@ def quickstart_command(
     ),
     tasks: list[Path] = typer.Option(None, "--tasks", help="Tasks to run (default: 20 tasks of tasks/micro)."),
     name: str = typer.Option(None, "--name", help="Lineage name (default quickstart-<time>)."),
-    generations: int = typer.Option(1, "--generations", min=1),
+    generations: int = typer.Option(
+        3, "--generations", min=1,
+        help="Most generations to run; each after the first starts only if it is predicted to fit --time-budget.",
+    ),
+    time_budget: float = typer.Option(
+        840.0, "--time-budget", min=0.0,
+        help="Seconds from this command's start (set-up included) after which no new generation starts: one starts "
+        "when the time so far plus the longest generation so far fits (0: no budget, run all --generations). A "
+        "started generation always finishes. The default fits two SmolLM2 generations on 2 cores with the default "
+        "budgets below.",
+    ),
     attempts: int = typer.Option(2, "--attempts", min=1, help="Base-evaluation trials per search task."),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
     selection: float = typer.Option(
@@ -82,22 +104,21 @@ def quickstart_command(
         False, "--allow-small-splits", help="Run even with a split below the minimum (the report flags it)."
     ),
     search_attempts: int = typer.Option(
-        96, "--search-attempts", min=0, help="Configuration-search budget in trials (0: none)."
+        48, "--search-attempts", min=0, help="Configuration-search budget in trials per generation (0: none)."
     ),
     iterations: int = typer.Option(
         2, "--iterations", min=0, help="Update: on-policy GRPO iterations under the training contract (0: offline)."
     ),
     group_size: int = typer.Option(4, "--group-size", min=2, help="Update: rollouts per task per draw."),
     update_time_budget: float = typer.Option(
-        300.0, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts."
+        120.0, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (per generation)."
     ),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
 ) -> None:
-    """Run one generation of a lineage end to end on this machine and print what it found."""
+    """Run a lineage end to end on this machine, as many generations as fit, and print what it found."""
     from mindforge.cli.lineage import (
         build_spec,
         split_config,
-        start_lineage,
         ui_link,
         wait_lineage,
     )
@@ -130,7 +151,7 @@ def quickstart_command(
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     # checks the pool's splits before anything starts
     spec = build_spec(
-        name, task_paths, contract, generations, attempts, splits, 0, policy_url, stages, 16,
+        name, task_paths, contract, 1, attempts, splits, 0, policy_url, stages, 16,
         base_model=resolved.spec if resolved else None, search_attempts=search_attempts,
         update_loop={
             "iterations": iterations, "group_size": group_size, "tasks_per_iteration": 4,
@@ -159,9 +180,10 @@ def quickstart_command(
             stderr=subprocess.STDOUT,
             env={**os.environ},
         )
-        wid = asyncio.run(start_lineage(spec, settings))
-        console.print(f"started lineage [bold]{name}[/]\nWeb UI: {ui_link(settings, wid)}")
-        asyncio.run(wait_lineage(settings, wid, worker=worker, worker_log=worker_log))
+        wid = run_generations(
+            spec, settings, generations, time_budget, started,
+            wait=lambda w: asyncio.run(wait_lineage(settings, w, worker=worker, worker_log=worker_log)),
+        )
         page = _report(name)
         _print_results(name)  # its first line is "lineage <name>: <state>"
         console.print(
@@ -174,6 +196,72 @@ def quickstart_command(
             worker.wait(60)
         if server:
             server.stop()
+
+
+def next_fits(elapsed_sec: float, durations_sec: list[float], budget_sec: float) -> bool:
+    """Whether one more generation is predicted to end within the budget.
+
+    Args:
+        elapsed_sec: seconds since the command started.
+        durations_sec: wall seconds of each generation run so far (at least one).
+        budget_sec: the wall-time budget in seconds (0: no budget).
+
+    Returns:
+        True when there is no budget, or when ``elapsed_sec`` plus the longest generation
+        so far is at most ``budget_sec`` (later generations run more sealed pairs, so the
+        longest is the safer guess).
+    """
+    return budget_sec <= 0 or elapsed_sec + max(durations_sec) <= budget_sec
+
+
+def run_generations(spec, settings, most: int, budget_sec: float, started: float, wait: Callable[[str], object]) -> str:
+    """Run generation 0 of ``spec``'s lineage, then add one generation at a time while the next fits the budget.
+
+    Args:
+        spec: the lineage spec (``generations`` 1: the first run makes generation 0).
+        settings: the settings (Temporal address, store).
+        most: most generations in all (>= 1).
+        budget_sec: wall-time budget in seconds from ``started`` (0: none); see :func:`next_fits`.
+        started: ``time.monotonic()`` when the command started.
+        wait: waits for the workflow run of the given id to end.
+
+    Returns:
+        the lineage's workflow id.
+
+    Raises:
+        InfraError: from ``wait``, when the worker exits before a run ends.
+    """
+    from mindforge.cli.lineage import start_lineage, ui_link, workflow_id_for
+    from mindforge.cli.schedule import extension_input
+    from mindforge.cli.temporal_client import connect, search_attributes
+    from mindforge.payloads import ORCHESTRATION_QUEUE
+
+    async def extend() -> str:
+        client = await connect(settings)
+        handle = await client.start_workflow(
+            "LineageWorkflow", extension_input(spec.name, 1, settings), id=workflow_id_for(spec.name),
+            task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(spec.name),
+        )
+        return handle.id
+
+    durations: list[float] = []
+    wid = workflow_id_for(spec.name)
+    for index in range(most):
+        elapsed = time.monotonic() - started
+        if index and not next_fits(elapsed, durations, budget_sec):
+            console.print(
+                f"no generation {index}: {elapsed:.0f} s spent + {max(durations):.0f} s (the longest generation) "
+                f"would pass the {budget_sec:.0f} s budget"
+            )
+            break
+        begun = time.monotonic()
+        wid = asyncio.run(extend() if index else start_lineage(spec, settings))
+        console.print(f"{'started' if not index else 'extended'} lineage [bold]{spec.name}[/]: generation {index}"
+                      f"\nWeb UI: {ui_link(settings, wid)}")
+        wait(wid)
+        durations.append(time.monotonic() - begun)
+        console.print(f"generation {index} took {durations[-1]:.0f} s")
+    return wid
 
 
 def _report(name: str) -> Path:

@@ -1,6 +1,7 @@
 """What a lineage's generations found, as plain lines: each figure under its own name.
 
-``mindforge quickstart`` prints these after the lineage ends. The three kinds of
+``mindforge quickstart`` prints these after the lineage ends, then the compounding
+table: every pair on the one frozen sealed split. The three kinds of
 evidence stay apart (DESIGN.md, "Three splits"): the base evaluation and the search-set
 coverage (search split; coverage is an upper bound across contracts, not skill), the
 decisions (selection split), and the sealed lift with its interval and counts. Everything
@@ -14,6 +15,7 @@ from typing import Any
 from sqlmodel import Session
 
 from mindforge.reports import ReportData, gather_report_data
+from mindforge.reports.compounding import lift_text, part_text, score_text
 from mindforge.reports.sections import sealed_text
 
 
@@ -97,8 +99,53 @@ def _update(record: dict[str, Any]) -> list[str]:
     return lines
 
 
+def compounding_lines(data: ReportData) -> list[str]:
+    """The compounding table as plain lines: one per pair k (pair 0 the root, pair k+1 handed on by generation k).
+
+    Each pair gets its sealed success (score, passed trials, tasks) and, after the root, a
+    line with its paired lift over pair k-1 and over pair 0 (``+mean [lo, hi] n=tasks``:
+    95% bootstrap interval and paired sealed tasks, or the reason there is no figure) and
+    a line with the harness and weights parts of the first. The figures are the report's
+    (:mod:`mindforge.reports.compounding`).
+
+    Args:
+        data: the gathered report data of one lineage.
+
+    Returns:
+        a heading, then one line for pair 0 and three for each later pair; a single line
+        when no pair was measured.
+    """
+    rows = data.compounding
+    if not any(r.sealed for r in rows):
+        return ["compounding: no pair measured on the sealed split"]
+    sizes = {r.sealed.get("n_tasks") for r in rows if r.sealed}
+    tasks = "/".join(str(n) for n in sorted(s for s in sizes if s is not None))
+    lines = [
+        f"compounding on the frozen sealed split ({tasks} tasks; pair k is the pair generation k starts from; "
+        "lifts paired by task, 95% CI, n = paired tasks):"
+    ]
+    for r in rows:
+        who = "root" if r.handed_on_by is None else f"handed on by gen {r.handed_on_by}"
+        lines.append(
+            f"  pair {r.pair} ({who}, {data.contract_ref(r.contract_hash)} / {r.adapter or 'base'}): "
+            f"sealed {score_text(r.sealed)}"
+        )
+        if r.pair:
+            lines.append(
+                f"    lift vs previous (pair {r.pair - 1}) {lift_text(r.lift_vs_prev, r.lift_vs_prev_reason)}; "
+                f"vs root (pair 0) {lift_text(r.lift_vs_root, r.lift_vs_root_reason)}"
+            )
+            lines.append(
+                f"    of the lift vs previous: harness part {part_text(r.attribution.get('harness'))}; "
+                f"weights part {part_text(r.attribution.get('weights'))}"
+            )
+    return lines
+
+
 def results_lines(session: Session, lineage_id: str) -> list[str]:
-    """Lines describing each generation of a lineage: splits, base evaluation, coverage, decisions, Update, sealed lift.
+    """Each generation's lines (splits, base evaluation, coverage, decisions, Update, sealed lift), then the table.
+
+    The table is the compounding table of :func:`compounding_lines`.
 
     Args:
         session: an open store session.
@@ -125,4 +172,4 @@ def results_lines(session: Session, lineage_id: str) -> list[str]:
         lines.append(f"  sealed lift over the parent pair: {sealed_text(ev.sealed_lift, ev.sealed_lift_reason)}")
         if ev.sealed_lift_vs_root:
             lines.append(f"  sealed lift over generation 0: {sealed_text(ev.sealed_lift_vs_root)}")
-    return lines
+    return lines + compounding_lines(data)

@@ -106,12 +106,24 @@ class ScriptMatch(BaseModel):
 
 
 class ScriptRule(BaseModel):
-    """One rule: when ``match`` fits, reply (with probability ``success_probability``)."""
+    """One rule: when ``match`` fits, reply (with probability ``success_probability``).
+
+    Attributes:
+        match: the conditions.
+        reply: the answer on success.
+        success_probability: chance of success per matching request (seeded RNG).
+        on_failure: the answer when the draw fails (None: try the next rules).
+        alternate: succeed on the rule's 1st, 3rd, 5th ... matching request and fail on
+            the others, in arrival order, instead of drawing: any run of two or more
+            consecutive matching requests (one group of attempts) then holds both a
+            success and a failure, whatever the order of its requests.
+    """
 
     match: ScriptMatch = Field(default_factory=ScriptMatch)
     reply: ScriptReply
     success_probability: float = Field(default=1.0, ge=0.0, le=1.0)
     on_failure: ScriptReply | None = None
+    alternate: bool = False
 
 
 class PolicyScript(BaseModel):
@@ -193,7 +205,16 @@ class ScriptedPolicy:
         self.script = script
         self._rng = random.Random(script.seed)
         self._lock = threading.Lock()
+        self._calls: dict[int, int] = {}
         self.requests: list[dict[str, Any]] = []
+
+    def _succeeds(self, req: ChatCompletionRequest, rule: ScriptRule, index: int, turn: int) -> bool:
+        if rule.alternate:
+            with self._lock:
+                calls = self._calls.get(index, 0)
+                self._calls[index] = calls + 1
+            return calls % 2 == 0
+        return rule.success_probability >= 1.0 or self._draw(req, index, turn) < rule.success_probability
 
     def _draw(self, req: ChatCompletionRequest, rule_index: int, turn: int) -> float:
         if req.seed is not None:
@@ -210,7 +231,7 @@ class ScriptedPolicy:
         for index, rule in enumerate(self.script.rules):
             if not _matches(rule.match, req, turn):
                 continue
-            if rule.success_probability >= 1.0 or self._draw(req, index, turn) < rule.success_probability:
+            if self._succeeds(req, rule, index, turn):
                 return rule.reply
             if rule.on_failure is not None:
                 return rule.on_failure

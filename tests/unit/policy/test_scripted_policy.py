@@ -24,6 +24,8 @@ SCRIPT = {
         {"match": {"last_message_contains": "exit code 1"}, "reply": {"content": "", "finish_reason": "stop"}},
         {"match": {"last_message_contains": "long"}, "reply": {"content": "cut he", "finish_reason": "length"}},
         {"match": {"system_contains": "COIN"}, "success_probability": 0.5, "reply": {"content": "heads"}, "on_failure": {"content": "tails"}},
+        {"match": {"system_contains": "FLIP"}, "alternate": True, "reply": {"content": "pass"}, "on_failure": {"content": "fail"}},
+        {"match": {"system_contains": "EVEN"}, "alternate": True, "reply": {"content": "first"}},
     ],
     "default": {"content": "no rule"},
     "seed": 11,
@@ -102,6 +104,14 @@ def test_seeded_success_probability(client) -> None:
     assert 8 <= sum(v == "heads" for v in by_seed.values()) <= 32
     # a request seed makes the draw independent of arrival order
     assert {s: ask(client, system="COIN", seed=s).choices[0].message.content for s in reversed(range(40))} == by_seed
+
+
+def test_alternate_rule_splits_every_run_of_requests(client) -> None:
+    """An ``alternate`` rule succeeds on its 1st, 3rd, ... matching request: any two in a row disagree."""
+    replies = [ask(client, system="FLIP", seed=1).choices[0].message.content for _ in range(5)]
+    assert replies == ["pass", "fail", "pass", "fail", "pass"]  # the request seed does not matter
+    # without ``on_failure`` a failed turn falls through to the next rules (here: the default)
+    assert [ask(client, system="EVEN").choices[0].message.content for _ in range(3)] == ["first", "no rule", "first"]
 
 
 def test_models_adapters_and_unknown_model(server, client) -> None:

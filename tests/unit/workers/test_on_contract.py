@@ -66,3 +66,22 @@ def test_a_gate_off_the_training_contract_is_refused_at_the_activity_boundary(tm
         assert plan.tasks == 0
     finally:
         engine.dispose()
+
+
+def test_rollouts_from_the_adapter_the_training_contract_names_run_under_that_contract(tmp_path, contracts):
+    """From generation 1 on the training contract is the parent pair's, naming the adapter the
+    first iteration draws from: its rollouts run under it (no derivation onto itself)."""
+    from workers.iteration_activities import _rollout_contract
+
+    base, _other, with_adapter = contracts
+    engine = init_db(f"sqlite:///{tmp_path / 'mindforge.db'}")
+    with se.session_scope(engine) as s:
+        for c in (base, with_adapter):
+            registry.register_hcp_contract(session=s, contract=c)
+        assert _rollout_contract(s, base.content_hash, "") == base.content_hash
+        assert _rollout_contract(s, with_adapter.content_hash, "lin-g0-r0") == with_adapter.content_hash
+        # a later iteration's adapter: the training contract naming it instead, same harness
+        later = _rollout_contract(s, with_adapter.content_hash, "lin-g1-r1-i0")
+        contract = registry.get_contract(session=s, content_hash=later)
+        assert later not in (base.content_hash, with_adapter.content_hash) and "lin-g1-r1-i0" in contract.toml_text
+    engine.dispose()
