@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from mindforge.experience.entry import Provenance
 from mindforge.experience.validation import RejectionReason
+from mindforge.payloads.experience import GrowExperienceResult
 
 #: the order rounds run in within one generation
 ROUND_ORDER = ("oracle", "model")
@@ -23,27 +24,14 @@ HEADER = ["generation", "round", "candidates", "replayed", "added (oracle/model)
           "library after (oracle/model)"]
 
 
-class GrowthRow(BaseModel):
-    """One growth round as the generation record holds it.
+class GrowthRow(GrowExperienceResult):
+    """One growth round as the generation record holds it: the round's result and its generation.
 
     Attributes:
-        generation: the generation.
-        round: ``oracle`` or ``model``.
-        snapshot_id: the library's snapshot after the round ("" while empty).
-        entries / added: the library after the round and what it added, by provenance.
-        rejected: the round's rejections by reason.
-        candidates / replayed / capped: mined, replayed, and left out by the per-task cap.
+        generation: the generation (the other fields as :class:`GrowExperienceResult`).
     """
 
     generation: int
-    round: str
-    snapshot_id: str = ""
-    entries: dict[str, int] = Field(default_factory=dict)
-    added: dict[str, int] = Field(default_factory=dict)
-    rejected: dict[str, int] = Field(default_factory=dict)
-    candidates: int = 0
-    replayed: int = 0
-    capped: int = 0
 
 
 class ExperienceReport(BaseModel):
