@@ -67,6 +67,27 @@ def pool_assignment(spec: LineageSpec, lineage_id: str, tasks: list[Any]) -> dic
     return assign_splits(candidates, spec.evaluation.splits, split_key=lineage_id)
 
 
+def register_root(session, contract) -> None:
+    """Register a lineage's root contract (its parent's hash when the store knows the parent).
+
+    A lineage may start from a derived contract whose parent this store has never seen: it
+    is then registered as a root (parent None; its TOML still names the parent).
+    """
+    from mindforge.hcp import dump_contract
+
+    try:
+        registry.register_hcp_contract(session=session, contract=contract)
+    except NotFoundError:
+        registry.register_contract(
+            session=session,
+            name=contract.mindforge.name,
+            revision=contract.mindforge.revision,
+            content_hash=contract.content_hash,
+            toml_text=dump_contract(contract),
+            edit=contract.mindforge.edit,
+        )
+
+
 class LineageActivities:
     """Activities bound to one store (all on the orchestration queue).
 
@@ -91,7 +112,7 @@ class LineageActivities:
             raise _non_retryable(exc) from exc
 
     def _prepare(self, inp: PrepareLineageInput) -> PrepareLineageResult:
-        from mindforge.hcp import dump_contract, load_contract
+        from mindforge.hcp import load_contract
         from mindforge.tasks.loader import load_tasks
 
         spec = inp.spec
@@ -105,19 +126,10 @@ class LineageActivities:
                 stored = {**spec.model_dump(mode="json"), "split_warnings": warnings}
                 s.add(Lineage(id=inp.lineage_id, name=spec.name, spec=stored, workflow_id=inp.workflow_id))
                 s.flush()
-            try:
-                registry.register_hcp_contract(session=s, contract=contract)
-            except NotFoundError:
-                # a lineage may start from a derived contract whose parent this store has
-                # never seen: it is this lineage's root (its TOML still names the parent)
-                registry.register_contract(
-                    session=s,
-                    name=contract.mindforge.name,
-                    revision=contract.mindforge.revision,
-                    content_hash=contract.content_hash,
-                    toml_text=dump_contract(contract),
-                    edit=contract.mindforge.edit,
-                )
+            # a root another lineage registered already is reused as stored: its parent may
+            # have been unknown then (parent None) and known now, and the content is the same
+            if registry.get_contract(session=s, content_hash=contract.content_hash) is None:
+                register_root(s, contract)
             for t in tasks:
                 pool.add_task(session=s, task=t, source=TaskSource.BUNDLED)
                 pool.add_to_pool(
