@@ -28,6 +28,11 @@ Run on demand (needs the ``llamacpp`` extra and ``mindforge dev up``)::
 
     .venv/bin/python benchmarks/bench_compounding.py           # 3 generations, 58 tasks (target: < 90 min)
     .venv/bin/python benchmarks/bench_compounding.py --quick   # 2 generations, 20 tasks (about 10 min)
+    .venv/bin/python benchmarks/bench_compounding.py --lineage NAME  # report a lineage already run
+
+``--lineage NAME`` runs nothing: it prints the same table, sources and targets for a
+lineage already in the store (``MINDFORGE_DATA_DIR``), e.g. README's long run of the main
+job (``mindforge quickstart --generations 3`` on the full micro suite).
 
 ``--quick`` runs two generations (pairs 0..2) on the main job's 20 tasks with smaller
 budgets; its targets are read for the last pair it hands on (pair 2 over pair 0, pair 2
@@ -152,8 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 generations, 20 tasks, small budgets (about 10 min)")
     parser.add_argument("--name", default=None, help="lineage name (default: bench-compounding-<time>)")
+    parser.add_argument("--lineage", default=None, help="report this lineage from the store; run nothing")
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.lineage:
+        print(f"\n=== bench_compounding (lineage {args.lineage}, read from the store) ===")
+        for line in report(args.lineage, get_settings().db_url):
+            print(line)
+        return 0
     mode_name = "quick" if args.quick else "full"
     mode = MODES[mode_name]
     settings = get_settings()

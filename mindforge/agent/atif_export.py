@@ -124,10 +124,14 @@ def _reply_fields(ev: dict[str, Any], contract: Any) -> dict[str, Any]:
         "metrics": Metrics(
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
+            cached_tokens=usage.get("cached_tokens"),
             prompt_token_ids=ev.get("prompt_token_ids"),
             completion_token_ids=ev.get("completion_token_ids"),
             logprobs=ev.get("logprobs"),
-            extra={MINDFORGE_EXTRA_KEY: {"finish_reason": ev.get("finish_reason")}},
+            extra={
+                MINDFORGE_EXTRA_KEY: {"finish_reason": ev.get("finish_reason")}
+                | {key: ev[key] for key in ("request_sec", "timings") if ev.get(key) is not None}
+            },
         ),
     }
 

@@ -188,10 +188,11 @@ class ModelAgent(Agent):
         for turn in range(1, max_turns + 1):
             tr.write("request", turn=turn, messages=messages[sent:], model=c.model.adapter or c.model.id)
             sent = len(messages)
+            asked = time.monotonic()
             resp = self._call(client, messages, deadline)
             out.num_turns = turn
             choice = resp.choices[0]
-            self._account(resp, out, tr, turn, choice)
+            self._account(resp, out, tr, turn, choice, time.monotonic() - asked)
             msg = choice.message
             content = msg.content or ""
             tool_calls = list(msg.tool_calls or [])
@@ -219,11 +220,22 @@ class ModelAgent(Agent):
                 return  # single_command mode: one action, then the verifier
         raise _Stop(FailureClass.MAX_TURNS, f"max_turns ({max_turns}) reached", LimitFired.MAX_TURNS)
 
-    def _account(self, resp: Any, out: AgentOutcome, tr: TranscriptWriter, turn: int, choice: Any) -> None:
+    def _account(
+        self, resp: Any, out: AgentOutcome, tr: TranscriptWriter, turn: int, choice: Any, request_sec: float
+    ) -> None:
+        """Count a reply's tokens and write its ``reply`` event.
+
+        The event's ``usage`` carries ``cached_tokens`` (OpenAI's
+        ``usage.prompt_tokens_details.cached_tokens``) when the server reports it, and the
+        event carries the server's ``timings`` (llama.cpp server's shape) when it sends
+        them, and ``request_sec``, the HTTP round trip in seconds.
+        """
         c = self.contract
         usage = resp.usage
         p = usage.prompt_tokens if usage else 0
         k = usage.completion_tokens if usage else 0
+        details = getattr(usage, "prompt_tokens_details", None) if usage else None
+        cached = getattr(details, "cached_tokens", None) if details else None
         out.prompt_tokens += p
         out.completion_tokens += k
         logprobs = None
@@ -235,7 +247,10 @@ class ModelAgent(Agent):
             content=choice.message.content,
             tool_calls=[tc.model_dump() for tc in (choice.message.tool_calls or [])],
             finish_reason=choice.finish_reason,
-            usage={"prompt_tokens": p, "completion_tokens": k},
+            usage={"prompt_tokens": p, "completion_tokens": k}
+            | ({"cached_tokens": cached} if cached is not None else {}),
+            timings=getattr(resp, "timings", None),
+            request_sec=request_sec,
             prompt_token_ids=getattr(resp, "prompt_token_ids", None),
             completion_token_ids=getattr(choice, "token_ids", None),
             logprobs=logprobs,

@@ -136,9 +136,51 @@ def test_a_second_turn_reuses_the_first_turns_kv_cache(server, client) -> None:
         {"role": "assistant", "content": first.choices[0].message.content},
         {"role": "user", "content": "And of Italy?"},
     ]
-    chat(client, "smol", messages=turn2, max_tokens=4)
+    second = chat(client, "smol", messages=turn2, max_tokens=4)
     # the first turn's prompt (at least) was not evaluated again
     assert engine.prefix_hits[-1] >= len(first.model_dump()["prompt_token_ids"])
+    # ... and the reply says so: OpenAI's cached_tokens and llama.cpp server's timings
+    body = second.model_dump()
+    cached = body["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert cached == engine.prefix_hits[-1]
+    timings = body["timings"]
+    assert timings["cache_n"] == cached and timings["cache_n"] + timings["prompt_n"] == body["usage"]["prompt_tokens"]
+    assert timings["predicted_n"] == body["usage"]["completion_tokens"]
+    assert timings["prompt_ms"] > 0 and timings["predicted_ms"] >= 0 and timings["queue_ms"] >= 0
+    assert 0 <= timings["host_ms"] <= timings["prompt_ms"] + timings["predicted_ms"]
+
+
+LONG = [{"role": "system", "content": "You are a careful shell assistant. " * 12},
+        {"role": "user", "content": "List the files in /app, largest first, one per line."}]
+OTHER = [{"role": "system", "content": "Answer in French, briefly. " * 12}, {"role": "user", "content": "Bonjour?"}]
+
+
+def test_a_prompt_prefilled_on_one_slot_is_copied_into_another(server, client) -> None:
+    """A GRPO group asks for one prompt on both slots at once: it is prefilled once, and the copy decodes alike."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    engine = server.app.state.engine
+
+    def both_slots(messages):
+        with ThreadPoolExecutor(2) as pool:
+            return [r.model_dump() for r in pool.map(lambda _: chat(client, "smol", messages=messages, max_tokens=12), range(2))]
+
+    both_slots(OTHER)  # both slots hold something else first
+    a, b = both_slots(LONG)
+    n = a["usage"]["prompt_tokens"]
+    assert n > 100
+    # one of them computed the prompt, the other copied it in (or found it in its own slot, run after the first)
+    assert a["timings"]["prompt_n"] + b["timings"]["prompt_n"] <= n + 1 + 4, (a["timings"], b["timings"])
+    assert max(a["timings"]["shared_n"], b["timings"]["shared_n"]) >= n - 4 or min(
+        a["timings"]["prompt_n"], b["timings"]["prompt_n"]) == 1
+    # greedy decoding from the copied KV cells gives the same tokens as from the computed ones
+    assert a["choices"][0]["token_ids"] == b["choices"][0]["token_ids"]
+    # and a slot that holds another prompt now takes the stored snapshot instead of prefilling
+    both_slots(OTHER)
+    assert all(slot.tokens()[: len(a["prompt_token_ids"])] != a["prompt_token_ids"] for slot in engine._slots)
+    again = chat(client, "smol", messages=LONG, max_tokens=12).model_dump()
+    assert again["timings"]["shared_n"] >= n - 4 and again["timings"]["prompt_n"] <= 4
+    assert again["choices"][0]["token_ids"] == a["choices"][0]["token_ids"]
 
 
 def test_an_adapter_moves_llamacpp_logits_as_it_moves_transformers_logits(server, client, hf_model, tmp_path) -> None:

@@ -110,6 +110,8 @@ def reply_body(
     eos_ids: Sequence[int],
     max_new: int,
     logprobs: Sequence[TokenLogprobs] | None,
+    cached_tokens: int | None = None,
+    timings: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The ``chat.completion`` body for a finished generation.
 
@@ -127,6 +129,8 @@ def reply_body(
         eos_ids: token ids that end a reply.
         max_new: the completion budget the generation ran with (tokens).
         logprobs: one entry per completion token when the request asked for logprobs.
+        cached_tokens, timings: the engine's prefix-cache reuse and timings, passed to
+            :func:`mindforge.policy.server.protocol.completion_body` as they are.
 
     Returns:
         the body built by :func:`mindforge.policy.server.protocol.completion_body`.
@@ -159,5 +163,6 @@ def reply_body(
         completion_token_ids=list(completion),
         logprobs=entries,
         return_token_ids=req.return_token_ids,
+        cached_tokens=cached_tokens,
+        timings=timings,
     )
-

@@ -20,7 +20,14 @@ trials (Expansion, held-out runs); training stays on transformers + PEFT.
 - **Prefix cache**: a slot keeps the KV cache of its last request and ``Llama.generate``
   reuses its longest common prefix; a request goes to the free slot whose last tokens
   (under the same adapter) share the longest prefix with its prompt, so a trial's next
-  turn finds its earlier turns already evaluated.
+  turn finds its earlier turns already evaluated. Each reply says how much it reused:
+  ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's field) and a ``timings`` object
+  in llama.cpp server's shape (``cache_n``, ``prompt_n``, ``prompt_ms``, ``predicted_n``,
+  ``predicted_ms``) plus ``queue_ms``, ``host_ms`` and ``shared_n``, which
+  ``benchmarks/bench_rollouts.py`` reads to say where a trial's generation time goes.
+- **Shared prefills**: a prompt one slot prefilled is copied into another slot instead of
+  being computed again (:mod:`mindforge.policy.engines.kv_snapshots`); a request waits for
+  another slot's prefill of a prompt it shares, as the rollouts of a GRPO group do.
 - **Adapters**: ``/v1/load_lora_adapter`` converts the PEFT directory to a GGUF LoRA
   (:mod:`mindforge.policy.engines.gguf_lora`) and loads it into every slot's model
   (``llama_adapter_lora_init``); a request sets its adapter on its slot's context
@@ -36,6 +43,7 @@ import os
 import random
 import tempfile
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +62,7 @@ from mindforge.policy.engines.completion import (
     unknown_model,
 )
 from mindforge.policy.engines.gguf_lora import AdapterConversionError, peft_to_gguf_lora
+from mindforge.policy.engines.kv_snapshots import MIN_GAIN_TOKENS, MIN_NEW_TOKENS, KVSnapshots, common_prefix, restore
 from mindforge.policy.server.protocol import (
     AdapterRegistry,
     ChatCompletionRequest,
@@ -71,13 +80,8 @@ class _Slot:
         return self.llm._input_ids.tolist()
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):  # the shorter list bounds the common prefix
-        if x != y:
-            break
-        n += 1
-    return n
+#: the longest a request waits for another slot's prefill of a prompt it shares (seconds)
+SHARE_WAIT_SEC = 60.0
 
 
 class LlamaCppEngine:
@@ -87,7 +91,18 @@ class LlamaCppEngine:
         gguf_path: the base model's GGUF file.
         served_name: the base model's name in ``/v1/models`` and requests.
         slots: concurrent requests (one ``Llama`` instance each).
-        n_threads: CPU threads per slot; default ``max(1, cpus // slots)``.
+        n_threads: CPU threads per slot for decoding; default ``max(1, cpus // slots)``.
+            Decoding one token is bound by memory traffic and gains nothing from more
+            threads on a 2-core machine (93 tok/s with 1 or 2 for SmolLM2-135M Q4_1).
+        n_threads_batch: CPU threads per slot for prefill. Default: every CPU for a
+            request that finds every other slot free (prefill scales with threads: 167 ->
+            345 tok/s from 1 to 2 for SmolLM2-135M, and the other rollouts of a GRPO group
+            wait for it), else ``n_threads`` (with two slots busy on 2 cores, prefill on
+            every core slows the other slot's decoding). A number fixes it.
+        share_prefills: slots share prompt prefills
+            (:mod:`mindforge.policy.engines.kv_snapshots`): a request waits for another
+            slot's prefill of a prompt that shares more with its own, then copies it in.
+        snapshot_bytes: the most bytes of prompt snapshots kept per adapter.
         n_ctx: context window in tokens; default the GGUF's training context.
 
     Attributes:
@@ -106,7 +121,10 @@ class LlamaCppEngine:
         served_name: str,
         slots: int = 2,
         n_threads: int | None = None,
+        n_threads_batch: int | None = None,
         n_ctx: int | None = None,
+        share_prefills: bool = True,
+        snapshot_bytes: int = 512 << 20,
     ) -> None:
         import llama_cpp
         from transformers import AutoTokenizer
@@ -118,11 +136,15 @@ class LlamaCppEngine:
             raise ValueError(f"slots must be at least 1, got {slots}")
         self._llama_cpp = llama_cpp
         self.tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        threads = n_threads or max(1, (os.cpu_count() or 1) // slots)
+        cpus = os.cpu_count() or 1
+        threads = n_threads or max(1, cpus // slots)
+        batch_threads = n_threads_batch or threads
+        self._cpus, self._threads = cpus, threads
+        self._adaptive_prefill = n_threads_batch is None and share_prefills
         self._slots = [
             _Slot(
                 llama_cpp.Llama(
-                    str(path), n_ctx=n_ctx or 0, n_threads=threads, n_threads_batch=threads, verbose=False
+                    str(path), n_ctx=n_ctx or 0, n_threads=threads, n_threads_batch=batch_threads, verbose=False
                 )
             )
             for _ in range(slots)
@@ -141,8 +163,11 @@ class LlamaCppEngine:
         self._free = list(self._slots)
         self._cond = threading.Condition()
         self._gguf_dir = tempfile.TemporaryDirectory(prefix="mindforge-lora-gguf-")
-        #: per recent request: prompt tokens whose KV cache its slot already held (tests, benchmarks)
+        #: per recent request: prompt tokens whose KV cache its slot held or copied in (tests, benchmarks)
         self.prefix_hits: deque[int] = deque(maxlen=1000)
+        self._snapshots = KVSnapshots(snapshot_bytes) if share_prefills else None
+        #: slot index -> (adapter, prompt) while that slot prefills a prompt other requests may share
+        self._prefilling: dict[int, tuple[str | None, list[int]]] = {}
 
     def close(self) -> None:
         """Free the models and the converted adapter files."""
@@ -158,9 +183,7 @@ class LlamaCppEngine:
         """The free slot sharing the longest prefix with ``prompt`` under ``adapter`` (waits for one)."""
         with self._cond:
             self._cond.wait_for(lambda: bool(self._free))
-            slot = max(
-                self._free, key=lambda s: _common_prefix(s.tokens(), prompt) if s.adapter == adapter else -1
-            )
+            slot = max(self._free, key=lambda s: common_prefix(s.tokens(), prompt) if s.adapter == adapter else -1)
             self._free.remove(slot)
         try:
             yield slot
@@ -237,6 +260,8 @@ class LlamaCppEngine:
         return f"Success: LoRA adapter '{name}' added successfully."
 
     def _free_adapter(self, name: str) -> None:
+        if self._snapshots is not None:
+            self._snapshots.drop(name)
         for slot in self._slots:
             ptr = slot.adapters.pop(name, None)
             if ptr is None:
@@ -278,12 +303,22 @@ class LlamaCppEngine:
         prompt = prompt_token_ids(self.tokenizer, req)
         max_new = completion_budget(req, len(prompt), self.max_model_len)
         adapter = None if req.model == self.base_name else req.model
+        asked = time.perf_counter()
+        self._await_same_prefill(adapter, prompt)
         with self._slot_for(adapter, prompt) as slot:
             if adapter is not None and adapter not in slot.adapters:
                 raise unknown_model(req.model)
             self._set_adapter(slot, adapter)
-            self.prefix_hits.append(min(_common_prefix(slot.tokens(), prompt), len(prompt) - 1))
-            completion, logprobs = self._generate(slot, req, prompt, max_new)
+            try:
+                shared, snapshot = self._share_prefill(slot, adapter, prompt)
+                queue_ms = (time.perf_counter() - asked) * 1000.0
+                # llama.cpp re-evaluates at least the last prompt token to get its logits
+                cached = min(common_prefix(slot.tokens(), prompt), len(prompt) - 1)
+                self.prefix_hits.append(cached)
+                completion, logprobs, timings = self._generate(slot, req, prompt, max_new, snapshot)
+            finally:
+                self._end_prefill(slot)
+        timings.update(cache_n=cached, prompt_n=len(prompt) - cached, shared_n=shared, queue_ms=queue_ms)
         return reply_body(
             req,
             prompt=prompt,
@@ -292,11 +327,84 @@ class LlamaCppEngine:
             eos_ids=self.eos_ids,
             max_new=max_new,
             logprobs=logprobs if req.logprobs else None,
+            cached_tokens=cached,
+            timings=timings,
         )
 
+    def _await_same_prefill(self, adapter: str | None, prompt: list[int]) -> None:
+        """While a slot prefills (nearly) this prompt, wait for it (at most :data:`SHARE_WAIT_SEC`), holding no slot.
+
+        (Nearly) the same: it shares all but ``MIN_NEW_TOKENS`` of ``prompt`` - the rollouts
+        of one GRPO group. The request then copies the prompt in rather than computing it
+        again, and the prefill it waited for had every core (see :meth:`_share_prefill`).
+        A prefill that shares less is not waited for: that would idle a core to save part
+        of a prompt.
+        """
+        if self._snapshots is None:
+            return
+        need = len(prompt) - MIN_NEW_TOKENS
+        with self._cond:
+            self._cond.wait_for(
+                lambda: (
+                    not any(a == adapter and common_prefix(p, prompt) >= need for a, p in self._prefilling.values())
+                ),
+                timeout=SHARE_WAIT_SEC,
+            )
+
+    def _share_prefill(self, slot: _Slot, adapter: str | None, prompt: list[int]) -> tuple[int, bool]:
+        """Copy in a stored prefill of ``prompt`` when it covers more than ``slot``'s own cache; set prefill threads.
+
+        Loads the stored snapshot sharing the most with ``prompt`` if it beats the slot's
+        own cache by ``MIN_GAIN_TOKENS``. A slot that will still compute ``MIN_NEW_TOKENS``
+        or more is registered as prefilling, so requests for the same prompt wait for it.
+        Without a fixed ``n_threads_batch``, the prefill runs on every CPU when every other
+        slot is free (a lone request, or one whose group waits for it), else on the slot's
+        share.
+
+        Returns:
+            ``(tokens copied in from a snapshot, 0 when none; whether to snapshot the
+            prompt once it is prefilled)``.
+        """
+        if self._snapshots is None:
+            return 0, False
+        own = common_prefix(slot.tokens(), prompt)
+        with self._cond:
+            hit = self._snapshots.best(prompt, adapter)
+            use = hit is not None and hit.shared >= own + MIN_GAIN_TOKENS
+            start = hit.shared if hit is not None and use else own
+            snapshot = len(prompt) - start >= MIN_NEW_TOKENS
+            if snapshot:
+                self._prefilling[id(slot)] = (adapter, prompt)
+            alone = len(self._free) == len(self._slots) - 1
+        if self._adaptive_prefill:
+            batch = self._cpus if alone else self._threads
+            self._llama_cpp.llama_set_n_threads(slot.llm.ctx, self._threads, batch)
+        if hit is None or not use:
+            return 0, snapshot
+        try:
+            restore(slot.llm, hit.state)
+        except RuntimeError:
+            return 0, snapshot  # the slot was reset: it prefills the whole prompt
+        return hit.shared, snapshot
+
+    def _end_prefill(self, slot: _Slot) -> None:
+        """``slot`` no longer prefills: wake the requests waiting to share its prompt."""
+        with self._cond:
+            if self._prefilling.pop(id(slot), None) is not None:
+                self._cond.notify_all()
+
     def _generate(
-        self, slot: _Slot, req: ChatCompletionRequest, prompt: list[int], max_new: int
-    ) -> tuple[list[int], list[TokenLogprobs]]:
+        self, slot: _Slot, req: ChatCompletionRequest, prompt: list[int], max_new: int, snapshot: bool = False
+    ) -> tuple[list[int], list[TokenLogprobs], dict[str, float]]:
+        """Sample one reply on ``slot``; with ``snapshot``, store the prompt's KV cells once prefilled.
+
+        Returns:
+            ``(completion token ids, per-token logprobs, timings)``: ``prompt_ms`` is the
+            time to the first token (prefill of the uncached prompt tokens and the first
+            sample), ``predicted_ms`` the rest, ``predicted_n`` the completion tokens, and
+            ``host_ms`` the part of both spent in this module's per-token Python (logprobs
+            and stop-string checks), all in milliseconds.
+        """
         llm = slot.llm
         temperature = 1.0 if req.temperature is None else req.temperature
         llm.set_seed(req.seed if req.seed is not None else random.getrandbits(31))
@@ -314,18 +422,37 @@ class LlamaCppEngine:
             typical_p=1.0,
             repeat_penalty=1.0,
         )
+        start = time.perf_counter()
+        first = host = 0.0
         try:
             for token in gen:
+                got = time.perf_counter()
+                if not completion:
+                    first = got
+                    if snapshot and self._snapshots is not None:
+                        self._snapshots.save(llm, prompt, slot.adapter)  # the context holds exactly the prompt
+                        self._end_prefill(slot)
                 completion.append(int(token))
                 if req.logprobs:
                     logprobs.append(self._token_logprobs(llm, int(token), k))
                 if token in eos or len(completion) >= max_new:
+                    host += time.perf_counter() - got
                     break
                 if stops and any(s in self.tokenizer.decode(completion, skip_special_tokens=True) for s in stops):
+                    host += time.perf_counter() - got
                     break
+                host += time.perf_counter() - got
         finally:
             gen.close()
-        return completion, logprobs
+        end = time.perf_counter()
+        first = first or end
+        timings = {
+            "prompt_ms": (first - start) * 1000.0,
+            "predicted_ms": (end - first) * 1000.0,
+            "predicted_n": len(completion),
+            "host_ms": host * 1000.0,
+        }
+        return completion, logprobs, timings
 
     def _grammar(self, req: ChatCompletionRequest) -> Any:
         """The llama.cpp grammar of the request's JSON schema (cached per schema), or None.

@@ -216,6 +216,8 @@ def completion_body(
     completion_token_ids: list[int],
     logprobs: list[dict[str, Any]] | None,
     return_token_ids: bool,
+    cached_tokens: int | None = None,
+    timings: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """A ``chat.completion`` response body with one choice.
 
@@ -228,6 +230,13 @@ def completion_body(
         completion_token_ids: generated tokens, shape (completion_tokens,).
         logprobs: ``choice.logprobs.content`` entries, or None when not requested.
         return_token_ids: include vLLM's ``prompt_token_ids`` and ``token_ids``.
+        cached_tokens: prompt tokens whose KV cache the engine reused, reported as OpenAI's
+            ``usage.prompt_tokens_details.cached_tokens`` (None: the engine does not say).
+        timings: the engine's per-request timings in llama.cpp server's ``timings`` shape
+            (``cache_n``, ``prompt_n``, ``prompt_ms``, ``predicted_n``, ``predicted_ms``,
+            plus MindForge's ``queue_ms``, time waiting for a free slot or another slot's
+            prefill, ``host_ms``, per-token Python, and ``shared_n``, prompt tokens copied
+            from another slot's prefill); None leaves it out.
     """
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
@@ -250,6 +259,10 @@ def completion_body(
             "total_tokens": len(prompt_token_ids) + len(completion_token_ids),
         },
     }
+    if cached_tokens is not None:
+        body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    if timings is not None:
+        body["timings"] = dict(timings)
     if return_token_ids:
         choice["token_ids"] = list(completion_token_ids)
         body["prompt_token_ids"] = list(prompt_token_ids)

@@ -117,3 +117,30 @@ def test_a_trajectory_that_cannot_be_written_is_a_recorded_error(tmp_path, earli
     else:  # the phase's own failure stays; the lost trajectory is added to its detail
         assert out.failure_class == earlier and out.failure_detail.endswith(errors[0]["detail"])
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".trajectory")]
+
+
+def test_a_reply_keeps_its_cached_tokens_round_trip_and_engine_timings(tmp_path):
+    """The agent's reply event, from a response parsed by the OpenAI SDK, reaches the ATIF step."""
+    from openai.types.chat import ChatCompletion
+
+    from mindforge.policy.server.protocol import completion_body
+
+    timings = {"cache_n": 8, "prompt_n": 2, "prompt_ms": 4.0, "predicted_n": 1, "predicted_ms": 1.5, "queue_ms": 0.0}
+    resp = ChatCompletion.model_validate(completion_body(
+        model="m", content='{"tool": "finish", "arguments": {}}', tool_calls=[], finish_reason="stop",
+        prompt_token_ids=list(range(10)), completion_token_ids=[7], logprobs=None, return_token_ids=True,
+        cached_tokens=8, timings=timings,
+    ))
+    agent = ModelAgent(BASELINE, base_url="http://127.0.0.1:1/v1")
+    tr = TranscriptWriter(tmp_path / "t.jsonl")
+    agent._account(resp, AgentOutcome(), tr, 1, resp.choices[0], 0.25)
+    tr.close()
+    (reply,) = read_transcript(tmp_path / "t.jsonl")
+    assert reply["usage"] == {"prompt_tokens": 10, "completion_tokens": 1, "cached_tokens": 8}
+    assert reply["timings"] == timings and reply["request_sec"] == 0.25
+    events = events_for(BASELINE)
+    events[1] |= {k: reply[k] for k in ("usage", "timings", "request_sec")}
+    step = transcript_to_atif(events, contract=BASELINE, task_id="t", session_id="s").steps[-1]
+    assert step.metrics.cached_tokens == 8
+    extra = step.metrics.extra["mindforge"]
+    assert extra["timings"] == timings and extra["request_sec"] == 0.25

@@ -69,6 +69,16 @@ def test_completion_body_token_ids_only_when_asked() -> None:
     assert vllm["prompt_token_ids"] == [1, 2, 3] and vllm["choices"][0]["token_ids"] == [4, 5]
 
 
+def test_completion_body_reports_the_prefix_cache_and_timings_only_when_given() -> None:
+    kw = dict(model="m", content="hi", tool_calls=[], finish_reason="stop", prompt_token_ids=[1, 2, 3],
+              completion_token_ids=[4, 5], logprobs=None, return_token_ids=False)
+    assert "timings" not in completion_body(**kw) and "prompt_tokens_details" not in completion_body(**kw)["usage"]
+    timings = {"cache_n": 2, "prompt_n": 1, "prompt_ms": 3.5, "predicted_n": 2, "predicted_ms": 7.0}
+    body = completion_body(**kw, cached_tokens=2, timings=timings)
+    assert body["usage"]["prompt_tokens_details"] == {"cached_tokens": 2}
+    assert body["timings"] == timings
+
+
 def test_adapter_identity_and_name_binding(tmp_path) -> None:
     a = tmp_path / "a"
     a.mkdir()
