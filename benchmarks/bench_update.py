@@ -1,13 +1,19 @@
 """Benchmark: the product's Update on a real model - on-policy GRPO iterations, sealed lift, rollout rate.
 
-One Update-only lineage (no Discovery, no Expansion) of SmolLM2-135M-Instruct on the full
-micro suite (``tasks/micro``, split by the lineage into search / selection / sealed),
-run through the product code: ``LineageWorkflow`` -> ``UpdateWorkflow`` on a Temporal dev
-server with in-process workers, rollouts as Ray tasks in Docker sandboxes against the
-llama.cpp policy server, GRPO on LoRA with the product's ``UpdateSpec`` and
-``TrainerConfig`` defaults (only the loop's size is set here). The contract is fixed, so
-the lineage's training contract is it and the generation's sealed lift is exactly
-(contract, new adapter) over (contract, base weights).
+One lineage of SmolLM2-135M-Instruct on the full micro suite (``tasks/micro``, split by
+the lineage into search / selection / sealed) with no Discovery and an Expansion that only
+evaluates the contract on the search split (``--base-attempts`` a task; no configuration
+search, no experience rounds, so the contract stays fixed), run through the product code:
+``LineageWorkflow`` -> ``ExpansionWorkflow`` -> ``UpdateWorkflow`` on a Temporal dev server
+with in-process workers, trials as Ray tasks in Docker sandboxes against the llama.cpp
+policy server, GRPO on LoRA with the product's ``UpdateSpec`` and ``TrainerConfig``
+defaults (only the loop's size is set here). The base evaluation is the curriculum's first
+evidence: the Update draws first from search tasks whose pass rate so far lies strictly
+between 0 and 1. (Without it - an Update-only lineage, as this benchmark ran before - the
+first draw is 8 unseen tasks: on 2026-12-02 it passed 0 of 64 rollouts, and the Update,
+rightly, trained nothing.) The contract is fixed, so the lineage's training contract is
+it and the generation's sealed lift is exactly (contract, new adapter) over (contract,
+base weights).
 
 **The contract.** The experience-library contract of issue 17, oracle-seeded, built with
 ``bench_experience``'s functions (the same code that benchmark measures): the SmolLM2 baseline
@@ -164,7 +170,16 @@ def _rollouts_per_minute(rows: list[Any]) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     from mindforge.evaluation import SplitConfig
-    from mindforge.payloads import EvaluationSpec, LineageSpec, RuntimeSpec, Stage, UpdateSpec
+    from mindforge.payloads import (
+        EvaluationSpec,
+        ExpansionSpec,
+        ExperienceSpec,
+        LineageSpec,
+        RuntimeSpec,
+        SearchBudgetSpec,
+        Stage,
+        UpdateSpec,
+    )
     from mindforge.policy.engines.models import resolve_model
     from mindforge.policy.server.server import start_policy_server
     from mindforge.settings import get_settings
@@ -174,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 iterations, G=4, B=3, 1 sealed attempt (< 10 min)")
     parser.add_argument("--name", default=None, help="lineage name (default: bench-update-<time>)")
+    parser.add_argument("--base-attempts", type=int, default=2, help="base-evaluation attempts per search task")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
     quick = args.quick
@@ -193,7 +209,12 @@ def main(argv: list[str] | None = None) -> int:
                 name=name,
                 tasks=[str(REPO / "tasks" / "micro")],
                 contract_path=str(contract_path),
-                stages=[Stage.UPDATE],
+                stages=[Stage.EXPANSION, Stage.UPDATE],
+                expansion=ExpansionSpec(
+                    attempts=args.base_attempts,
+                    search=SearchBudgetSpec(enabled=False),
+                    experience=ExperienceSpec(enabled=False),
+                ),
                 runtime=RuntimeSpec(policy_url=server.base_url, trial_batch_size=8, heartbeat_timeout_sec=600),
                 update=UpdateSpec(base_model_path=resolved.hf_dir, **loop_size),
                 evaluation=EvaluationSpec(splits=SplitConfig(), attempts=1 if quick else 4),
@@ -207,12 +228,19 @@ def main(argv: list[str] | None = None) -> int:
         gen = lineages.get_generation(session=s, lineage_id=name, index=0)
         record = dict(gen.record) if gen is not None else {}
         rollouts = trials.list_trials(session=s, lineage_id=name, stage="rollout")
+        base = trials.list_trials(session=s, lineage_id=name, stage="expansion")
+        by_task: dict[str, list[bool]] = {}
+        for r in base:
+            by_task.setdefault(r.task_hash, []).append(r.reward is not None and r.reward >= 1.0)
+        mixed = sum(1 for v in by_task.values() if any(v) and not all(v))
         rate = _rollouts_per_minute(rollouts)
     update = record.get("update", {})
     its = update.get("iterations", [])
     print(f"\n=== bench_update ({'quick' if quick else 'full'}; SmolLM2-135M-Instruct, tasks/micro, one run) ===")
     print(f"training contract: {update.get('plan', {}).get('note', '')}")
     print(f"experience library (oracle-seeded, the lineage's search split, k={K}): {library}")
+    print(f"base evaluation (search split): {sum(sum(v) for v in by_task.values())}/{len(base)} trials passed on "
+          f"{len(by_task)} tasks; {mixed} task(s) with a pass rate strictly between 0 and 1")
     print(f"outcome: {update.get('outcome')} {update.get('reason', '')}")
     print("training reward per iteration (search split; a training signal, not skill):")
     for it in its:
