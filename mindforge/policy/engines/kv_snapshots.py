@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ MIN_NEW_TOKENS = 64
 MIN_GAIN_TOKENS = 64
 
 
-def common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """The number of leading tokens ``a`` and ``b`` share."""
     n = 0
     for x, y in zip(a, b, strict=False):  # the shorter list bounds the common prefix

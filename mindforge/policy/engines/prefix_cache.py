@@ -29,6 +29,8 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from mindforge.policy.engines.kv_snapshots import common_prefix
+
 #: key and value states per layer, each shape (1, kv_heads, tokens, head_dim)
 Layers = list[tuple[torch.Tensor, torch.Tensor]]
 
@@ -39,15 +41,6 @@ class _Entry:
     tokens: list[int]
     layers: Layers
     nbytes: int
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):  # the shorter list bounds the common prefix
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def supports_prefix_cache(model: Any) -> bool:
@@ -84,7 +77,7 @@ class PrefixCache:
         best, best_len = None, 0
         for key, entry in self._entries.items():
             if entry.adapter == adapter:
-                n = min(_common_prefix(entry.tokens, prompt), len(prompt) - 1)
+                n = min(common_prefix(entry.tokens, prompt), len(prompt) - 1)
                 if n > best_len:
                     best, best_len = key, n
         if best is None:
@@ -101,7 +94,7 @@ class PrefixCache:
         if nbytes > self.max_bytes or not tokens:
             return
         for key, entry in list(self._entries.items()):
-            if entry.adapter == adapter and _common_prefix(entry.tokens, tokens) == len(entry.tokens):
+            if entry.adapter == adapter and common_prefix(entry.tokens, tokens) == len(entry.tokens):
                 self._pop(key)
         self._entries[self._next] = _Entry(adapter, list(tokens), layers, nbytes)
         self._next += 1
