@@ -27,7 +27,7 @@ trials (Expansion, held-out runs); training stays on transformers + PEFT.
   ``benchmarks/bench_rollouts.py`` reads to say where a trial's generation time goes.
 - **Shared prefills**: a prompt one slot prefilled is copied into another slot instead of
   being computed again (:mod:`mindforge.policy.engines.kv_snapshots`); a request waits for
-  another slot's prefill of a prompt it shares, as the rollouts of a GRPO group do.
+  another slot's prefill of (nearly) the same prompt, as the rollouts of a GRPO group ask.
 - **Adapters**: ``/v1/load_lora_adapter`` converts the PEFT directory to a GGUF LoRA
   (:mod:`mindforge.policy.engines.gguf_lora`) and loads it into every slot's model
   (``llama_adapter_lora_init``); a request sets its adapter on its slot's context
@@ -101,7 +101,7 @@ class LlamaCppEngine:
             every core slows the other slot's decoding). A number fixes it.
         share_prefills: slots share prompt prefills
             (:mod:`mindforge.policy.engines.kv_snapshots`): a request waits for another
-            slot's prefill of a prompt that shares more with its own, then copies it in.
+            slot's prefill of (nearly) the same prompt, then copies it in.
         snapshot_bytes: the most bytes of prompt snapshots kept per adapter.
         n_ctx: context window in tokens; default the GGUF's training context.
 
@@ -166,7 +166,7 @@ class LlamaCppEngine:
         #: per recent request: prompt tokens whose KV cache its slot held or copied in (tests, benchmarks)
         self.prefix_hits: deque[int] = deque(maxlen=1000)
         self._snapshots = KVSnapshots(snapshot_bytes) if share_prefills else None
-        #: slot index -> (adapter, prompt) while that slot prefills a prompt other requests may share
+        #: id(slot) -> (adapter, prompt) while that slot prefills a prompt other requests may share
         self._prefilling: dict[int, tuple[str | None, list[int]]] = {}
 
     def close(self) -> None:
