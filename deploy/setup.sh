@@ -37,16 +37,28 @@ step() { echo "setup: $1 ($((SECONDS - start)) s)"; }
 #   defaults these to OFF (LLAMA_STANDALONE); they are set so a change of default
 #   upstream cannot add them back. The Python package installs none of them.
 # libllama, libggml(-base, -cpu) and libcommon (forced ON by llama-cpp-python's own
-# CMakeLists) are built as before, with GGML_NATIVE (the host's SIMD) as before.
+# CMakeLists) are built as before, with GGML_NATIVE (the host's SIMD) less AMX:
+# - no AMX: GGML_NATIVE compiles with -march=native, which on a CPU that reports AMX
+#   (Sapphire Rapids and later) turns on ggml's AMX kernels and AMX weight buffers. On a
+#   2-core Xeon VM reporting amx_tile/amx_int8 (2026-12-02) every decode of SmolLM2's Q4_1
+#   weights then died with a general protection fault in libggml-cpu.so (the policy server
+#   exited on its first request). GCC lets explicit -mno-* flags win over -march's, so
+#   the rest of the host's SIMD (AVX-512, AVX-VNNI) stays on; AMX only pays on large
+#   batched matrix products, which a 135M model on 2 slots never runs.
 LLAMACPP_CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
 LLAMACPP_CMAKE_ARGS+=" -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF"
+NO_AMX=""
+if [[ "$(uname -m)" == x86_64 ]]; then  # the flags exist for x86 only
+  NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+fi
 wheels="$(mktemp -d)"
 trap 'rm -rf "$wheels"' EXIT
 .venv/bin/pip install -q --upgrade pip
 step "pip upgraded"
 # the llama.cpp compile (minutes) overlaps the downloads below; its log is kept
-CMAKE_ARGS="${CMAKE_ARGS:-} $LLAMACPP_CMAKE_ARGS" \
-  .venv/bin/pip wheel -q --no-deps -w "$wheels" "llama-cpp-python==0.3.36" >.venv/llamacpp-build.log 2>&1 &
+# (--no-cache-dir: a wheel pip cached from another build's flags must not stand in for this one)
+CMAKE_ARGS="${CMAKE_ARGS:-} $LLAMACPP_CMAKE_ARGS" CFLAGS="${CFLAGS:-} $NO_AMX" CXXFLAGS="${CXXFLAGS:-} $NO_AMX" \
+  .venv/bin/pip wheel -q --no-cache-dir --no-deps -w "$wheels" "llama-cpp-python==0.3.36" >.venv/llamacpp-build.log 2>&1 &
 build=$!
 .venv/bin/pip install -q "torch==2.13.0"
 step "torch installed"
@@ -62,7 +74,9 @@ if ! wait "$build"; then
   exit 1
 fi
 step "llama.cpp built"
-# the llamacpp extra from the wheel just built (pip prefers it to the sdist)
+# the wheel just built replaces any installed one (same version, maybe other build flags),
+# then the llamacpp extra resolves to it
+.venv/bin/pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
 .venv/bin/pip install -q --find-links "$wheels" -e ".[train,test,postgres,llamacpp]"
 echo "$want" > "$stamp"
 step "installed into .venv"
