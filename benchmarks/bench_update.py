@@ -30,8 +30,13 @@ bundled tasks' solutions) is shown.
 It prints:
 
 - the training-reward curve (mean rollout reward per iteration, flat-group fraction,
-  tokens, loss, seconds) and the least-squares slope of reward on iteration with its 95%
-  interval (t distribution; target: the interval excludes 0);
+  tokens, loss, seconds) and two least-squares slopes of reward with their 95% intervals
+  (t distribution; target: the interval excludes 0): of the iteration means on the
+  iteration, and of each rollout's reward on its policy version within tasks
+  (:func:`mindforge.evaluation.within_task_slope`). The curriculum draws other tasks in
+  each iteration (unseen ones among them, mostly failed), so the iteration means move with
+  the mix of tasks as much as with the adapter; the within-task slope compares a task
+  only with itself;
 - the sealed lift of (contract, new adapter) over (contract, base weights), paired by
   task, with its 95% bootstrap interval, task count and trial count (target: lower
   bound above 0);
@@ -123,23 +128,31 @@ async def run_product_lineage(spec: Any, settings: Any) -> None:
         await env.shutdown()
 
 
-#: two-sided 95% quantiles of Student's t by degrees of freedom 1..10 (standard tables); 1.96 beyond
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
-
-
 def reward_slope(points: list[tuple[int, float]]) -> tuple[float, float, float] | None:
     """Least-squares slope of reward on iteration with its 95% interval (t, n - 2 df); None under 3 points."""
-    n = len(points)
-    if n < 3:
-        return None
-    xs, ys = [float(p[0]) for p in points], [p[1] for p in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    residual = sum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
-    stderr = math.sqrt(residual / (n - 2) / sxx)
-    half = (T975[n - 3] if n - 2 <= len(T975) else 1.96) * stderr
-    return slope, slope - half, slope + half
+    from mindforge.evaluation import ols_slope
+
+    fit = ols_slope(points)
+    return None if fit is None else (fit.slope, fit.lo, fit.hi)
+
+
+def rollout_points(rows: list[Any], iterations: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """(task hash, policy version, reward) of each rollout with a real reward, for the within-task slope.
+
+    The policy version is the position of the adapter the rollout drew from among the
+    distinct adapters the iterations drew from, in iteration order (0: the first
+    iteration's adapter); an iteration that trained nothing leaves the next one drawing
+    from the same adapter, so both share a version.
+    """
+    versions: dict[str, int] = {}
+    for it in sorted(iterations, key=lambda it: it["iteration"]):
+        versions.setdefault(it.get("adapter", ""), len(versions))
+    out = []
+    for row in rows:
+        record = row.to_record()
+        if record.has_real_reward and record.reward is not None and row.adapter in versions:
+            out.append((row.task_hash, float(versions[row.adapter]), float(record.reward)))
+    return out
 
 
 def docker_floor_per_minute(trials: int = 6, workers: int = 2) -> float:
@@ -172,7 +185,7 @@ def _rollouts_per_minute(rows: list[Any]) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mindforge.evaluation import SplitConfig
+    from mindforge.evaluation import SplitConfig, within_task_slope
     from mindforge.payloads import (
         EvaluationSpec,
         ExpansionSpec,
@@ -237,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
             by_task.setdefault(r.task_hash, []).append(r.reward is not None and r.reward >= 1.0)
         mixed = sum(1 for v in by_task.values() if any(v) and not all(v))
         rate = _rollouts_per_minute(rollouts)
-    update = record.get("update", {})
-    its = update.get("iterations", [])
+        update = record.get("update", {})
+        its = update.get("iterations", [])
+        points = rollout_points(rollouts, its)
     print(f"\n=== bench_update ({'quick' if quick else 'full'}; SmolLM2-135M-Instruct, tasks/micro, one run) ===")
     print(f"training contract: {update.get('plan', {}).get('note', '')}")
     print(f"experience library (oracle-seeded, the lineage's search split, k={K}): {library}")
@@ -254,10 +268,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{it.get('reason', '')}")
     slope = reward_slope([(it["iteration"], it["mean_reward"]) for it in its])
     if slope is None:
-        print("  reward slope: fewer than 3 iterations, no interval")
+        print("  reward slope of the iteration means: fewer than 3 iterations, no interval")
     else:
-        print(f"  reward slope: {slope[0]:+.4f} per iteration (95% CI {slope[1]:+.4f}..{slope[2]:+.4f}; "
-              "target: excludes 0)")
+        print(f"  reward slope of the iteration means: {slope[0]:+.4f} per iteration (95% CI {slope[1]:+.4f}.."
+              f"{slope[2]:+.4f}, {len(its)} points; target: excludes 0)")
+    within = within_task_slope(points)
+    if within is None:
+        print("  reward slope within tasks: no task was drawn under two policy versions")
+    else:
+        print(f"  reward slope within tasks (task fixed effects; each iteration's mix of tasks drops out): "
+              f"{within.slope:+.4f} per policy version (95% CI {within.lo:+.4f}..{within.hi:+.4f}; "
+              f"{within.n} rollouts of {within.groups} tasks, {within.df} df; target: excludes 0): "
+              f"{'met' if within.lo > 0 else 'NOT met'}")
     lift = record.get("sealed_lift")
     if lift:
         ev = (record.get("evaluation") or {}).get("parent") or {}

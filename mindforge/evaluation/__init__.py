@@ -4,7 +4,7 @@
   assigned to one;
 - :mod:`~mindforge.evaluation.stages` - the split each trial stage runs on, enforced;
 - :mod:`~mindforge.evaluation.scoring` - the one per-task scorer every split uses;
-- :mod:`~mindforge.evaluation.stats` - Wilson intervals and the paired bootstrap;
+- :mod:`~mindforge.evaluation.stats` - Wilson intervals, the paired bootstrap and trend slopes;
 - :mod:`~mindforge.evaluation.lift` - the paired lift of one pair over another;
 - :mod:`~mindforge.evaluation.decisions` - successor contract and adapter promotion,
   decided on the selection split only.
@@ -38,10 +38,11 @@ from mindforge.evaluation.splits import (
     split_counts,
 )
 from mindforge.evaluation.stages import StageSplitError, check_stage_split, split_of_stage
-from mindforge.evaluation.stats import Interval, bootstrap_lift, wilson_interval
+from mindforge.evaluation.stats import Interval, Slope, bootstrap_lift, ols_slope, wilson_interval, within_task_slope
 
 __all__ = [
     "Interval",
+    "Slope",
     "LiftReport",
     "PairRef",
     "PoolSplit",
@@ -55,6 +56,7 @@ __all__ = [
     "admission_config",
     "assign_splits",
     "bootstrap_lift",
+    "ols_slope",
     "check_stage_split",
     "check_split_sizes",
     "choose_successor",
@@ -64,4 +66,5 @@ __all__ = [
     "split_counts",
     "split_of_stage",
     "wilson_interval",
+    "within_task_slope",
 ]

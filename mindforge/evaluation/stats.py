@@ -1,14 +1,16 @@
-"""Interval statistics of evaluations: Wilson intervals of rates, paired bootstrap of lifts.
+"""Interval statistics of evaluations: Wilson intervals of rates, paired bootstrap of lifts, trend slopes.
 
-Pure: numpy and pydantic.
+Pure: numpy, scipy (Student's t quantiles) and pydantic.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 from pydantic import BaseModel
+from scipy import stats as sps
 
 #: z of a two-sided 95% interval
 Z95 = 1.959963984540054
@@ -88,3 +90,94 @@ def bootstrap_lift(
     tail = (1 - confidence) / 2 * 100
     lo, hi = np.percentile(means, [tail, 100 - tail])
     return float(diffs.mean()), float(lo), float(hi)
+
+
+class Slope(BaseModel):
+    """A fitted slope with its 95% interval.
+
+    Attributes:
+        slope: change in the outcome per unit of x (e.g. reward per iteration).
+        lo / hi: the interval's bounds (Student's t, ``df`` degrees of freedom).
+        n: points used.
+        groups: groups used (tasks, for :func:`within_task_slope`; 1 for :func:`ols_slope`).
+        df: residual degrees of freedom.
+    """
+
+    slope: float
+    lo: float
+    hi: float
+    n: int
+    groups: int
+    df: int
+
+    @property
+    def excludes_zero(self) -> bool:
+        """True when the whole interval lies on one side of 0."""
+        return self.lo > 0.0 or self.hi < 0.0
+
+
+def _slope(x: np.ndarray, y: np.ndarray, df: int, groups: int, confidence: float) -> Slope | None:
+    """Least-squares slope through the origin of centred ``x``, ``y``, with a t interval on ``df``."""
+    sxx = float((x * x).sum())
+    if df < 1 or sxx <= 0.0:
+        return None
+    b = float((x * y).sum()) / sxx
+    residual = float(((y - b * x) ** 2).sum())
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(residual / df / sxx)
+    return Slope(slope=b, lo=b - half, hi=b + half, n=len(x), groups=groups, df=df)
+
+
+def ols_slope(points: Sequence[tuple[float, float]], confidence: float = 0.95) -> Slope | None:
+    """Ordinary least-squares slope of y on x with its t interval (``n - 2`` degrees of freedom).
+
+    Args:
+        points: ``(x, y)`` pairs, e.g. (iteration, mean reward of the iteration).
+        confidence: interval level in (0, 1).
+
+    Returns:
+        the slope, or None with fewer than 3 points or no spread in x.
+    """
+    if len(points) < 3:
+        return None
+    xy = np.asarray(points, dtype=float)
+    x, y = xy[:, 0] - xy[:, 0].mean(), xy[:, 1] - xy[:, 1].mean()
+    return _slope(x, y, len(points) - 2, 1, confidence)
+
+
+def within_task_slope(points: Sequence[tuple[Hashable, float, float]], confidence: float = 0.95) -> Slope | None:
+    """Slope of y on x within tasks (task fixed effects), with its t interval.
+
+    The *within* (fixed-effects) estimator of panel data (Wooldridge, "Econometric
+    Analysis of Cross Section and Panel Data", 2010, ch. 10.5): x and y are centred on
+    each task's own means before one common slope is fitted, so a task's level (an easy
+    task passes often whenever it is drawn) drops out and only change within a task counts.
+    For a training-reward curve this removes the curriculum's confound: the tasks drawn
+    change from one iteration to the next, so a mean over each iteration's rollouts moves
+    with the mix of tasks as much as with the policy. Rollouts are independent draws
+    given the task and the iteration's adapter; the interval is OLS's, on
+    ``n - tasks - 1`` degrees of freedom (one mean per task and the slope).
+
+    Args:
+        points: ``(task, x, y)`` per observation, e.g. (task hash, iteration, reward) per rollout.
+        confidence: interval level in (0, 1).
+
+    Returns:
+        the slope over the tasks seen at two or more distinct x (the others carry no
+        within-task information and are left out), or None when no slope can be fitted
+        (no such task, or no residual degree of freedom).
+    """
+    by_task: dict[Hashable, list[tuple[float, float]]] = {}
+    for task, px, py in points:
+        by_task.setdefault(task, []).append((float(px), float(py)))
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    for obs in by_task.values():
+        arr = np.asarray(obs, dtype=float)
+        if len(set(arr[:, 0].tolist())) < 2:
+            continue
+        xs.append(arr[:, 0] - arr[:, 0].mean())
+        ys.append(arr[:, 1] - arr[:, 1].mean())
+    if not xs:
+        return None
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    return _slope(x, y, len(x) - len(xs) - 1, len(xs), confidence)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mindforge.evaluation import bootstrap_lift, wilson_interval
+from mindforge.evaluation import bootstrap_lift, ols_slope, wilson_interval, within_task_slope
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,38 @@ def test_paired_interval_matches_a_hand_computed_bootstrap_on_a_fixed_table() ->
     got = bootstrap_lift(parent, child, n=500, seed=11)
     assert got[0] == pytest.approx(1 / 3)
     assert got == pytest.approx(want)
+
+
+def test_within_task_slope_matches_a_hand_computed_panel() -> None:
+    """Two tasks drawn at different iterations: pooled OLS sees no trend, the within estimator sees +0.5.
+
+    Task A at iterations 0, 0, 1, 1 scores 0, 1, 1, 1; task B at iterations 1, 1, 2, 2
+    scores 0, 0, 0, 1. Centred on each task's means, x is -.5, -.5, .5, .5 in both and y
+    is -.75, .25, .25, .25 (A) and -.25, -.25, -.25, .75 (B): sum xy = 1, sum xx = 2, slope
+    0.5. Residuals -.5, .5, 0, 0, 0, 0, -.5, .5: sum of squares 1 on 8 - 2 tasks - 1 = 5
+    df; standard error sqrt(1 / 5 / 2); t(0.975, 5) = 2.570582.
+    """
+    points = [("A", 0, 0.0), ("A", 0, 1.0), ("A", 1, 1.0), ("A", 1, 1.0),
+              ("B", 1, 0.0), ("B", 1, 0.0), ("B", 2, 0.0), ("B", 2, 1.0)]  # fmt: skip
+    got = within_task_slope(points)
+    assert got is not None
+    half = 2.570582 * (1 / 5 / 2) ** 0.5
+    assert got.slope == pytest.approx(0.5)
+    assert (got.lo, got.hi) == pytest.approx((0.5 - half, 0.5 + half), abs=1e-5)
+    assert (got.n, got.groups, got.df) == (8, 2, 5) and not got.excludes_zero
+    # the same points pooled across tasks: the mix of tasks hides the trend
+    pooled = ols_slope([(x, y) for _task, x, y in points])
+    assert pooled is not None and pooled.slope == pytest.approx(0.0)
+    # a task seen at one iteration only carries no within-task information
+    assert within_task_slope([*points, ("C", 3, 1.0), ("C", 3, 0.0)]) == got
+    assert within_task_slope([("A", 0, 1.0), ("A", 0, 0.0)]) is None
+
+
+def test_ols_slope_by_hand() -> None:
+    """y = 0, 1, 1, 2 at x = 0, 1, 2, 3: slope 0.6, residuals -.1, .3, -.3, .1 (sum of squares .2, 2 df)."""
+    got = ols_slope([(0, 0.0), (1, 1.0), (2, 1.0), (3, 2.0)])
+    assert got is not None
+    half = 4.302653 * (0.2 / 2 / 5) ** 0.5
+    assert got.slope == pytest.approx(0.6)
+    assert (got.lo, got.hi) == pytest.approx((0.6 - half, 0.6 + half), abs=1e-5)
+    assert ols_slope([(0, 0.0), (1, 1.0)]) is None
