@@ -29,11 +29,26 @@ def stored_spec(spec: dict[str, Any]) -> LineageSpec:
     return LineageSpec.model_validate({k: v for k, v in spec.items() if k in LineageSpec.model_fields})
 
 
+def _same_run(extension: dict[str, Any], inp: ContinueLineageInput) -> bool:
+    """Whether a recorded extension was made by the run asking (a retried activity), not an earlier one.
+
+    ``mindforge lineage extend`` and the main job start every extension under the same
+    workflow id (``lineage-<name>``); only the run id tells them apart. (Before the run id
+    was recorded, a second extension under the same id matched the first one's record and
+    re-ran its generation instead of adding one.)
+    """
+    if not inp.workflow_id or extension.get("workflow_id") != inp.workflow_id:
+        return False
+    return extension.get("run_id", "") == inp.run_id
+
+
 def continuation(session, inp: ContinueLineageInput) -> LineageInput:
     """The :class:`LineageInput` that runs ``inp.generations`` more generations of a stored lineage.
 
     Records the extension in the stored spec (``generations`` becomes the new total;
-    ``extensions`` lists each one). Idempotent for a retried activity of one workflow run.
+    ``extensions`` lists each one, with the workflow id and run id that made it).
+    Idempotent for a retried activity of one workflow run; a later run under the same
+    workflow id (``lineage extend`` again) is a new extension.
 
     Args:
         session: an open store session (the caller's scope commits).
@@ -51,7 +66,7 @@ def continuation(session, inp: ContinueLineageInput) -> LineageInput:
     if lin is None:
         raise LineageNotContinuableError(f"no lineage {inp.lineage_id!r} in the store to continue")
     extensions = list(lin.spec.get("extensions") or [])
-    mine = next((e for e in extensions if inp.workflow_id and e.get("workflow_id") == inp.workflow_id), None)
+    mine = next((e for e in extensions if _same_run(e, inp)), None)
     if mine is None and lin.status in (RunStatus.RUNNING, RunStatus.PAUSED):
         raise LineageNotContinuableError(
             f"lineage {inp.lineage_id!r} is {lin.status.value}: a run of it has not ended (continue it once it has)"
@@ -66,7 +81,7 @@ def continuation(session, inp: ContinueLineageInput) -> LineageInput:
     spec = stored_spec(lin.spec)
     if mine is None:
         mine = {
-            "workflow_id": inp.workflow_id, "from_generation": last.index + 1,
+            "workflow_id": inp.workflow_id, "run_id": inp.run_id, "from_generation": last.index + 1,
             "generations": inp.generations, "at": utcnow().isoformat(),
         }
         extensions.append(mine)

@@ -86,7 +86,8 @@ class LineageWorkflow:
             inp = await o.store_activity(
                 o.CONTINUE_LINEAGE,
                 ContinueLineageInput(
-                    lineage_id=inp.lineage_id, generations=inp.extend, workflow_id=workflow.info().workflow_id
+                    lineage_id=inp.lineage_id, generations=inp.extend, workflow_id=workflow.info().workflow_id,
+                    run_id=workflow.info().run_id,
                 ),
                 LineageInput,
             )

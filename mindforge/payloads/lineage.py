@@ -66,6 +66,9 @@ class ContinueLineageInput(BaseModel):
     lineage_id: str
     generations: int = Field(default=1, ge=1)
     workflow_id: str = ""
+    #: the run asking: ``lineage extend`` and the main job reuse one workflow id for every
+    #: extension, so the run id tells a retried activity of this run from a later extension
+    run_id: str = ""
 
 
 class LineageStatus(BaseModel):

@@ -30,7 +30,7 @@ def test_continuation_starts_after_the_last_completed_generation_from_its_succes
                                    record={"contract_hash": "b" * 64, "adapter": "night-g1-r1"})
         lineages.update_generation(session=s, lineage_id="night", index=2, status=RunStatus.FAILED)
         lineages.update_lineage(session=s, lineage_id="night", status=RunStatus.RUNNING)
-    ask = ContinueLineageInput(lineage_id="night", generations=2, workflow_id="lineage-night-1")
+    ask = ContinueLineageInput(lineage_id="night", generations=2, workflow_id="lineage-night-1", run_id="run-a")
     with pytest.raises(LineageNotContinuableError, match="is running"), session_scope(engine) as s:
         continuation(s, ask)
     with session_scope(engine) as s:
@@ -44,6 +44,20 @@ def test_continuation_starts_after_the_last_completed_generation_from_its_succes
     with session_scope(engine) as s:
         lin = lineages.get_lineage(session=s, lineage_id="night")
         assert lin.spec["generations"] == 4 and len(lin.spec["extensions"]) == 1
+    # a later run under the same workflow id (``lineage extend`` again) adds generations after the last completed
+    with session_scope(engine) as s:
+        lineages.create_generation(session=s, lineage_id="night", index=3, contract_hash=contract.content_hash)
+        for index in (2, 3):
+            lineages.update_generation(session=s, lineage_id="night", index=index, status=RunStatus.COMPLETED,
+                                       record={"contract_hash": "c" * 64, "adapter": f"night-g{index}-r1"})
+        lineages.update_lineage(session=s, lineage_id="night", status=RunStatus.COMPLETED)
+    again = ask.model_copy(update={"generations": 1, "run_id": "run-b"})
+    with session_scope(engine) as s:
+        got = continuation(s, again)
+    assert (got.next_generation, got.spec.generations, got.adapter) == (4, 5, "night-g3-r1")
+    with session_scope(engine) as s:
+        lin = lineages.get_lineage(session=s, lineage_id="night")
+        assert lin.spec["generations"] == 5 and len(lin.spec["extensions"]) == 2
     with pytest.raises(LineageNotContinuableError, match="no lineage"), session_scope(engine) as s:
         continuation(s, ContinueLineageInput(lineage_id="nope"))
     engine.dispose()
