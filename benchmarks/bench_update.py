@@ -201,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     from mindforge.settings import get_settings
     from mindforge.store import engine as se
     from mindforge.store import lineages, trials
+    from mindforge.trainer.curriculum import pass_rates
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 iterations, G=4, B=3, 1 sealed attempt (< 10 min)")
@@ -244,11 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         gen = lineages.get_generation(session=s, lineage_id=name, index=0)
         record = dict(gen.record) if gen is not None else {}
         rollouts = trials.list_trials(session=s, lineage_id=name, stage="rollout")
-        base = trials.list_trials(session=s, lineage_id=name, stage="expansion")
-        by_task: dict[str, list[bool]] = {}
-        for r in base:
-            by_task.setdefault(r.task_hash, []).append(r.reward is not None and r.reward >= 1.0)
-        mixed = sum(1 for v in by_task.values() if any(v) and not all(v))
+        base = [r.to_record() for r in trials.list_trials(session=s, lineage_id=name, stage="expansion")]
+        rates = pass_rates(base, {r.task_hash for r in base})
+        mixed = sum(1 for t in rates.values() if t.rate is not None and 0.0 < t.rate < 1.0)
         rate = _rollouts_per_minute(rollouts)
         update = record.get("update", {})
         its = update.get("iterations", [])
@@ -256,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n=== bench_update ({'quick' if quick else 'full'}; SmolLM2-135M-Instruct, tasks/micro, one run) ===")
     print(f"training contract: {update.get('plan', {}).get('note', '')}")
     print(f"experience library (oracle-seeded, the lineage's search split, k={K}): {library}")
-    print(f"base evaluation (search split): {sum(sum(v) for v in by_task.values())}/{len(base)} trials passed on "
-          f"{len(by_task)} tasks; {mixed} task(s) with a pass rate strictly between 0 and 1")
+    print(f"base evaluation (search split): {sum(1 for r in base if r.passed)}/{len(base)} trials passed on "
+          f"{len(rates)} tasks; {mixed} task(s) with a pass rate strictly between 0 and 1")
     print(f"outcome: {update.get('outcome')} {update.get('reason', '')}")
     print("training reward per iteration (search split; a training signal, not skill):")
     for it in its:
