@@ -37,9 +37,14 @@ It prints:
   each iteration (unseen ones among them, mostly failed), so the iteration means move with
   the mix of tasks as much as with the adapter; the within-task slope compares a task
   only with itself;
-- the sealed lift of (contract, new adapter) over (contract, base weights), paired by
-  task, with its 95% bootstrap interval, task count and trial count (target: lower
-  bound above 0);
+- the promotion gate's selection lift (the decision), then the sealed lift of (contract,
+  new adapter) over (contract, base weights), paired by task, with its 95% bootstrap
+  interval, task count and trial count (target: lower bound above 0). When the gate
+  promoted the adapter this is the generation's own sealed lift; when it did not, the
+  generation measures none (there is no change to measure), and the benchmark runs both
+  pairs on the sealed split itself - the same tasks and attempts, in-process against the
+  same server - as a **benchmark-only reading** that no decision reads and the store does
+  not hold (its trials go under ``<artifacts>/bench_update/sealed``);
 - rollouts per minute (rollout trials over the span of their start and finish times)
   against the Docker floor at concurrency 2 (``benchmarks/bench_trial.py``'s plain
   ``docker`` CLI trial, no model; target >= 0.5x the floor and >= 3x the 12-16 a minute
@@ -50,6 +55,13 @@ Run on demand (needs the ``llamacpp`` extra and ``mindforge dev up``)::
 
     .venv/bin/python benchmarks/bench_update.py            # 8 iterations, G=8, B=8 (under 60 min)
     .venv/bin/python benchmarks/bench_update.py --quick    # 2 iterations, G=4, B=3 (under 10 min)
+    .venv/bin/python benchmarks/bench_update.py --guidance # off-policy guides join failed groups
+
+``--guidance`` turns on the Update's off-policy guidance (``UpdateSpec.guidance``,
+:mod:`mindforge.trainer.guidance`): a group whose rollouts all failed is joined by the
+task's own entry of the contract's oracle-seeded library (its reference solution, from
+the search split), so the curriculum reaches every search task, not only the few the
+base model sometimes passes.
 """
 
 from __future__ import annotations
@@ -184,6 +196,54 @@ def _rollouts_per_minute(rows: list[Any]) -> float | None:
     return rate or None
 
 
+def sealed_reading(name: str, record: dict[str, Any], base_url: str, attempts: int) -> Any:
+    """The benchmark-only sealed lift of (training contract, last adapter) over (training contract, base weights).
+
+    Both pairs run every sealed task of lineage ``name`` ``attempts`` times, in-process
+    (:class:`benchmarks.bench_real_model.Runner`) against the policy server that still
+    serves the adapter; the trials are not stored, and nothing reads the figure but this
+    print-out.
+
+    Returns:
+        the :class:`mindforge.evaluation.LiftReport`, or None when the Update registered no adapter.
+    """
+    from benchmarks.bench_real_model import Runner
+    from mindforge.evaluation import PairRef, PoolSplit, paired_lift
+    from mindforge.hcp import loads_contract
+    from mindforge.settings import get_settings
+    from mindforge.store import engine as se
+    from mindforge.store import pool, registry
+    from mindforge.tasks.loader import load_task
+    from workers.update_activities import successor_contract
+
+    settings = get_settings()
+    contract_hash = (record.get("update", {}).get("plan") or {}).get("contract_hash") or ""
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        adapters = registry.list_adapters(session=s, lineage_id=name)
+        row = registry.get_contract(session=s, content_hash=contract_hash) if contract_hash else None
+        stored = pool.list_pool_tasks(session=s, lineage_id=name, split=PoolSplit.SEALED)
+        sealed = [load_task(Path(t.path)) for t in stored]
+    if not adapters or row is None:
+        return None
+    training = loads_contract(row.toml_text, source=f"contract {contract_hash}")
+    adapted = successor_contract(training, adapters[-1].name)
+    pairs = {"base": training, "adapter": adapted}
+    jobs = [
+        (task, contract, f"bench-sealed-{label}-{task.content_hash[:12]}-{a}", a)
+        for label, contract in pairs.items() for task in sealed for a in range(attempts)
+    ]
+    runner = Runner(base_url, settings.artifacts / "bench_update" / "sealed" / name, workers=2)
+    try:
+        records = runner.run(jobs, run_id=f"{name}-sealed-reading")
+    finally:
+        runner.pool.shutdown()
+    return paired_lift(
+        records, PairRef(contract_hash=training.content_hash, adapter=""),
+        PairRef(contract_hash=adapted.content_hash, adapter=adapted.model.adapter),
+        {t.content_hash for t in sealed}, measured_on=PoolSplit.SEALED,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     from mindforge.evaluation import SplitConfig, within_task_slope
     from mindforge.payloads import (
@@ -207,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2 iterations, G=4, B=3, 1 sealed attempt (< 10 min)")
     parser.add_argument("--name", default=None, help="lineage name (default: bench-update-<time>)")
     parser.add_argument("--base-attempts", type=int, default=2, help="base-evaluation attempts per search task")
+    parser.add_argument("--guidance", action="store_true", help="off-policy guides join groups that all failed")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
     quick = args.quick
@@ -233,17 +294,20 @@ def main(argv: list[str] | None = None) -> int:
                     experience=ExperienceSpec(enabled=False),
                 ),
                 runtime=RuntimeSpec(policy_url=server.base_url, trial_batch_size=8, heartbeat_timeout_sec=600),
-                update=UpdateSpec(base_model_path=resolved.hf_dir, **loop_size),
+                update=UpdateSpec(base_model_path=resolved.hf_dir, guidance=args.guidance, **loop_size),
                 evaluation=EvaluationSpec(splits=SplitConfig(), attempts=1 if quick else 4),
             )
             asyncio.run(run_product_lineage(spec, settings))
+        with se.session_scope(se.init_db(settings.db_url)) as s:
+            gen = lineages.get_generation(session=s, lineage_id=name, index=0)
+            record = dict(gen.record) if gen is not None else {}
+        attempts = spec.evaluation.attempts
+        reading = None if record.get("sealed_lift") else sealed_reading(name, record, server.base_url, attempts)
     finally:
         server.stop()
     floor = docker_floor_per_minute()
     eng = se.init_db(settings.db_url)
     with se.session_scope(eng) as s:
-        gen = lineages.get_generation(session=s, lineage_id=name, index=0)
-        record = dict(gen.record) if gen is not None else {}
         rollouts = trials.list_trials(session=s, lineage_id=name, stage="rollout")
         base = [r.to_record() for r in trials.list_trials(session=s, lineage_id=name, stage="expansion")]
         rates = pass_rates(base, {r.task_hash for r in base})
@@ -258,12 +322,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"base evaluation (search split): {sum(1 for r in base if r.passed)}/{len(base)} trials passed on "
           f"{len(rates)} tasks; {mixed} task(s) with a pass rate strictly between 0 and 1")
     print(f"outcome: {update.get('outcome')} {update.get('reason', '')}")
+    gate = (update.get("promotion") or {}).get("lift") or {}
+    if gate.get("mean") is not None:
+        print(f"promotion gate (selection split, the decision): lift {gate['mean']:+.3f} (95% CI {gate['lo']:+.3f}.."
+              f"{gate['hi']:+.3f}) on {gate['n_tasks']} tasks, {gate['n_trials']} trials (base "
+              f"{gate['parent_score']:.3f} -> adapter {gate['successor_score']:.3f}): "
+              f"{'promoted' if update['promotion']['promoted'] else 'not promoted'}")
     print("training reward per iteration (search split; a training signal, not skill):")
     for it in its:
         loss = "-" if it.get("loss") is None else f"{it['loss']:+.4f}"
         print(f"  it {it['iteration']}: mean reward {it['mean_reward']:.3f} on {it['rollouts']} rollouts "
               f"({it['passed']} passed), flat groups {it['flat_groups']}/{it['groups']}, draws {it['draws']}, "
-              f"{it['steps']} steps, {it['tokens_trained']} tokens, loss {loss}, {it['seconds']:.0f} s "
+              f"{it.get('guided_groups', 0)} guided, {it['steps']} steps, {it['tokens_trained']} tokens, loss {loss}, "
+              f"{it['seconds']:.0f} s "
               f"{it.get('reason', '')}")
     slope = reward_slope([(it["iteration"], it["mean_reward"]) for it in its])
     if slope is None:
@@ -286,8 +357,15 @@ def main(argv: list[str] | None = None) -> int:
               f"(95% CI {lift['lo']:+.3f}..{lift['hi']:+.3f}) on {lift['n_tasks']} sealed tasks, "
               f"{lift['n_trials']} trials (base {ev.get('parent_score', math.nan):.3f} -> "
               f"adapter {ev.get('successor_score', math.nan):.3f})")
+    elif reading is not None and reading.mean is not None:
+        print(f"sealed lift of (contract, new adapter) over (contract, base weights), a benchmark-only reading (the "
+              f"generation measured none: {record.get('sealed_lift_reason', '')}): {reading.mean:+.3f} (95% CI "
+              f"{reading.lo:+.3f}..{reading.hi:+.3f}) on {reading.n_tasks} sealed tasks, {reading.n_trials} trials "
+              f"(base {reading.parent_score:.3f} -> adapter {reading.successor_score:.3f}; "
+              "target: lower bound above 0)")
     else:
-        print(f"no sealed lift: {record.get('sealed_lift_reason', '')}")
+        why = reading.reason if reading is not None else "the Update registered no adapter"
+        print(f"no sealed lift: {record.get('sealed_lift_reason', '')}; benchmark reading: {why}")
     if rate is not None:
         print(f"rollouts per minute (while rollouts ran): {rate:.1f} over {len(rollouts)} rollouts; Docker floor at "
               f"concurrency 2: "

@@ -32,6 +32,7 @@ from mindforge.errors import InputError
 from mindforge.evaluation import PoolSplit
 from mindforge.evaluation.on_contract import OffContractError, harness_key
 from mindforge.payloads import (
+    GuideRef,
     RecordIterationInput,
     RolloutDrawInput,
     RolloutPlan,
@@ -156,22 +157,28 @@ class IterationActivities:
             rollout_contract = _rollout_contract(s, inp.contract_hash, inp.adapter)
             listed = pool.list_pool_tasks(session=s, lineage_id=inp.lineage_id, split=PoolSplit.SEARCH)
             tasks = {t.id: t for t in listed}
+            guides = training_guides(s, inp.contract_hash, set(tasks)) if spec.guidance else {}
             if inp.draw == 0:
                 rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
                 harness = same_harness(s, inp.contract_hash, {r.contract_hash or "" for r in rows})
                 on = [r.to_record() for r in rows if r.stage in TRAINED_STAGES and r.contract_hash in harness]
                 pick = curriculum.pick_tasks(
-                    curriculum.pass_rates(on, sorted(tasks)), spec.tasks_per_iteration, salt=str(inp.iteration)
+                    curriculum.pass_rates(on, sorted(tasks)), spec.tasks_per_iteration, salt=str(inp.iteration),
+                    guided=guides.keys(),
                 )
+                guided = f", {pick.guided} never passed with a guide" if spec.guidance else ""
                 chosen, note = pick.tasks, (
-                    f"curriculum: {pick.eligible_seen} tasks with 0 < pass rate < 1, {pick.unseen} unseen; "
+                    f"curriculum: {pick.eligible_seen} tasks with 0 < pass rate < 1, {pick.unseen} unseen{guided}; "
                     f"set aside {pick.never_passed} never passed, {pick.always_passed} always passed"
                 )
                 if not chosen:
                     note = "no search task has a pass rate strictly between 0 and 1 under the training contract"
             else:
                 groups = _draw_groups(s, inp.draws)
-                signal = sum(1 for g in groups if not curriculum.is_flat(g[1]))
+                signal = sum(
+                    1 for h, rewards in groups
+                    if curriculum.has_signal(rewards, guides[h].reward if h in guides else None)
+                )
                 pooled: dict[str, list[float]] = {}
                 for task_hash, rewards in groups:
                     pooled.setdefault(task_hash, []).extend(rewards)
@@ -208,13 +215,17 @@ class IterationActivities:
         rewards are all equal are dropped. Only search-split tasks are read. Recorded
         under ``update.selection``.
 
+        With ``update.guidance``, a flat group whose rollouts all failed is kept when its
+        task has a guide in the training contract's snapshot (:func:`training_guides`).
+
         Raises:
             ApplicationError: non-retryable ``OffContractError`` when a listed trial ran
-                under another contract than the training contract.
+                under another contract than the training contract, and
+                ``ContractNotRegisteredError`` (guidance) when that contract is not registered.
         """
         try:
             return await asyncio.to_thread(self._select, inp)
-        except OffContractError as exc:
+        except (OffContractError, ContractNotRegisteredError) as exc:
             raise non_retryable_error(exc) from exc
 
     def _select(self, inp: SelectTrajectoriesInput) -> SelectTrajectoriesResult:
@@ -243,9 +254,12 @@ class IterationActivities:
                 a.trial_id: a
                 for a in trials.list_audits(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
             }
+            guides = (
+                training_guides(s, inp.contract_hash, _search_hashes(s, inp.lineage_id)) if inp.update.guidance else {}
+            )
             report = select_groups(
                 records, not_search, max_groups_per_task=inp.update.max_groups_per_task,
-                max_trials_per_group=inp.update.max_trials_per_group, audits=audits,
+                max_trials_per_group=inp.update.max_trials_per_group, audits=audits, guides=guides,
             )
             groups = [g for d in draws for g in curriculum.group_rewards(d).values()]
             rewards = [float(r.reward) for r in records if r.has_real_reward and r.reward is not None]
@@ -253,6 +267,7 @@ class IterationActivities:
                 report=report, rollouts=len(rewards), passed=sum(1 for r in records if r.passed),
                 mean_reward=sum(rewards) / len(rewards) if rewards else 0.0,
                 groups_drawn=len(groups), flat_groups=sum(1 for g in groups if curriculum.is_flat(g)),
+                guided_groups=report.guided_groups,
                 off_contract_trials=off,
             )
             counts = {**report.counts(), "off_contract_trials": off}
@@ -295,6 +310,26 @@ def same_harness(session, contract_hash: str, hashes: set[str]) -> set[str]:
 
     want = key(contract_hash)
     return {contract_hash} | {h for h in hashes if h and h != contract_hash and want is not None and key(h) == want}
+
+
+def training_guides(session, contract_hash: str, search: set[str]) -> dict[str, GuideRef]:
+    """Search task hash -> its guide under the training contract (off-policy guidance).
+
+    The guides are the task's own entries in the contract's experience snapshot that can
+    guide under its harness (:func:`mindforge.trainer.guidance.guide_entries`), for tasks
+    on the lineage's search split only (a snapshot holds search-split entries alone; the
+    filter keeps it so). Empty when the contract carries no snapshot.
+
+    Raises:
+        ContractNotRegisteredError: the training contract is not registered.
+    """
+    from mindforge.hcp import loads_contract
+    from mindforge.trainer.guidance import guide_entries, guide_ref
+
+    row = registry.require_contract(session=session, content_hash=contract_hash)
+    contract = loads_contract(row.toml_text, source=f"contract {contract_hash}")
+    snapshot = contract.resources.experience.snapshot if contract.resources.experience is not None else ""
+    return {h: guide_ref(e, snapshot) for h, e in guide_entries(contract).items() if h in search}
 
 
 def _rollout_contract(session, contract_hash: str, adapter: str) -> str:

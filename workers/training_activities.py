@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 
 from mindforge.errors import InputError
 from mindforge.payloads import (
+    SelectedGroup,
     TrainAdapterInput,
     TrainAdapterResult,
     ValidateAdapterInput,
@@ -98,13 +99,56 @@ class TrainingActivities:
                     items.append(
                         TrainingItem(trial_id=trial_id, trajectory=path, reward=reward, group_id=group.group_id)
                     )
+                if group.guide is not None:
+                    guide = self._write_guide(s, inp, group)
+                    if guide is None:
+                        missing["guide_unavailable"] += 1
+                    else:
+                        items.append(guide)
         return items, missing
+
+    def _write_guide(self, session, inp: TrainAdapterInput, group: SelectedGroup) -> TrainingItem | None:
+        """Write the group's guide trajectory under ``<artifacts>/guides/<lineage>/g<generation>/``.
+
+        The guide is rendered under the group's contract (the training contract naming the
+        adapter its rollouts drew from) from the entry in that contract's snapshot. None
+        when the contract, the task or the entry is gone (counted as ``guide_unavailable``).
+        """
+        from datetime import UTC, datetime
+
+        from mindforge.atif import write_trajectory
+        from mindforge.hcp import loads_contract
+        from mindforge.store import pool, registry
+        from mindforge.tasks.loader import load_task
+        from mindforge.trainer.guidance import guide_entries, guide_trajectory
+
+        ref = group.guide
+        row = registry.get_contract(session=session, content_hash=group.contract_hash)
+        stored = pool.get_task(session=session, content_hash=group.task_hash)
+        if ref is None or row is None or stored is None:
+            return None
+        contract = loads_contract(row.toml_text, source=f"contract {group.contract_hash}")
+        entry = guide_entries(contract).get(group.task_hash)
+        if entry is None or entry.entry_id != ref.entry_id:
+            return None
+        task = load_task(Path(stored.path))
+        trajectory = guide_trajectory(
+            contract, task_id=task.id, task_hash=group.task_hash, instruction=task.instruction, entry=entry,
+            ts=datetime.now(UTC).isoformat(), timeout_sec=task.config.agent.timeout_sec,
+        )
+        out = self.artifact_root / "guides" / inp.lineage_id / f"g{inp.generation}" / inp.adapter_name
+        path = write_trajectory(trajectory, out / f"{entry.entry_id}-{group.contract_hash[:12]}.json")
+        return TrainingItem(
+            trial_id=f"guide:{entry.entry_id}", trajectory=str(path), reward=ref.reward,
+            group_id=group.group_id,
+        )
 
     def _record_training(self, inp: TrainAdapterInput, result: TrainAdapterResult) -> None:
         part: dict[str, Any] = {
             "trained": result.trained,
             "reason": result.reason,
             "samples_built": result.samples_built,
+            "guide_samples": result.guide_samples,
             "samples_dropped": result.samples_dropped,
         }
         if result.train is not None:

@@ -183,6 +183,7 @@ class UpdateWorkflow:
                 iteration=i, adapter=adapter, tasks=tasks, draws=len(draws), groups=sel.groups_drawn,
                 flat_groups=sel.flat_groups,
                 flat_fraction=sel.flat_groups / sel.groups_drawn if sel.groups_drawn else 0.0,
+                guided_groups=sel.guided_groups,
                 rollouts=sel.rollouts, passed=sel.passed, mean_reward=sel.mean_reward,
             )
             stop = i == 0 and not sel.passed and not plan.on_contract_passes

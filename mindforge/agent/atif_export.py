@@ -35,8 +35,14 @@ from mindforge.atif import (
 )
 
 
-def _context_steps(messages: list[dict[str, Any]], ts: str, add: Any) -> None:
-    """Steps for the first request's messages: system prompt, worked examples, instruction."""
+def context_steps(messages: list[dict[str, Any]], ts: str, add: Any) -> None:
+    """Steps for the first request's messages: system prompt, worked examples, instruction.
+
+    Args:
+        messages: the chat messages of the first model call, in order.
+        ts: the ISO-8601 timestamp written on each step.
+        add: called as ``add(**step_fields)``; appends a :class:`Step` and returns it.
+    """
     example: Step | None = None
     for msg in messages:
         role, content = msg["role"], msg.get("content") or ""
@@ -97,7 +103,7 @@ def transcript_to_atif(
 
     first = next((e for e in events if e["event"] == "request"), None)
     if first:
-        _context_steps(first["messages"], first["ts"], add)
+        context_steps(first["messages"], first["ts"], add)
     last_agent: Step | None = None
     for ev in events:
         kind = ev["event"]

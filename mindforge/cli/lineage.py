@@ -15,7 +15,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mindforge.cli.output import EXAMPLES_HELP, make_console, print_json
+from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console, print_json
 from mindforge.errors import InfraError, InputError
 
 app = typer.Typer(
@@ -305,6 +305,9 @@ def start(
     update_time_budget: float = typer.Option(
         None, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (default none)."
     ),
+    guidance: bool = typer.Option(
+        None, "--guidance/--no-guidance", help=GUIDANCE_HELP + " (default: off)."
+    ),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
     experience: bool = typer.Option(
         True, "--experience/--no-experience",
@@ -320,7 +323,8 @@ def start(
     spec = build_spec(
         name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
         search_attempts, audit_judge,
-        {"iterations": iterations, "group_size": group_size, "time_budget_sec": update_time_budget},
+        {"iterations": iterations, "group_size": group_size, "time_budget_sec": update_time_budget,
+         "guidance": guidance},
         examples, say=console.print, experience=experience,
     )
     wid = asyncio.run(start_lineage(spec, settings))
@@ -520,9 +524,15 @@ def _update_text(upd: dict) -> str:
         loss = "" if it.get("loss") is None else f", loss {it['loss']:+.3f}"
         lines.append(
             f"it {it['iteration']}: reward {it['mean_reward']:.2f} on {it['rollouts']}, "
-            f"flat {it['flat_groups']}/{it['groups']}, {it['tokens_trained']} tokens{loss}, {it['seconds']:.0f} s"
+            f"flat {it['flat_groups']}/{it['groups']}{_guided(it)}, {it['tokens_trained']} tokens{loss}, "
+            f"{it['seconds']:.0f} s"
         )
     return "\n".join(lines)
+
+
+def _guided(it: dict) -> str:
+    """`` (n guided)`` when guides joined some of an iteration's groups, else ""."""
+    return f" ({it['guided_groups']} guided)" if it.get("guided_groups") else ""
 
 
 _JSON_HELP = "Print one JSON document instead of a table."

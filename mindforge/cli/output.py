@@ -13,6 +13,11 @@ EXAMPLES_HELP = (
     "Folder of your own worked-example TOML files (instruction + [[steps]]) that configuration search may add "
     "to contracts; none by default. Examples written from the evaluated tasks void the sealed figure."
 )
+#: help of ``--guidance`` (lineage start, quickstart): one wording everywhere
+GUIDANCE_HELP = (
+    "Update: off-policy guidance - a group of a search task whose rollouts all failed is joined by the task's own "
+    "validated experience entry, rendered under the training contract (LUFFY's mixed-policy GRPO)"
+)
 
 
 def make_console(*, stderr: bool = False) -> Console:

@@ -40,7 +40,7 @@ from pathlib import Path
 import typer
 
 from mindforge.cli.common import ENGINE_HELP, choose_engine
-from mindforge.cli.output import EXAMPLES_HELP, make_console
+from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console
 from mindforge.errors import InputError
 from mindforge.settings import REPO_ROOT
 
@@ -113,6 +113,7 @@ def quickstart_command(
     update_time_budget: float = typer.Option(
         120.0, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (per generation)."
     ),
+    guidance: bool = typer.Option(False, "--guidance/--no-guidance", help=GUIDANCE_HELP + "."),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
 ) -> None:
     """Run a lineage end to end on this machine, as many generations as fit, and print what it found."""
@@ -155,7 +156,7 @@ def quickstart_command(
         base_model=resolved.spec if resolved else None, search_attempts=search_attempts,
         update_loop={
             "iterations": iterations, "group_size": group_size, "tasks_per_iteration": 4,
-            "time_budget_sec": update_time_budget,
+            "time_budget_sec": update_time_budget, "guidance": guidance,
         },
         examples=examples, say=lambda line: console.print(line, highlight=False),
     )

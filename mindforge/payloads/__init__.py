@@ -77,6 +77,7 @@ from mindforge.payloads.spec import (
 )
 from mindforge.payloads.training import (
     AdapterReport,
+    GuideRef,
     RewardStats,
     SelectedGroup,
     SelectionReport,
@@ -167,6 +168,7 @@ __all__ = [
     "RolloutDrawInput",
     "SelectTrajectoriesInput",
     "SelectedGroup",
+    "GuideRef",
     "SelectionReport",
     "SelectTrajectoriesResult",
     "Stage",

@@ -114,7 +114,12 @@ class CheckProposalTaskInput(BaseModel):
 
 
 class TrainingItem(BaseModel):
-    """One selected trajectory: its trial, ATIF file, reward (0..1) and GRPO group."""
+    """One selected trajectory: its trial, ATIF file, reward (0..1) and GRPO group.
+
+    A guide (``trial_id`` ``guide:<entry id>``) is a validated experience entry rendered
+    under the training contract; its file says so (``agent.name`` ``mindforge-guide``:
+    :mod:`mindforge.trainer.guidance`), and the trainer gives it the off-policy loss.
+    """
 
     trial_id: str
     trajectory: str

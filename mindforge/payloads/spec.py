@@ -152,6 +152,14 @@ class UpdateSpec(BaseModel):
             with groups of tasks that showed variance (DAPO's dynamic sampling).
         time_budget_sec: no iteration starts after this many seconds of the loop (None =
             only ``iterations`` bounds it).
+        guidance: off-policy guidance (LUFFY, Yan et al. 2025, arXiv:2504.14945): a group
+            of a search task whose rollouts all scored below 1 is joined by a *guide*, the
+            task's own validated entry in the training contract's experience snapshot
+            rendered as the replies of a trial under that contract (reward 1.0, its
+            replays' verdict), and the curriculum also draws never-passed tasks that have
+            one (:mod:`mindforge.trainer.guidance`). A contract without an experience
+            snapshot has no guides, and an Update whose training contract passed nothing
+            still trains nothing.
     """
 
     base_model_path: str | None = None
@@ -166,6 +174,7 @@ class UpdateSpec(BaseModel):
     tasks_per_iteration: int = Field(default=8, ge=1)
     max_draws: int = Field(default=2, ge=1)
     time_budget_sec: float | None = Field(default=None, gt=0)
+    guidance: bool = False
 
 
 class EvaluationSpec(BaseModel):

@@ -48,6 +48,9 @@ class TrainerConfig(BaseModel):
       cost far more than its optimizer steps, so the rollouts get the second pass.
     - ``kl_coef`` 0: DAPO drops the KL term for verifiable rewards; in the sweep 0.05
       changed the rise by nothing measurable and costs a reference forward a step.
+    - ``guide_gamma`` 0.1: LUFFY's policy-shaping constant (Yan et al. 2025,
+      arXiv:2504.14945, section 3.3) for off-policy guide tokens
+      (:mod:`mindforge.trainer.guidance`); taken as published, not swept here.
 
     Attributes:
         lora_rank: LoRA rank r.
@@ -70,6 +73,10 @@ class TrainerConfig(BaseModel):
             probability ratio ``exp(logp_train - logp_rollout)`` falls outside
             ``[icepop_low, icepop_high]`` gets no gradient and is counted.
         adv_eps: epsilon in the group-advantage denominator ``std + adv_eps``.
+        guide_gamma: policy shaping of off-policy guide tokens: their loss is
+            ``-A * p / (p + guide_gamma)`` with ``p`` the token's probability under the
+            current policy (no clip, no IcePop); smaller values weigh low-probability
+            tokens more.
         seed: seeds LoRA init, dropout and sample order.
         max_seq_len: longest sample in tokens; longer samples are dropped.
         use_bf16: load the base in bfloat16 on CUDA when supported (CPU is always fp32).
@@ -96,6 +103,7 @@ class TrainerConfig(BaseModel):
     icepop_low: float = Field(default=0.5, gt=0)
     icepop_high: float = Field(default=5.0, gt=0)
     adv_eps: float = Field(default=1e-6, gt=0)
+    guide_gamma: float = Field(default=0.1, gt=0)
     seed: int = 0
     max_seq_len: int = Field(default=8192, ge=2)
     use_bf16: bool = True
@@ -140,6 +148,7 @@ class TrainResult(BaseModel):
         icepop_masked_tokens: model tokens masked by IcePop, summed over steps.
         clipped_tokens: model tokens whose PPO ratio was clipped, summed over steps.
         samples_used: samples with a non-zero advantage (the ones trained on).
+        off_policy_samples: guide samples among them (:mod:`mindforge.trainer.guidance`).
         zero_advantage_samples: samples skipped because their group was flat.
         reward: reward statistics of the input samples.
         device / dtype: where and in what precision training ran.
@@ -157,6 +166,7 @@ class TrainResult(BaseModel):
     icepop_masked_tokens: int
     clipped_tokens: int
     samples_used: int
+    off_policy_samples: int = 0
     zero_advantage_samples: int
     reward: RewardStats
     device: str
@@ -164,6 +174,26 @@ class TrainResult(BaseModel):
     wall_sec: float
     lora_rank: int
     seed: int
+
+
+class GuideRef(BaseModel):
+    """The off-policy guide of a group: a validated experience entry of the group's task.
+
+    Attributes:
+        entry_id: the entry (``exp-`` + 16 hex) in the training contract's snapshot.
+        task_hash: the task it solves (the group's).
+        provenance: ``oracle`` (the task's reference solution) or ``model`` (a passed trial).
+        source_trial_id: the trial the entry was mined from (``oracle`` for a reference solution).
+        snapshot_id: the experience snapshot that holds it.
+        reward: the guide's reward: 1.0, what every validation replay of the entry scored.
+    """
+
+    entry_id: str
+    task_hash: str
+    provenance: str
+    source_trial_id: str
+    snapshot_id: str
+    reward: float = Field(default=1.0, ge=0.0, le=1.0)
 
 
 class SelectedGroup(BaseModel):
@@ -174,7 +204,9 @@ class SelectedGroup(BaseModel):
         task_hash / task_id: the task.
         contract_hash / adapter: the pair the attempts ran under.
         trial_ids: the kept attempts, shape (n,), n >= 2.
-        rewards: their rewards in [0, 1], shape (n,), not all equal.
+        rewards: their rewards in [0, 1], shape (n,); not all equal, unless ``guide`` is set.
+        guide: with off-policy guidance, the entry whose guide joins a group whose
+            attempts all scored below the guide's reward (None otherwise).
     """
 
     group_id: str
@@ -184,11 +216,12 @@ class SelectedGroup(BaseModel):
     adapter: str = ""
     trial_ids: list[str]
     rewards: list[float]
+    guide: GuideRef | None = None
 
     @property
     def reward_std(self) -> float:
-        """Population standard deviation of the group's rewards."""
-        return statistics.pstdev(self.rewards)
+        """Population standard deviation of the group's rewards (the guide's included)."""
+        return statistics.pstdev([*self.rewards, *([self.guide.reward] if self.guide else [])])
 
 
 class SelectionReport(BaseModel):
@@ -205,7 +238,9 @@ class SelectionReport(BaseModel):
             ``no_model_turns``.
         candidate_groups: groups formed from the usable trials.
         dropped_singleton: groups with a single usable attempt.
-        dropped_no_signal: groups whose rewards are all equal.
+        dropped_no_signal: groups whose rewards are all equal (and that no guide joined).
+        guided_groups: groups whose attempts all scored below 1 that a guide joined
+            (kept, counted in ``kept_groups``).
         capped_groups: groups over ``max_groups_per_task`` for their task.
         capped_trials: attempts trimmed by ``max_trials_per_group`` (from kept groups).
         kept_groups / kept_trials / kept_tasks: what training gets.
@@ -221,6 +256,7 @@ class SelectionReport(BaseModel):
     candidate_groups: int = 0
     dropped_singleton: int = 0
     dropped_no_signal: int = 0
+    guided_groups: int = 0
     capped_groups: int = 0
     capped_trials: int = 0
     kept_groups: int = 0

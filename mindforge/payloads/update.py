@@ -138,7 +138,8 @@ class SelectTrajectoriesResult(BaseModel):
         report: the groups kept for training, with a count for every drop.
         rollouts / mean_reward: trials read with a real reward, and their mean reward.
         groups_drawn / flat_groups: (task, draw) groups read, and those whose rewards were
-            all equal (dropped by dynamic sampling).
+            all equal (dropped by dynamic sampling, unless a guide joined them).
+        guided_groups: selected groups a guide joined (off-policy guidance).
         off_contract_trials: the generation's trials under other contracts, not read
             (``trial_ids`` None only).
     """
@@ -149,6 +150,7 @@ class SelectTrajectoriesResult(BaseModel):
     passed: int = 0
     groups_drawn: int = 0
     flat_groups: int = 0
+    guided_groups: int = 0
     off_contract_trials: int = 0
 
 
@@ -161,6 +163,8 @@ class IterationRecord(BaseModel):
         trained_adapter: the adapter it trained ("" when it trained nothing).
         tasks / draws / groups / flat_groups / flat_fraction: what the draws held
             (``flat_fraction`` = flat groups / groups, 0..1).
+        guided_groups: groups trained with a guide (off-policy guidance; their rollouts
+            all failed, so they count among ``flat_groups`` too).
         rollouts / passed / mean_reward: rollouts with a real reward, those that passed,
             their mean reward (0..1).
         steps / tokens_trained / loss: the trainer's optimizer steps, model tokens with
@@ -177,6 +181,7 @@ class IterationRecord(BaseModel):
     groups: int = 0
     flat_groups: int = 0
     flat_fraction: float = 0.0
+    guided_groups: int = 0
     rollouts: int = 0
     passed: int = 0
     mean_reward: float = 0.0
@@ -213,7 +218,8 @@ class TrainAdapterResult(BaseModel):
     Attributes:
         trained: False when the built samples had no group with signal.
         adapter_dir: the saved PEFT adapter (``<artifacts>/adapters/<lineage>/<name>``).
-        samples_built: training samples built from the selected trajectories.
+        samples_built: training samples built from the selected trajectories (guides included).
+        guide_samples: off-policy guide samples among them (:mod:`mindforge.trainer.guidance`).
         samples_dropped: reason -> trajectories that could not become samples.
         train: the trainer's result (None when not trained).
         reason: why nothing was trained.
@@ -222,6 +228,7 @@ class TrainAdapterResult(BaseModel):
     trained: bool
     adapter_dir: str = ""
     samples_built: int = 0
+    guide_samples: int = 0
     samples_dropped: dict[str, int] = Field(default_factory=dict)
     train: TrainResult | None = None
     reason: str = ""

@@ -401,7 +401,9 @@ def _training(data: ReportData, with_plots: bool) -> Section:
         return s.text("No on-policy Update iteration recorded (offline update, or none ran).")
     s.text(
         "Each iteration draws groups of rollouts on search-split tasks from the current adapter under the training "
-        "contract; the mean reward is over its rollouts (search split: a training signal, not skill)."
+        "contract; the mean reward is over its rollouts (search split: a training signal, not skill). A guided "
+        "group is one whose rollouts all failed, joined by the task's own validated experience entry as an "
+        "off-policy guide; guides are not rollouts and are not in the mean."
     )
     if with_plots:
         points = [(gen, it["iteration"], it["mean_reward"], it["flat_fraction"]) for gen, it in rows]
@@ -409,14 +411,14 @@ def _training(data: ReportData, with_plots: bool) -> Section:
     table = [
         [
             gen, it["iteration"], it.get("adapter") or "base", f"{it['mean_reward']:.3f}", it["rollouts"],
-            f"{it['flat_groups']}/{it['groups']}", it["tokens_trained"],
+            f"{it['flat_groups']}/{it['groups']}", it.get("guided_groups", 0), it["tokens_trained"],
             "" if it.get("loss") is None else f"{it['loss']:+.4f}", f"{it['seconds']:.0f}",
             it.get("trained_adapter") or it.get("reason", ""),
         ]
         for gen, it in rows
     ]
-    header = ["generation", "iteration", "drawn from", "mean reward", "rollouts", "flat groups", "tokens trained",
-              "loss", "seconds", "trained / why not"]
+    header = ["generation", "iteration", "drawn from", "mean reward", "rollouts", "flat groups", "guided groups",
+              "tokens trained", "loss", "seconds", "trained / why not"]
     return s.table(header, table)
 
 

@@ -13,7 +13,9 @@ choices:
   (RAGEN's filter keeps the prompts whose rewards vary most, Wang et al. 2025,
   "RAGEN: Understanding Self-Evolution in LLM Agents via Multi-Turn RL"), most uncertain
   first; a task with no trial yet under the contract is eligible (its rate is unknown, not
-  0 or 1) and fills the places the seen tasks leave;
+  0 or 1) and fills the places the seen tasks leave; with off-policy guidance, a task
+  never passed that has a guide (:mod:`mindforge.trainer.guidance`) comes last: its group
+  has contrast while the policy fails it, because the guide joins it;
 - :func:`flat_groups` / :func:`redraw_tasks` - **dynamic sampling** (DAPO, Yu et al. 2025,
   "DAPO: An Open-Source LLM Reinforcement Learning System at Scale", section 3.2): a group
   whose rewards are all equal has zero advantage everywhere and gives no gradient, so it
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -58,12 +60,14 @@ class CurriculumPick(BaseModel):
         tasks: chosen task hashes, in draw order, at most the batch size.
         eligible_seen: tasks with a rate strictly between 0 and 1.
         unseen: tasks with no trial yet under the contract (eligible).
-        never_passed / always_passed: tasks set aside at rate 0 / rate 1.
+        guided: tasks at rate 0 that have a guide (eligible, after the others).
+        never_passed / always_passed: tasks set aside at rate 0 (without a guide) / rate 1.
     """
 
     tasks: list[str] = Field(default_factory=list)
     eligible_seen: int = 0
     unseen: int = 0
+    guided: int = 0
     never_passed: int = 0
     always_passed: int = 0
 
@@ -93,18 +97,22 @@ def _tiebreak(task_hash: str, salt: str) -> str:
     return hashlib.sha256(f"{salt}:{task_hash}".encode()).hexdigest()
 
 
-def pick_tasks(rates: dict[str, TaskRate], batch: int, *, salt: str = "") -> CurriculumPick:
+def pick_tasks(
+    rates: dict[str, TaskRate], batch: int, *, salt: str = "", guided: Collection[str] = ()
+) -> CurriculumPick:
     """The curriculum: up to ``batch`` tasks whose current pass rate lies strictly between 0 and 1.
 
     Seen tasks come first, most uncertain first (largest ``p (1 - p)``); unseen tasks fill
     the remaining places in an order fixed by ``salt`` (the iteration), so successive
-    iterations explore different ones. Tasks at rate 0 or 1 are set aside: every group of
-    theirs would likely be flat.
+    iterations explore different ones; then tasks at rate 0 that have a guide (``guided``),
+    in the same salted order. Other tasks at rate 0, and tasks at rate 1, are set aside:
+    every group of theirs would likely be flat.
 
     Args:
         rates: from :func:`pass_rates`.
         batch: most tasks to pick (B, >= 1).
         salt: varies the order among tasks of equal rank.
+        guided: task hashes that have a guide (off-policy guidance; empty without it).
 
     Returns:
         the pick with the count each rule set aside.
@@ -115,19 +123,22 @@ def pick_tasks(rates: dict[str, TaskRate], batch: int, *, salt: str = "") -> Cur
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
     pick = CurriculumPick()
-    seen, unseen = [], []
+    seen, unseen, zero_guided = [], [], []
     for h, r in rates.items():
         p = r.rate
         if p is None:
             unseen.append(h)
+        elif p <= 0.0 and h in guided:
+            zero_guided.append(h)
         elif p <= 0.0:
             pick.never_passed += 1
         elif p >= 1.0:
             pick.always_passed += 1
         else:
             seen.append((-(p * (1.0 - p)), _tiebreak(h, salt), h))
-    pick.eligible_seen, pick.unseen = len(seen), len(unseen)
+    pick.eligible_seen, pick.unseen, pick.guided = len(seen), len(unseen), len(zero_guided)
     ordered = [h for *_k, h in sorted(seen)] + sorted(unseen, key=lambda h: _tiebreak(h, salt))
+    ordered += sorted(zero_guided, key=lambda h: _tiebreak(h, salt))
     pick.tasks = ordered[:batch]
     return pick
 
@@ -144,6 +155,19 @@ def group_rewards(records: Iterable[TrialRecord]) -> dict[str, list[float]]:
 def is_flat(rewards: Sequence[float]) -> bool:
     """True when a group has no advantage signal: fewer than two real rewards, or all equal."""
     return len(rewards) < 2 or len(set(rewards)) == 1
+
+
+def has_signal(rewards: Sequence[float], guide_reward: float | None = None) -> bool:
+    """True when a group gives a gradient: its rewards vary, or a guide joins it.
+
+    Args:
+        rewards: the group's real rewards.
+        guide_reward: the reward of the task's guide (off-policy guidance), None without one;
+            a guide joins a group of at least two attempts that all scored below it.
+    """
+    if not is_flat(rewards):
+        return True
+    return guide_reward is not None and len(rewards) >= 2 and max(rewards) < guide_reward
 
 
 def flat_groups(groups: dict[str, list[float]], drawn: Iterable[str]) -> list[str]:

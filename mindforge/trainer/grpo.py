@@ -301,6 +301,7 @@ def train_grpo(
         icepop_masked_tokens=totals["icepop_masked_tokens"],
         clipped_tokens=totals["clipped_tokens"],
         samples_used=len(used),
+        off_policy_samples=sum(1 for i in used if samples[i].off_policy),
         zero_advantage_samples=len(samples) - len(used),
         reward=reward_stats(samples),
         device=str(device),

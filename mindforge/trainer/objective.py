@@ -19,6 +19,15 @@ The objective (per model token t of sample i, group g):
   gets zero gradient and is counted. Here ``p_train`` is the current policy, so the band
   also bounds how far repeated epochs drift from the rollout policy.
 
+**Off-policy guide tokens** (``TrainingSample.off_policy``: a validated experience entry
+rendered as a reply, :mod:`mindforge.trainer.guidance`) follow LUFFY (Yan et al. 2025,
+"Learning to Reason under Off-Policy Guidance", arXiv:2504.14945, section 3.3): the guide
+was not sampled from the policy, so there is no rollout ratio to clip or to hold in the
+IcePop band; its per-token loss is ``-A f(p_theta(t))`` with the policy shaping
+``f(p) = p / (p + gamma)`` (``config.guide_gamma``), whose gradient
+``gamma / (p + gamma)^2 * grad p`` does not vanish on the low-probability tokens that a
+plain importance weight ``p`` would ignore.
+
 Only tokens with ``loss_mask`` 1 (the model's own samples) contribute. **Normalisation:**
 the loss of one optimizer step is the sum over its samples' surviving model tokens
 divided by their number (token-mean over the whole step, as DAPO's token-level loss;
@@ -80,6 +89,7 @@ class Batch:
         input_ids / attention_mask / loss_mask / rollout_logprobs: as in the samples,
             padded with pad id / 0 / 0 / 0.
         advantages: shape (B,).
+        off_policy: shape (B,), bool: the row is a guide (LUFFY's shaped, unclipped loss).
         first: first position holding a model token in any row.
     """
 
@@ -88,6 +98,7 @@ class Batch:
     loss_mask: torch.Tensor
     rollout_logprobs: torch.Tensor
     advantages: torch.Tensor
+    off_policy: torch.Tensor
     first: int
 
 
@@ -106,6 +117,7 @@ def collate(samples: Sequence[TrainingSample], advantages: Sequence[float], pad_
         loss_mask=loss_mask,
         rollout_logprobs=pad([s.rollout_logprobs for s in samples], 0.0, torch.float32),
         advantages=torch.tensor(list(advantages), dtype=torch.float32, device=device),
+        off_policy=torch.tensor([s.off_policy for s in samples], dtype=torch.bool, device=device),
         first=first,
     )
 
@@ -117,8 +129,8 @@ class LossParts:
     Attributes:
         loss_sum: scalar tensor, sum of per-token losses over surviving model tokens.
         tokens: model tokens that survive IcePop (the normaliser).
-        icepop_masked: model tokens masked by IcePop.
-        clipped: surviving tokens whose PPO ratio was clipped.
+        icepop_masked: model tokens masked by IcePop (guide tokens never are).
+        clipped: surviving tokens whose PPO ratio was clipped (guide tokens never are).
         kl_sum: summed k3 KL over surviving tokens (0 when ``kl_coef`` is 0).
     """
 
@@ -143,15 +155,20 @@ def grpo_loss(model: torch.nn.Module, batch: Batch, config: TrainerConfig) -> Lo
     """
     logp = lora.per_token_logps(model, batch.input_ids, batch.attention_mask, batch.first)
     model_token = batch.loss_mask > 0
+    guide = batch.off_policy.unsqueeze(1).expand_as(model_token)
     log_ratio = logp - batch.rollout_logprobs
     with torch.no_grad():
         in_band = (log_ratio >= math.log(config.icepop_low)) & (log_ratio <= math.log(config.icepop_high))
-        keep = model_token & in_band
+        keep = model_token & (in_band | guide)
+    on_policy = keep & ~guide
     # masked positions get a constant 0 log-ratio: no gradient, and no overflow in exp
-    ratio = torch.exp(torch.where(keep, log_ratio, torch.zeros_like(log_ratio)))
+    ratio = torch.exp(torch.where(on_policy, log_ratio, torch.zeros_like(log_ratio)))
     adv = batch.advantages.unsqueeze(1)
     clipped_ratio = torch.clamp(ratio, 1.0 - config.clip_eps_low, 1.0 + config.clip_eps_high)
     per_token = -torch.minimum(ratio * adv, clipped_ratio * adv)
+    if bool(guide.any()):
+        prob = torch.exp(logp)
+        per_token = torch.where(guide, -adv * prob / (prob + config.guide_gamma), per_token)
     kl_sum = 0.0
     if config.kl_coef > 0:
         # a KL term needs the PEFT model (see Args): its base is the model with the adapter disabled
@@ -162,13 +179,13 @@ def grpo_loss(model: torch.nn.Module, batch: Batch, config: TrainerConfig) -> Lo
         per_token = per_token + config.kl_coef * kl
         kl_sum = float((kl * keep).sum().detach())
     with torch.no_grad():
-        was_clipped = keep & (
+        was_clipped = on_policy & (
             ((ratio > 1 + config.clip_eps_high) & (adv > 0)) | ((ratio < 1 - config.clip_eps_low) & (adv < 0))
         )
     return LossParts(
         loss_sum=(per_token * keep).sum(),
         tokens=int(keep.sum()),
-        icepop_masked=int((model_token & ~in_band).sum()),
+        icepop_masked=int((model_token & ~in_band & ~guide).sum()),
         clipped=int(was_clipped.sum()),
         kl_sum=kl_sum,
     )

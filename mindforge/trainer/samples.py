@@ -56,6 +56,8 @@ class TrainingSample(BaseModel):
             0.0 where ``loss_mask`` is 0 (and everywhere when not recorded).
         has_rollout_logprobs: whether ``rollout_logprobs`` were recorded.
         source: ``recorded`` (ids from the trajectory) or ``retokenized``.
+        off_policy: a guide (:mod:`mindforge.trainer.guidance`), not a rollout of the
+            policy: the objective gives its tokens LUFFY's shaped, unclipped loss.
     """
 
     sample_id: str
@@ -66,6 +68,7 @@ class TrainingSample(BaseModel):
     rollout_logprobs: list[float]
     has_rollout_logprobs: bool
     source: Literal["recorded", "retokenized"]
+    off_policy: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> TrainingSample:

@@ -13,7 +13,11 @@ carries a signal only when its rewards differ. Every choice is counted in a
    task, a non-model agent, or no model turn to train on
    (:func:`mindforge.audit.usable_for_training`); a missing reward is never read as 0;
 3. groups with fewer than two usable attempts have nothing to compare (``singleton``);
-   groups whose rewards are all equal have zero advantage everywhere (``no_signal``);
+   groups whose rewards are all equal have zero advantage everywhere (``no_signal``),
+   except, with **off-policy guidance** (``guides``), a group whose attempts all scored
+   below its task's guide: the guide joins it and gives it the contrast
+   (:mod:`mindforge.trainer.guidance`; LUFFY's mixed-policy groups), counted as
+   ``guided_groups``;
 4. per-task contribution is **capped**: at most ``max_groups_per_task`` groups of a task
    (the most contrasted first) and ``max_trials_per_group`` attempts per group (kept
    balanced between high and low rewards), so a few tasks attempted under many
@@ -29,7 +33,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mindforge.payloads.training import SelectedGroup, SelectionReport
+from mindforge.payloads.training import GuideRef, SelectedGroup, SelectionReport
 from mindforge.trials.record import NO_REWARD_CLASSES, TrialRecord
 
 
@@ -90,6 +94,7 @@ def select_groups(
     max_groups_per_task: int = 2,
     max_trials_per_group: int = 16,
     audits: Mapping[str, Any] | None = None,
+    guides: Mapping[str, GuideRef] | None = None,
 ) -> SelectionReport:
     """Build GRPO groups from a generation's trials, counting every drop.
 
@@ -99,6 +104,9 @@ def select_groups(
         max_groups_per_task: most groups (pairs) one task may contribute (>= 1).
         max_trials_per_group: most attempts one group may contribute (>= 2).
         audits: trial id -> :class:`mindforge.audit.AuditResult` for audited trials.
+        guides: task hash -> the guide of that task (off-policy guidance); a flat group
+            of the task whose rewards are all below the guide's keeps at most
+            ``max_trials_per_group - 1`` attempts (first by attempt) and the guide.
 
     Returns:
         the report; ``groups`` ordered by task hash, then contract, then adapter.
@@ -109,6 +117,7 @@ def select_groups(
     if max_groups_per_task < 1 or max_trials_per_group < 2:
         raise ValueError("max_groups_per_task must be >= 1 and max_trials_per_group >= 2")
     audits = audits or {}
+    guides = guides or {}
     report = SelectionReport(max_groups_per_task=max_groups_per_task, max_trials_per_group=max_trials_per_group)
     reasons: Counter[str] = Counter()
     set_aside: set[str] = set()
@@ -130,14 +139,26 @@ def select_groups(
     report.candidate_groups = len(grouped)
 
     by_task: dict[str, list[list[TrialRecord]]] = defaultdict(list)
+    guided: dict[str, list[TrialRecord]] = {}
     for key in sorted(grouped):
         trials = sorted(grouped[key], key=lambda r: (r.attempt, r.trial_id))
+        guide = guides.get(key[0])
         if len(trials) < 2:
             report.dropped_singleton += 1
-        elif len({r.reward for r in trials}) == 1:
-            report.dropped_no_signal += 1
-        else:
+        elif len({r.reward for r in trials}) > 1:
             by_task[key[0]].append(trials)
+        elif guide is not None and (trials[0].reward or 0.0) < guide.reward and key[0] not in guided:
+            guided[key[0]] = trials
+        else:
+            report.dropped_no_signal += 1
+    for task_hash, trials in guided.items():
+        if task_hash in by_task:  # the task has a group with contrast of its own
+            report.dropped_no_signal += 1
+            continue
+        kept = trials[: max_trials_per_group - 1]
+        report.capped_trials += len(trials) - len(kept)
+        report.groups.append(_group(task_hash, kept, guides[task_hash]))
+    report.guided_groups = len(report.groups)
     for task_hash in sorted(by_task):
         # most contrasted groups first; ties keep the sorted (contract, adapter) order
         ranked = sorted(by_task[task_hash], key=lambda g: -statistics.pstdev(r.reward or 0.0 for r in g))
@@ -145,20 +166,24 @@ def select_groups(
         for trials in ranked[:max_groups_per_task]:
             kept = _balanced(trials, max_trials_per_group)
             report.capped_trials += len(trials) - len(kept)
-            first = kept[0]
-            report.groups.append(
-                SelectedGroup(
-                    group_id=group_id_for(task_hash, first.contract_hash or "", first.adapter),
-                    task_hash=task_hash,
-                    task_id=first.task_id,
-                    contract_hash=first.contract_hash or "",
-                    adapter=first.adapter,
-                    trial_ids=[r.trial_id for r in kept],
-                    rewards=[float(r.reward) for r in kept if r.reward is not None],
-                )
-            )
+            report.groups.append(_group(task_hash, kept))
     report.groups.sort(key=lambda g: (g.task_hash, g.contract_hash, g.adapter))
     report.kept_groups = len(report.groups)
     report.kept_trials = sum(len(g.trial_ids) for g in report.groups)
     report.kept_tasks = len({g.task_hash for g in report.groups})
     return report
+
+
+def _group(task_hash: str, kept: list[TrialRecord], guide: GuideRef | None = None) -> SelectedGroup:
+    """The selected group of ``kept`` attempts of one task under one pair (and its guide)."""
+    first = kept[0]
+    return SelectedGroup(
+        group_id=group_id_for(task_hash, first.contract_hash or "", first.adapter),
+        task_hash=task_hash,
+        task_id=first.task_id,
+        contract_hash=first.contract_hash or "",
+        adapter=first.adapter,
+        trial_ids=[r.trial_id for r in kept],
+        rewards=[float(r.reward) for r in kept if r.reward is not None],
+        guide=guide,
+    )

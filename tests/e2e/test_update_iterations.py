@@ -108,3 +108,71 @@ def test_two_on_policy_iterations_draw_from_the_current_adapter_and_a_contract_t
     assert "passed none of the first iteration's rollouts" in flat_update["reason"]
     [only] = flat_update["iterations"]
     assert only["passed"] == 0 and only["trained_adapter"] == "" and "training" not in flat_update
+
+
+GUIDED = "regex-ipv4-extract"  # the scripted policy never solves it; its reference solution guides it
+
+
+def _guided_contract(settings, contract_path, out_dir) -> str:
+    """The test contract carrying a snapshot with GUIDED's reference solution, validated by real replays."""
+    from mindforge.experience import ExperienceSnapshot, attach_snapshot
+    from mindforge.experience.mining import mine_solution
+    from mindforge.hcp import load_contract, save_contract
+    from mindforge.tasks.loader import load_task
+    from mindforge.trials.replay import replay_entry
+    from mindforge.trials.run import open_engine
+
+    task = load_task(BUNDLED_TASKS / GUIDED)
+    candidate = mine_solution(
+        task_id=task.id, task_hash=task.content_hash, instruction=task.instruction,
+        solve_sh=BUNDLED_TASKS / GUIDED / "solution" / "solve.sh", split="search", lineage="iter-guided",
+    )
+    assert candidate is not None
+    engine, image_map = open_engine(settings)
+    verdict = replay_entry(
+        candidate, task, engine, artifact_root=settings.artifacts / "replays", run_id="guided-e2e", image_map=image_map
+    )
+    assert verdict.kept, verdict.rejection
+    # k 0: the snapshot is carried (so are its guides) but no example is shown, which the script does not expect
+    contract = attach_snapshot(
+        load_contract(contract_path), ExperienceSnapshot(entries=(verdict.entry,)), revision="1.0.0-guided", k=0
+    )
+    return str(save_contract(contract, out_dir / "guided.toml"))
+
+
+def test_with_guidance_a_task_the_policy_never_solves_is_trained_on_with_its_validated_guide(
+    temporal_env, ray_cluster, settings, contract_path, tmp_path
+):
+    """One search task is solved half the time, the other never: its groups are all failures, so only its guide
+    (its own reference solution, replayed and verified) gives them contrast; the curriculum keeps drawing it."""
+    from mindforge.atif import read_trajectory
+    from mindforge.policy.doubles.scripted import start_scripted_policy
+    from mindforge.policy.doubles.tiny import ensure_tiny_model
+    from mindforge.trainer.guidance import is_guide
+
+    env, _address, loop = temporal_env
+    tiny = str(ensure_tiny_model())
+    guided_contract = _guided_contract(settings, contract_path, tmp_path)
+    solved = [t for t in SEARCH if t != GUIDED]
+    script = _script(solved + SELECTION, seed=3)  # no rule for GUIDED: the default reply finishes at once
+    with start_scripted_policy(script) as policy:
+        spec = _spec("iter-guided", policy.base_url, tiny, guided_contract)
+        spec = spec.model_copy(update={"update": spec.update.model_copy(update={"guidance": True})})
+        [result] = loop.run_until_complete(_run(env, settings, [spec]))
+
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        update = dict(lineages.get_generation(session=s, lineage_id="iter-guided", index=0).record)["update"]
+        rollouts = [r.to_record() for r in trials.list_trials(session=s, lineage_id="iter-guided", stage="rollout")]
+    its = update["iterations"]
+    assert [it["iteration"] for it in its] == [0, 1], update.get("reason")
+    never = [r for r in rollouts if r.task_id == GUIDED]
+    # the policy failed GUIDED every time, in both iterations: at rate 0 it is drawn again only because it has a guide
+    assert never and not any(r.passed for r in never)
+    assert {r.adapter for r in never} == {"", "iter-guided-g0-r0-i0"}
+    assert all(it["guided_groups"] >= 1 and it["trained_adapter"] for it in its)
+    training = update["training"]
+    assert training["guide_samples"] >= 1 and training["off_policy_samples"] >= 1
+    guides = sorted((settings.artifacts / "guides" / "iter-guided").rglob("*.json"))
+    assert guides and all(is_guide(read_trajectory(p)) for p in guides)
+    assert result.outcome in (UpdateOutcome.PROMOTED, UpdateOutcome.NOT_PROMOTED)
