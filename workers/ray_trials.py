@@ -173,9 +173,10 @@ def train_resources() -> dict[str, float]:
 
     On CPUs the trainer's matrix products are what an Update waits for, and Ray sets a
     task's ``OMP_NUM_THREADS`` (so torch's thread count) to the CPUs it asked for: a
-    one-CPU task trains on one core of two. Measured on SmolLM2-135M (2-core host,
-    2026-12-02, one fwd+bwd of 4 x 900 tokens in float32): 57 s on one thread, 24 s on
-    two. The task therefore asks for all the CPUs of the largest alive node; it waits
+    one-CPU task trains on one core of two. Measured by ``benchmarks/bench_train_cpu.py``
+    (SmolLM2-135M + LoRA, one forward + backward of 4 x 900 tokens in float32, 2-core
+    host, 2026-12-02): 41.6 s on one thread, 25.9 s on two (1.61x). The task therefore
+    asks for all the CPUs of the largest alive node; it waits
     until they are free (the Update's rollouts are done by then) and blocks other tasks
     on that node while it trains, which is what it costs.
     """
