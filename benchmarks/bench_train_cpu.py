@@ -9,9 +9,16 @@ batch shaped like an Update's samples (4 sequences of 900 tokens, log-probs of t
 in float32 and under bfloat16 autocast, each against 1 thread in float32 measured in the
 same run. Random token ids: the cost of a step does not depend on which tokens they are.
 
+``--mode prefix`` measures the other saving: a GRPO group's G samples share their whole
+first prompt, and the trainer runs that prefix once and serves its KV cache to every row
+(:func:`mindforge.trainer.lora.per_token_logps`). It times one forward + backward of a
+group of 8 rows sharing a 600-token prompt, each with a 24-token reply, against the same
+batch run whole (``share_prefix=False``: the trainer before), at every core in float32.
+
 Run on demand (needs the ``train`` extra and the bundled model)::
 
     .venv/bin/python benchmarks/bench_train_cpu.py [--repeats 2]
+    .venv/bin/python benchmarks/bench_train_cpu.py --mode prefix
 """
 
 from __future__ import annotations
@@ -46,6 +53,28 @@ def step_seconds(model, ids, mask, first: int, *, threads: int, bf16: bool, repe
     return statistics.median(times)
 
 
+def prefix_seconds(model, *, shared: bool, repeats: int, group: int = 8, prompt: int = 600, reply: int = 24) -> float:
+    """Median seconds of one forward + backward of a group, its shared prompt run once (``shared``) or per row."""
+    import statistics
+
+    import torch
+
+    from mindforge.trainer import lora
+
+    gen = torch.Generator().manual_seed(1)
+    head = torch.randint(0, 40_000, (1, prompt), generator=gen).expand(group, -1)
+    ids = torch.cat([head, torch.randint(0, 40_000, (group, reply), generator=gen)], dim=1)
+    mask = torch.ones_like(ids)
+    times = []
+    for i in range(repeats + 1):
+        started = time.perf_counter()
+        lora.per_token_logps(model, ids, mask, prompt, share_prefix=shared).sum().backward()
+        model.zero_grad(set_to_none=True)
+        if i:
+            times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -55,10 +84,20 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=2, help="timed passes per setting (median)")
+    parser.add_argument("--mode", choices=["threads", "prefix"], default="threads")
     args = parser.parse_args(argv)
     base = Path(resolve_model("smollm2").hf_dir)
     model = lora.wrap_lora(lora.load_base(base, torch.device("cpu"), torch.float32), TrainerConfig(), None)
     model.train()
+    if args.mode == "prefix":
+        torch.set_num_threads(os.cpu_count() or 1)
+        apart = prefix_seconds(model, shared=False, repeats=args.repeats)
+        once = prefix_seconds(model, shared=True, repeats=args.repeats)
+        print(f"=== bench_train_cpu --mode prefix (SmolLM2-135M + LoRA r16, a group of 8 rows: 600-token prompt + "
+              f"24-token reply, {os.cpu_count()} threads, float32) ===")
+        print(f"the batch run whole (baseline): {apart:.1f} s per forward + backward")
+        print(f"shared prompt run once: {once:.1f} s ({apart / once:.2f}x the baseline)")
+        return 0
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(0, 40_000, (4, 900), generator=gen)
     mask = torch.ones_like(ids)

@@ -136,14 +136,16 @@ def grpo_step(
 
     The per-micro-batch loss sums are back-propagated, the summed gradients divided by the
     step's surviving model-token count, clipped to ``config.max_grad_norm`` and applied.
-    A step in which no token survives changes nothing.
+    A step in which no token survives changes nothing. Micro-batches end where a group
+    does (:func:`micro_batches`), so the rows of one share their group's prompt, which
+    the forward runs once (:func:`mindforge.trainer.lora.per_token_logps`).
     """
     params = [p for group in optimizer.param_groups for p in group["params"]]
     micro = config.micro_batch_size or config.batch_size
     optimizer.zero_grad(set_to_none=True)
     loss_sum, tokens, masked, clipped, kl_sum = 0.0, 0, 0, 0, 0.0
-    for start in range(0, len(samples), micro):
-        batch = collate(samples[start : start + micro], advantages[start : start + micro], pad_id, device)
+    for start, end in micro_batches([s.group_id for s in samples], micro):
+        batch = collate(samples[start:end], advantages[start:end], pad_id, device)
         parts = grpo_loss(model, batch, config)
         if parts.tokens:
             parts.loss_sum.backward()
@@ -167,6 +169,44 @@ def grpo_step(
     )
 
 
+def micro_batches(group_ids: Sequence[str], size: int) -> list[tuple[int, int]]:
+    """``(start, end)`` spans of at most ``size`` consecutive samples, each within one group's run.
+
+    Args:
+        group_ids: shape (N,), the group of each sample in step order.
+        size: most samples per micro-batch (>= 1).
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(group_ids) + 1):
+        if i == len(group_ids) or group_ids[i] != group_ids[start] or i - start == size:
+            spans.append((start, i))
+            start = i
+    return spans
+
+
+def group_order(group_ids: Sequence[str], generator: torch.Generator) -> list[int]:
+    """A seeded visiting order with each group's samples together: groups shuffled, then members shuffled.
+
+    A step of ``batch_size`` samples then holds one group or a few, as TRL's GRPO batches
+    are laid out (``num_generations`` completions of a prompt side by side), and its rows
+    share their prompt.
+
+    Args:
+        group_ids: shape (N,), the group of each sample.
+        generator: the seeded generator of this run.
+    """
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, g in enumerate(group_ids):
+        members[g].append(i)
+    groups = sorted(members)
+    order: list[int] = []
+    for g in (groups[k] for k in torch.randperm(len(groups), generator=generator).tolist()):
+        idx = members[g]
+        order += [idx[k] for k in torch.randperm(len(idx), generator=generator).tolist()]
+    return order
+
+
 def make_optimizer(model: torch.nn.Module, config: TrainerConfig) -> torch.optim.Optimizer:
     """AdamW over the model's trainable (LoRA) parameters."""
     params = list(lora.lora_parameters(model).values())
@@ -185,8 +225,9 @@ def train_steps(
 ) -> TrainTotals:
     """Run the GRPO optimisation loop on an already wrapped model.
 
-    Each epoch visits the samples in a seeded random order, ``config.batch_size`` per
-    optimizer step, until ``config.epochs`` or ``config.max_steps`` runs out.
+    Each epoch visits the samples in a seeded random order that keeps each group's samples
+    together (:func:`group_order`), ``config.batch_size`` per optimizer step, until
+    ``config.epochs`` or ``config.max_steps`` runs out.
 
     Args:
         model: PEFT model with trainable LoRA parameters.
@@ -206,7 +247,7 @@ def train_steps(
     model.train()
     step = 0
     for _epoch in range(config.epochs):
-        order = torch.randperm(len(samples), generator=generator).tolist()
+        order = group_order([s.group_id for s in samples], generator)
         for start in range(0, len(order), config.batch_size):
             if config.max_steps is not None and step >= config.max_steps:
                 return totals

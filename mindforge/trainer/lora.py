@@ -116,19 +116,76 @@ def lora_parameters(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
     return {n: p for n, p in model.named_parameters() if p.requires_grad}
 
 
+#: the fewest tokens a batch's rows must share before their common prefix runs once
+#: (below it a second forward call costs more than the tokens it spares)
+MIN_SHARED_PREFIX = 32
+
+
+def shared_prefix_len(input_ids: torch.Tensor, attention_mask: torch.Tensor, first: int) -> int:
+    """How many leading tokens every row of the batch has in common (all real), capped at ``first - 1``.
+
+    The cap keeps the prefix to positions whose logits are not needed: position
+    ``first - 1``'s logits predict the first scored token, so it runs with the suffix.
+    0 for a batch of one row.
+
+    Args:
+        input_ids / attention_mask: shape (B, L), right-padded.
+        first: first position whose log-prob is needed (>= 1).
+    """
+    if input_ids.shape[0] < 2:
+        return 0
+    same = (input_ids == input_ids[:1]).all(dim=0) & attention_mask.bool().all(dim=0)
+    run = int(same.int().cumprod(dim=0).sum())
+    return max(0, min(run, first - 1))
+
+
+def _checkpointing(model: torch.nn.Module) -> bool:
+    """Whether activation (gradient) checkpointing is on (transformers 5 names it ``is_activation_checkpointing``)."""
+    flag = getattr(model, "is_activation_checkpointing", None)
+    if flag is None:
+        flag = getattr(model, "is_gradient_checkpointing", False)
+    return bool(flag)
+
+
+def _logits(
+    model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, keep: int, prefix: int
+) -> torch.Tensor:
+    """The last ``keep`` positions' logits; a shared ``prefix`` runs once and its KV cache serves every row.
+
+    Causal attention makes the prefix's keys and values the same for every row, so running
+    it once (batch 1, ``use_cache``), repeating its cache over the batch and running the
+    suffixes against it gives the same logits, and the same gradients (the repeat is
+    differentiable), as the whole rows; what is spared is ``(B - 1) * prefix`` tokens of
+    forward and backward - a group's G rollouts share their whole first prompt.
+    """
+    if prefix < MIN_SHARED_PREFIX or _checkpointing(model):
+        return model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep).logits
+    out = model(input_ids=input_ids[:1, :prefix], use_cache=True)
+    # transformers 5 names the KV cache ``cache`` (``past_key_values`` before, deprecated since)
+    name = "cache" if getattr(out, "cache", None) is not None else "past_key_values"
+    cache = getattr(out, name)
+    cache.batch_repeat_interleave(input_ids.shape[0])
+    suffix = {"input_ids": input_ids[:, prefix:], "attention_mask": attention_mask, name: cache}
+    return model(**suffix, logits_to_keep=keep, use_cache=False).logits
+
+
 def per_token_logps(
-    model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, first: int = 1
+    model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, first: int = 1,
+    *, share_prefix: bool = True,
 ) -> torch.Tensor:
     """Log-probability of each token given its prefix.
 
     Only positions ``>= first`` are computed (``logits_to_keep``), which spares the
-    vocabulary-sized logits of the prompt.
+    vocabulary-sized logits of the prompt, and the prefix all rows share runs once
+    (:func:`shared_prefix_len`; not under gradient checkpointing, which drops the cache).
 
     Args:
         model: a causal LM.
         input_ids: shape (B, L).
         attention_mask: shape (B, L), 1 on real tokens (right padding).
         first: first position whose log-prob is needed (>= 1).
+        share_prefix: run the rows' common prefix once (False: every row whole, the
+            reference the benchmark and the tests compare with).
 
     Returns:
         float32 tensor of shape (B, L): ``out[b, t] = log p(input_ids[b, t] | input_ids[b, :t])``
@@ -137,7 +194,8 @@ def per_token_logps(
     first = max(1, first)
     length = input_ids.shape[1]
     keep = length - first + 1  # logits at positions first-1 .. L-1; the last one predicts nothing
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep).logits
+    prefix = shared_prefix_len(input_ids, attention_mask, first) if share_prefix else 0
+    logits = _logits(model, input_ids, attention_mask, keep, prefix)
     targets = input_ids[:, first:]
     # one row at a time in float32: exact enough for probability ratios, and the peak is
     # one row's (L, vocab) float copy rather than the batch's

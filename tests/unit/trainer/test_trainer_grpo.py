@@ -219,3 +219,43 @@ def test_gradient_checkpointing_gives_the_same_update(yes_no_samples, tiny_model
     base = lora.load_base(tiny_model_dir, torch.device("cpu"), torch.float32)
     wrapped = lora.wrap_lora(base, config.model_copy(update={"gradient_checkpointing": True}))
     assert wrapped.get_base_model().model.gradient_checkpointing
+
+
+def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_model_dir) -> None:
+    """Rows that share a prompt get their prefix's KV cache from one pass: logits and gradients are unchanged."""
+    from mindforge.trainer.lora import MIN_SHARED_PREFIX, per_token_logps, shared_prefix_len
+
+    model = _wrapped(tiny_model_dir)
+    model.train()
+    gen = torch.Generator().manual_seed(3)
+    prefix = torch.randint(0, 1500, (1, MIN_SHARED_PREFIX + 20), generator=gen)
+    ids = torch.cat([prefix.expand(3, -1), torch.randint(0, 1500, (3, 12), generator=gen)], dim=1)
+    mask = torch.ones_like(ids)
+    mask[2, -4:] = 0  # a shorter row, right-padded
+    first = prefix.shape[1] + 2
+    assert shared_prefix_len(ids, mask, first) == prefix.shape[1]  # capped below the first scored position
+    assert shared_prefix_len(ids, mask, 10) == 9 and shared_prefix_len(ids[:1], mask[:1], first) == 0
+    keep = mask[:, first:].float()
+
+    def run(shared: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        logps = per_token_logps(model, ids, mask, first, share_prefix=shared)
+        (logps[:, first:] * keep).sum().backward()
+        return logps[:, first:] * keep, {n: p.grad.clone() for n, p in lora.lora_parameters(model).items()}
+
+    (once, grads_once), (apart, grads_apart) = run(True), run(False)
+    assert torch.allclose(once, apart, atol=1e-5)
+    assert all(torch.allclose(grads_once[n], grads_apart[n], rtol=1e-4, atol=1e-7) for n in grads_once)
+
+
+def test_micro_batches_end_with_their_group_and_steps_keep_groups_together() -> None:
+    from mindforge.trainer.grpo import group_order, micro_batches
+
+    assert micro_batches(["a", "a", "a", "b", "b", "c"], 2) == [(0, 2), (2, 3), (3, 5), (5, 6)]
+    assert micro_batches([], 4) == []
+    ids = ["g1"] * 3 + ["g2"] * 4 + ["g3"] * 2
+    order = group_order(ids, torch.Generator().manual_seed(0))
+    assert sorted(order) == list(range(9))
+    runs = [ids[i] for i in order]
+    assert [g for k, g in enumerate(runs) if k == 0 or runs[k - 1] != g] == list(dict.fromkeys(runs))  # contiguous
+    assert order == group_order(ids, torch.Generator().manual_seed(0))  # seeded
