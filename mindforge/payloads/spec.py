@@ -152,7 +152,8 @@ class UpdateSpec(BaseModel):
             with groups of tasks that showed variance (DAPO's dynamic sampling).
         time_budget_sec: no iteration starts after this many seconds of the loop (None =
             only ``iterations`` bounds it).
-        guidance: off-policy guidance (LUFFY, Yan et al. 2025, arXiv:2504.14945): a group
+        guidance: off-policy guidance (as LUFFY's mixed-policy GRPO, Yan et al. 2025,
+            arXiv:2504.14945): a group
             of a search task whose rollouts all scored below 1 is joined by a *guide*, the
             task's own validated entry in the training contract's experience snapshot
             rendered as the replies of a trial under that contract (reward 1.0, its

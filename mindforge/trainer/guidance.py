@@ -28,10 +28,10 @@ the action format (one line each for ``command``) and ``workspace.max_turns``; a
 reply fits ``model.max_tokens`` (checked on the tokenised sample by the trainer:
 :func:`check_guide_sample`).
 
-The objective treats guide tokens as LUFFY does (:mod:`mindforge.trainer.objective`):
-no PPO clip and no IcePop band (the guide was not sampled from a policy whose ratio
-they bound), and "policy shaping" ``f(p) = p / (p + gamma)`` of the token probability,
-which keeps the gradient on low-probability tokens of the guide from vanishing.
+The objective gives guide tokens no PPO clip and no IcePop band (the guide was not
+sampled from a policy whose ratio they bound) and, by default, the advantage-weighted
+log-likelihood ``-A log p`` (:mod:`mindforge.trainer.objective` says why LUFFY's
+shaped weight, the other choice, lost to the failures' pushes on SmolLM2).
 
 Pure: the contract, the experience snapshot, the agent's prompt rendering and the ATIF
 exporter; no torch.

@@ -183,22 +183,25 @@ def test_the_curriculum_draws_guided_never_passed_tasks_after_the_others():
     assert not has_signal([0.0], 1.0) and has_signal([0.0, 1.0])
 
 
-def test_guide_tokens_get_the_shaped_unclipped_loss(tokenizer, tiny_model_dir):
-    """Per token, the guide's loss is ``-A p / (p + gamma)``: no PPO clip, no IcePop, whatever its log-probs."""
+@pytest.mark.parametrize("guide_loss", ["weighted_nll", "luffy_shaping"])
+def test_guide_tokens_get_their_unclipped_loss(tokenizer, tiny_model_dir, guide_loss):
+    """Per token, the guide's loss is ``-A log p`` (or LUFFY's ``-A p / (p + gamma)``): no PPO clip, no IcePop."""
     contract = _with_library(BASELINE)
     traj = guide_trajectory(
         contract, task_id="rivers", task_hash="h-rivers", instruction=TWO_STEP.instruction, entry=TWO_STEP,
         ts="2026-12-02T00:00:00+00:00",
     )
     sample = build_guide_samples([(traj, 1.0, "g")], tokenizer=tokenizer).samples[0]
-    config = TrainerConfig(lora_rank=4, lora_alpha=8, guide_gamma=0.1)
+    config = TrainerConfig(lora_rank=4, lora_alpha=8, guide_gamma=0.1, guide_loss=guide_loss)
     model = lora.wrap_lora(lora.load_base(tiny_model_dir, torch.device("cpu"), torch.float32), config)
     batch = collate([sample], [2.0], tokenizer.pad_token_id, torch.device("cpu"))
     parts = grpo_loss(model, batch, config)
     logp = lora.per_token_logps(model, batch.input_ids, batch.attention_mask, batch.first).detach()
-    prob = torch.exp(logp)[batch.loss_mask > 0]
+    token_logp = logp[batch.loss_mask > 0]
+    prob = torch.exp(token_logp)
+    expected = -2.0 * token_logp if guide_loss == "weighted_nll" else -2.0 * prob / (prob + 0.1)
     assert parts.tokens == sample.num_model_tokens and parts.icepop_masked == 0 and parts.clipped == 0
-    assert float(parts.loss_sum.detach()) == pytest.approx(float((-2.0 * prob / (prob + 0.1)).sum()), rel=1e-5)
+    assert float(parts.loss_sum.detach()) == pytest.approx(float(expected.sum()), rel=1e-5)
     # the same tokens as an on-policy rollout with those log-probs: ratio 0 would be IcePop-masked entirely
     rollout = sample.model_copy(update={"off_policy": False})
     on = grpo_loss(model, collate([rollout], [2.0], tokenizer.pad_token_id, torch.device("cpu")), config)
