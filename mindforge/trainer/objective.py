@@ -98,7 +98,7 @@ class Batch:
         input_ids / attention_mask / loss_mask / rollout_logprobs: as in the samples,
             padded with pad id / 0 / 0 / 0.
         advantages: shape (B,).
-        off_policy: shape (B,), bool: the row is a guide (LUFFY's shaped, unclipped loss).
+        off_policy: shape (B,), bool: the row is a guide (unclipped ``config.guide_loss``).
         first: first position holding a model token in any row.
     """
 

@@ -57,7 +57,8 @@ class TrainingSample(BaseModel):
         has_rollout_logprobs: whether ``rollout_logprobs`` were recorded.
         source: ``recorded`` (ids from the trajectory) or ``retokenized``.
         off_policy: a guide (:mod:`mindforge.trainer.guidance`), not a rollout of the
-            policy: the objective gives its tokens LUFFY's shaped, unclipped loss.
+            policy: the objective gives its tokens the unclipped ``guide_loss``
+            (:mod:`mindforge.trainer.objective`).
     """
 
     sample_id: str

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mindforge.payloads.training import GuideRef, SelectedGroup, SelectionReport
+from mindforge.trainer.curriculum import has_signal
 from mindforge.trials.record import NO_REWARD_CLASSES, TrialRecord
 
 
@@ -147,7 +148,10 @@ def select_groups(
             report.dropped_singleton += 1
         elif len({r.reward for r in trials}) > 1:
             by_task[key[0]].append(trials)
-        elif guide is not None and (trials[0].reward or 0.0) < guide.reward and key[0] not in guided:
+        elif (
+            guide is not None and key[0] not in guided
+            and has_signal([r.reward or 0.0 for r in trials], guide.reward)
+        ):
             guided[key[0]] = trials
         else:
             report.dropped_no_signal += 1
