@@ -15,10 +15,20 @@ rollouts' ATIF trajectories and the guides its Update wrote under
   and the ``TrainerConfig`` defaults: the mean change of the guides' log-probability and
   of the policy's own failed replies', each loss against the other in the same run.
 
-Run on demand, after a guided ``bench_update`` (needs the ``train`` extra)::
+- ``--mode chores`` (no lineage): the same comparison on chores made for the purpose,
+  never a bundled task (any task under ``tasks/`` can be a lineage's sealed task, and the
+  two modes above read a lineage's search split of the bundled suite): "reply with the
+  word X spelled backwards", rewarded by :func:`benchmarks.bench_grpo_sweep.reward`. A
+  group of ``G`` completions of each training chore is sampled from the base weights; a
+  group that never earned 1 is joined by a guide, the exact answer as an off-policy
+  sample (reward 1); then one update per guide loss, as above, and the training and
+  held-out chores' mean reward after it (held-out words: none of the training words).
+
+Run on demand (needs the ``train`` extra; the first two after a guided ``bench_update``)::
 
     .venv/bin/python benchmarks/bench_guidance.py --lineage bu-guided2
     .venv/bin/python benchmarks/bench_guidance.py --lineage bu-guided2 --mode offline
+    .venv/bin/python benchmarks/bench_guidance.py --mode chores
 """
 
 from __future__ import annotations
@@ -145,15 +155,85 @@ def offline_mode(name: str, base: Path) -> None:
               f"failed replies {f0:.2f} -> {f1:.2f} nats on average")
 
 
+#: the chores' words (written here; reversed, they are the answers); held-out words share none with training
+CHORE_WORDS = ["planet", "garden", "bottle", "silver", "window", "pencil"]
+HELD_OUT_CHORE_WORDS = ["marble", "tunnel", "basket", "copper"]
+
+
+def chores_mode(base: Path, size: int = 8, seed: int = 0) -> None:
+    """Guide losses compared on made-for-purpose chores: guide and failure log-probabilities, rewards after."""
+    import statistics
+
+    import torch
+
+    from benchmarks.bench_grpo_sweep import Chore, Sampler
+    from mindforge.payloads.training import TrainerConfig
+    from mindforge.trainer import lora
+    from mindforge.trainer.grpo import train_grpo
+    from mindforge.trainer.samples import TrainingSample
+
+    def chore(word: str) -> Chore:
+        return Chore(f"Reply with the word {word!r} spelled backwards, and nothing else.", word[::-1])
+
+    train, held = [chore(w) for w in CHORE_WORDS], [chore(w) for w in HELD_OUT_CHORE_WORDS]
+    tokenizer = lora.load_tokenizer(base)
+    sampler = Sampler(tokenizer, max_new_tokens=16)
+    base_model = load_policy(base, None)
+    torch.manual_seed(seed)
+    groups = {c.answer: sampler.group(base_model, c, size, f"c{i}") for i, c in enumerate(train)}
+    rollouts = [s for g in groups.values() for s in g]
+    guides = []
+    for i, c in enumerate(train):
+        if max(s.reward for s in groups[c.answer]) >= 1.0:
+            continue
+        prompt = sampler.prompt_ids(c)
+        reply = [int(x) for x in tokenizer.encode(c.answer, add_special_tokens=False)] + [tokenizer.eos_token_id]
+        guides.append(TrainingSample(
+            sample_id=f"c{i}/guide", group_id=f"c{i}", reward=1.0, input_ids=prompt + reply,
+            loss_mask=[0] * len(prompt) + [1] * len(reply), rollout_logprobs=[0.0] * (len(prompt) + len(reply)),
+            has_rollout_logprobs=True, source="recorded", off_policy=True,
+        ))  # fmt: skip
+    failed = {g.group_id for g in guides}
+    failures = [s for s in rollouts if s.group_id in failed]
+    g0 = {s.group_id: reply_logprob(base_model, s) for s in guides}
+    f0 = statistics.fmean(reply_logprob(base_model, s) for s in failures) if failures else float("nan")
+    base_train = statistics.fmean(s.reward for s in rollouts)
+    base_held = sampler.mean_reward(base_model, held, size, seed + 1)
+    print(f"=== bench_guidance --mode chores ({len(train)} training chores x {size} completions from the base weights, "
+          f"{len(guides)} guides of the groups that never earned 1; {len(held)} held-out chores; made for the "
+          f"purpose, no bundled task) ===")
+    print(f"base weights: training chores' mean reward {base_train:.3f}, held-out {base_held:.3f}")
+    for loss in ("weighted_nll", "luffy_shaping"):
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory() as tmp:
+            result = train_grpo(base, [*rollouts, *guides], TrainerConfig(guide_loss=loss), Path(tmp) / "adapter")
+            model = load_policy(base, Path(tmp) / "adapter")
+            changes = [reply_logprob(model, s) - g0[s.group_id] for s in guides]
+            f1 = statistics.fmean(reply_logprob(model, s) for s in failures) if failures else float("nan")
+            after_train = sampler.mean_reward(model, train, size, seed + 2)
+            after_held = sampler.mean_reward(model, held, size, seed + 1)
+        mean = statistics.fmean(changes) if changes else float("nan")
+        print(f"{loss}: {result.steps} steps in {time.monotonic() - started:.0f} s; guide log-probability "
+              f"{mean:+.2f} nats on average ({sum(c > 0 for c in changes)} of {len(changes)} up); the policy's own "
+              f"failed replies {f0:.2f} -> {f1:.2f} nats on average; mean reward after: training chores "
+              f"{after_train:.3f} ({after_train - base_train:+.3f}), held-out {after_held:.3f} "
+              f"({after_held - base_held:+.3f})")
+
+
 def main(argv: list[str] | None = None) -> int:
     from mindforge.policy.engines.models import resolve_model
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--lineage", required=True, help="a lineage that ran bench_update --guidance")
-    parser.add_argument("--mode", choices=["adapter", "offline"], default="adapter")
+    parser.add_argument("--lineage", help="a lineage that ran bench_update --guidance (adapter and offline modes)")
+    parser.add_argument("--mode", choices=["adapter", "offline", "chores"], default="adapter")
     args = parser.parse_args(argv)
     base = Path(resolve_model("smollm2").hf_dir)
-    (adapter_mode if args.mode == "adapter" else offline_mode)(args.lineage, base)
+    if args.mode == "chores":
+        chores_mode(base)
+    elif not args.lineage:
+        parser.error(f"--mode {args.mode} reads a lineage: give --lineage NAME")
+    else:
+        (adapter_mode if args.mode == "adapter" else offline_mode)(args.lineage, base)
     return 0
 
 
