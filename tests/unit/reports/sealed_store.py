@@ -17,7 +17,7 @@ from mindforge.evaluation import PairRef
 from mindforge.evaluation.compounding import measure_generation
 from mindforge.hcp import load_contract
 from mindforge.store import (
-    LineageCreate,
+    Lineage,
     PoolSplit,
     RunStatus,
     StoredTask,
@@ -58,7 +58,10 @@ def fill_sealed(
     tasks = make_unlock_tasks(len(root), ["plan"])
     clock = _Clock()
     with session_scope(engine) as s:
-        lineage = lineages.create_lineage(session=s, lineage_in=LineageCreate(name=name, spec={"generations": 1}))
+        # stored as the lineage workflow's first activity stores it: its id is its name
+        lineage = Lineage(id=name, name=name, spec={"generations": 1}, status=RunStatus.COMPLETED)
+        s.add(lineage)
+        s.flush()
         register_contract(s, contract, None)
         for task in tasks:
             s.add(
