@@ -38,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from mindforge.cli.common import ENGINE_HELP, choose_engine
 from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console
@@ -116,7 +117,13 @@ def quickstart_command(
     guidance: bool = typer.Option(False, "--guidance/--no-guidance", help=GUIDANCE_HELP + "."),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
 ) -> None:
-    """Run a lineage end to end on this machine, as many generations as fit, and print what it found."""
+    """Run a lineage end to end on this machine, as many generations as fit, and print what it found.
+
+    Exit status 0 when the run and its report completed; 3 when the run completed but a
+    section of its HTML report failed to render (the summary is printed, the report is
+    written with the error in that section's place, and a warning names the file and each
+    failed section); 2 on an input or infrastructure error.
+    """
     from mindforge.cli.lineage import (
         build_spec,
         split_config,
@@ -185,12 +192,7 @@ def quickstart_command(
             spec, settings, generations, time_budget, started,
             wait=lambda w: asyncio.run(wait_lineage(settings, w, worker=worker, worker_log=worker_log)),
         )
-        page = _report(name)
-        _print_results(name)  # its first line is "lineage <name>: <state>"
-        console.print(
-            f"report: {page}\nartifacts: {settings.artifacts / 'runs'}\nstore: {settings.db_url}\n"
-            f"Web UI: {ui_link(settings, wid)}\nwall time {time.monotonic() - started:.0f} s"
-        )
+        _finish(name, settings, ui_link(settings, wid), started)
     finally:
         if worker and worker.poll() is None:
             worker.terminate()
@@ -265,11 +267,34 @@ def run_generations(spec, settings, most: int, budget_sec: float, started: float
     return wid
 
 
-def _report(name: str) -> Path:
-    """Write the lineage's HTML report; returns its path."""
-    from mindforge.cli.report import write_report
+def _finish(name: str, settings, web_ui: str, started: float) -> None:
+    """Print what the lineage found, write its HTML report, and say where everything is.
 
-    return write_report(name, "html")
+    The summary is printed before the report is written, so no report failure can lose
+    it; a section that fails to render is shown in the report as an error and named here.
+
+    Args:
+        name: the lineage.
+        settings: the settings (artifact root, store URL).
+        web_ui: the Temporal Web UI link of the lineage's workflow.
+        started: ``time.monotonic()`` when the command started.
+
+    Raises:
+        typer.Exit: with :data:`~mindforge.cli.report.REPORT_INCOMPLETE_EXIT` when the run
+            completed and its report was written without some section (each named in a warning).
+    """
+    from mindforge.cli.report import REPORT_INCOMPLETE_EXIT, incomplete_lines, write_report
+
+    _print_results(name)  # its first line is "lineage <name>: <state>"
+    report = write_report(name, "html")
+    console.print(
+        f"report: {report.path}\nartifacts: {settings.artifacts / 'runs'}\nstore: {settings.db_url}\n"
+        f"Web UI: {web_ui}\nwall time {time.monotonic() - started:.0f} s"
+    )
+    for line in incomplete_lines(str(report.path), report.failed):
+        console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False)
+    if report.failed:
+        raise typer.Exit(REPORT_INCOMPLETE_EXIT)
 
 
 def _print_results(name: str) -> None:

@@ -40,6 +40,13 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> Interval:
         n: trials.
         z: normal quantile (1.96 for 95%).
 
+    Returns:
+        the rate with bounds that hold it: ``lo <= rate <= hi``, exactly. The Wilson
+        interval always contains ``successes / n``, and at 0 successes its lower bound is
+        0 (at n, its upper bound 1); computed as ``centre - half`` in floating point
+        those bounds can land an ulp on the wrong side of the rate (1.4e-17 above 0 at
+        0 of 14), so the bounds are held to the rate - a rounding correction only.
+
     Raises:
         ValueError: counts out of range.
     """
@@ -51,7 +58,8 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> Interval:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Interval(successes=successes, n=n, rate=p, lo=max(0.0, centre - half), hi=min(1.0, centre + half))
+    lo, hi = max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+    return Interval(successes=successes, n=n, rate=p, lo=lo, hi=hi)
 
 
 def bootstrap_lift(

@@ -19,6 +19,7 @@ td.hit { background: #d8f0d8; }
 pre { background: #f7f7f7; border: 1px solid #e0e0e0; padding: .6em; overflow-x: auto; font-size: 12px; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
 nav a { margin-right: 1em; }
+.error { background: #fdecea; border: 1px solid #d62728; color: #8b1a1a; padding: .6em; font-weight: bold; }
 """
 
 
@@ -35,6 +36,8 @@ def _block(block: Block) -> str:
         return f"<pre>{html.escape(block.text)}</pre>"
     if block.kind == "image":
         return f'<img src="{block.text}" alt="{html.escape(block.alt)}">'
+    if block.kind == "error":
+        return f'<p class="error" role="alert">{html.escape(block.text)}</p>'
     assert block.table is not None
     head = "".join(_cell(h, "th") for h in block.table.header)
     body = "".join("<tr>" + "".join(_cell(c, "td") for c in row) + "</tr>" for row in block.table.rows)
@@ -46,9 +49,14 @@ def _section(section: Section, level: int) -> str:
     return f'<section id="{section.id}">\n<h{level}>{html.escape(section.title)}</h{level}>\n{inner}\n</section>'
 
 
-def render_html(data: ReportData) -> str:
-    """The whole report as an HTML document (UTF-8 text)."""
-    sections = build_sections(data, with_plots=True)
+def render_html(data: ReportData, sections: list[Section] | None = None) -> str:
+    """The whole report as an HTML document (UTF-8 text).
+
+    Args:
+        data: the gathered report data.
+        sections: the sections, already built with plots (default: built here).
+    """
+    sections = build_sections(data, with_plots=True) if sections is None else sections
     nav = " ".join(f'<a href="#{s.id}">{html.escape(s.title)}</a>' for s in sections[1:])
     body = "\n".join(_section(s, 1 if i == 0 else 2) for i, s in enumerate(sections))
     title = html.escape(f"MindForge report: {data.lineage_name}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import io
+import math
+from collections.abc import Sequence
 
 import matplotlib
 
@@ -18,6 +20,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402 - after matplotlib.use
 
 #: colours of the audit owners
 OWNER_COLOURS = {"infra": "#8c8c8c", "task": "#d62728", "config": "#1f77b4", "model": "#ff7f0e"}
+#: what the legend says of points drawn without an error bar
+NO_INTERVAL = "no interval drawn (bounds missing or on the wrong side of the point)"
 
 
 def _data_uri(fig) -> str:
@@ -25,6 +29,49 @@ def _data_uri(fig) -> str:
     fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def interval_of(y: float, lo: float | None, hi: float | None) -> tuple[float, float] | None:
+    """``(lo, hi)`` when it is an interval that holds ``y`` (finite bounds, ``lo <= y <= hi``), else None."""
+    if lo is None or hi is None or not all(math.isfinite(v) for v in (y, lo, hi)) or not lo <= y <= hi:
+        return None
+    return lo, hi
+
+
+def points_with_intervals(
+    ax, points: Sequence[tuple[float, float, float | None, float | None]], *, label: str, marker: str, colour: str
+) -> None:
+    """Draw points with error bars from their intervals; a point whose interval does not hold it has no bar.
+
+    matplotlib refuses a negative error-bar length (``ValueError: 'yerr' must not contain
+    negative values``), which is what a bound on the wrong side of its point gives. Such a
+    point (or one without bounds) is drawn hollow, without a bar, under a legend entry
+    ending in :data:`NO_INTERVAL`, so the plot shows it and says why instead of failing.
+
+    Args:
+        ax: the matplotlib axes.
+        points: ``(x, y, lo, hi)``; ``lo`` and ``hi`` bound ``y``, in the units of ``y``.
+        label: the legend label of the series.
+        marker: matplotlib marker (``"o"``, ``"s"``).
+        colour: matplotlib colour of the series.
+    """
+    drawn: list[tuple[float, float, float, float]] = []  # x, y, length below, length above
+    bare: list[tuple[float, float]] = []
+    for x, y, lo, hi in points:
+        if (bounds := interval_of(y, lo, hi)) is None:
+            bare.append((x, y))
+        else:
+            drawn.append((x, y, y - bounds[0], bounds[1] - y))
+    if drawn:
+        ax.errorbar(
+            [p[0] for p in drawn], [p[1] for p in drawn], yerr=[[p[2] for p in drawn], [p[3] for p in drawn]],
+            fmt=marker, color=colour, capsize=4, label=label,
+        )
+    if bare:
+        ax.plot(
+            [p[0] for p in bare], [p[1] for p in bare], linestyle="none", marker=marker, color=colour,
+            markerfacecolor="none", label=f"{label}: {NO_INTERVAL}",
+        )
 
 
 def coverage_curve(curves: dict[str, list[tuple[int, int]]], tasks: dict[str, int], singles: dict[str, int]) -> str:
@@ -99,16 +146,14 @@ def sealed_scores(points: list[tuple[int, float, float, float, str]]) -> str:
     """Sealed-split pass rate per generation and pair, with 95% Wilson intervals.
 
     Args:
-        points: ``(generation, rate, lo, hi, label)`` per evaluated pair.
+        points: ``(generation, rate, lo, hi, label)`` per evaluated pair; rate and bounds in 0..1
+            (a point whose bounds do not hold it is drawn without a bar, see :func:`points_with_intervals`).
     """
     fig, ax = plt.subplots(figsize=(8, 4))
     labels = sorted({p[4] for p in points})
     for position, label in enumerate(labels):
-        mine = [p for p in points if p[4] == label]
-        xs = [p[0] + 0.08 * position for p in mine]
-        ys = [p[1] for p in mine]
-        err = [[p[1] - p[2] for p in mine], [p[3] - p[1] for p in mine]]
-        ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4, label=f"sealed: {label}")
+        mine = [(p[0] + 0.08 * position, p[1], p[2], p[3]) for p in points if p[4] == label]
+        points_with_intervals(ax, mine, label=f"sealed: {label}", marker="o", colour=f"C{position % 10}")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("generation")
     ax.set_ylabel("pass rate")
@@ -142,23 +187,27 @@ def training_reward(points: list[tuple[int, int, float, float]]) -> str:
     return _data_uri(fig)
 
 
-def sealed_by_generation(points: list[tuple[int, float]], root_lifts: list[tuple[int, float, float, float]]) -> str:
+def sealed_by_generation(
+    points: list[tuple[int, float]], root_lifts: list[tuple[int, float, float | None, float | None]]
+) -> str:
     """Sealed score of each pair of the lineage (pair k: the pair generation k starts from).
 
     Args:
         points: ``(k, sealed score)`` per measured pair.
-        root_lifts: ``(k, mean, lo, hi)`` of pair k's paired lift over pair 0 (95% interval).
+        root_lifts: ``(k, mean, lo, hi)`` of pair k's paired lift over pair 0 (95% interval), in
+            reward units; drawn at pair 0's score plus the lift, its bounds shifted alike.
     """
     fig, ax = plt.subplots(figsize=(8, 4))
     if points:
         ax.plot([p[0] for p in points], [p[1] for p in points], "o-", color="C0", label="sealed score of pair k")
     if root_lifts:
         base = dict(points).get(0)
-        if base is not None:  # pair 0's score plus the paired lift, with the lift's interval
-            xs = [p[0] + 0.05 for p in root_lifts]
-            ys = [base + p[1] for p in root_lifts]
-            err = [[p[1] - p[2] for p in root_lifts], [p[3] - p[1] for p in root_lifts]]
-            ax.errorbar(xs, ys, yerr=err, fmt="s", color="C1", capsize=4, label="pair 0 + paired lift (95% CI)")
+        if base is not None:  # pair 0's score plus the paired lift, with the lift's interval shifted alike
+            shifted = [
+                (k + 0.05, base + mean, None if lo is None else base + lo, None if hi is None else base + hi)
+                for k, mean, lo, hi in root_lifts
+            ]
+            points_with_intervals(ax, shifted, label="pair 0 + paired lift (95% CI)", marker="s", colour="C1")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("pair k (0 = root; generation k-1 handed it on)")
     ax.set_ylabel("sealed score (mean reward)")

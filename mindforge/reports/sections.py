@@ -2,10 +2,16 @@
 
 HTML and Markdown render the same :class:`Section` list, so both formats always carry
 the same numbers. Section ids are stable (the HTML test looks for them).
+
+A section that raises while it is built does not take the report down: it is replaced
+by an error section of the same id that names it and the exception (type, message and
+traceback), and :func:`failed_sections` lists such sections for the caller to report.
 """
 
 from __future__ import annotations
 
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -44,20 +50,25 @@ class Table(BaseModel):
 
 
 class Block(BaseModel):
-    """One piece of a section: a paragraph, a table, a preformatted text or an image (data URI)."""
+    """One piece of a section: a paragraph, a table, a preformatted text, an image (data URI) or an error."""
 
-    kind: str  # "text" | "table" | "pre" | "image"
+    kind: str  # "text" | "table" | "pre" | "image" | "error"
     text: str = ""
     table: Table | None = None
     alt: str = ""
 
 
 class Section(BaseModel):
-    """A titled section with a stable id."""
+    """A titled section with a stable id.
+
+    Attributes:
+        error: ``"ExceptionType: message"`` when the section failed to render ("" when it rendered).
+    """
 
     id: str
     title: str
     blocks: list[Block] = Field(default_factory=list)
+    error: str = ""
 
     def text(self, text: str) -> Section:
         """Append a paragraph; returns the section."""
@@ -89,30 +100,64 @@ def _pct(part: int, whole: int) -> str:
 
 
 def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section]:
-    """All report sections, in :data:`SECTION_IDS` order.
+    """All report sections, in :data:`SECTION_IDS` order; one that fails to render is an error section.
 
     Args:
         data: the gathered report data.
         with_plots: render plots (HTML); Markdown leaves them out.
+
+    Returns:
+        one section per id of :data:`SECTION_IDS`; see :func:`failed_sections` for those that failed.
     """
-    return [
-        _summary(data),
-        _curve(data, with_plots),
-        _single_vs_adaptive(data, with_plots),
-        _per_contract(data, with_plots),
-        _audit(data, with_plots),
-        _matrix(data),
-        _spend(data),
-        _jobs(data),
-        _lineage(data),
-        _splits(data),
-        _decisions(data),
-        _training(data, with_plots),
-        _sealed(data, with_plots),
-        _compounding(data, with_plots),
-        _experience(data),
-        _discovery(data),
+    builders: list[tuple[str, Callable[[], Section]]] = [
+        ("summary", lambda: _summary(data)),
+        ("coverage-curve", lambda: _curve(data, with_plots)),
+        ("single-vs-adaptive", lambda: _single_vs_adaptive(data, with_plots)),
+        ("coverage-per-contract", lambda: _per_contract(data, with_plots)),
+        ("failure-audit", lambda: _audit(data, with_plots)),
+        ("task-matrix", lambda: _matrix(data)),
+        ("spend", lambda: _spend(data)),
+        ("search-jobs", lambda: _jobs(data)),
+        ("lineage", lambda: _lineage(data)),
+        ("splits", lambda: _splits(data)),
+        ("selection-decisions", lambda: _decisions(data)),
+        ("training-reward", lambda: _training(data, with_plots)),
+        ("sealed-lift", lambda: _sealed(data, with_plots)),
+        ("compounding", lambda: _compounding(data, with_plots)),
+        ("experience", lambda: _experience(data)),
+        ("discovery", lambda: _discovery(data)),
     ]
+    return [guarded(section_id, build) for section_id, build in builders]
+
+
+def guarded(section_id: str, build: Callable[[], Section]) -> Section:
+    """``build()``, or the error section of ``section_id`` when it raises.
+
+    A report is read after a lineage ran, often as the last step of a command that ran
+    it; one section's bug (a plot that matplotlib refuses, a record of an older shape)
+    must cost that section only, and say so where the reader looks for the section.
+
+    Args:
+        section_id: the id of the section ``build`` makes.
+        build: makes the section.
+
+    Returns:
+        the section, or one with ``error`` set and an error block naming the section,
+        the exception's type and message, and its traceback.
+    """
+    try:
+        return build()
+    except Exception as exc:  # noqa: BLE001 - any bug of one section: shown in its place, the rest still render
+        error = f"{type(exc).__name__}: {exc}"
+        message = f"The section {section_id!r} failed to render: {error}. The other sections are complete."
+        title = f"Section {section_id}: failed to render"
+        section = Section(id=section_id, title=title, error=error, blocks=[Block(kind="error", text=message)])
+        return section.pre("".join(traceback.format_exception(exc)).rstrip())
+
+
+def failed_sections(sections: list[Section]) -> dict[str, str]:
+    """Section id -> ``"ExceptionType: message"`` of each section that failed to render, in report order."""
+    return {s.id: s.error for s in sections if s.error}
 
 
 def _summary(data: ReportData) -> Section:

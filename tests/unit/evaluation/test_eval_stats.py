@@ -19,6 +19,16 @@ def test_wilson_intervals_match_published_values(successes, n, lo, hi) -> None:
         wilson_interval(3, 2)
 
 
+def test_wilson_bounds_hold_their_rate_exactly() -> None:
+    """At 0 of n the lower bound is 0 and at n of n the upper bound is 1, not an ulp off (0 of 14, 10 of 10)."""
+    assert wilson_interval(0, 14).lo == 0.0 and wilson_interval(0, 12).lo == 0.0
+    assert wilson_interval(10, 10).hi == 1.0 and wilson_interval(27, 27).hi == 1.0
+    for n in range(1, 301):
+        for successes in range(n + 1):
+            interval = wilson_interval(successes, n)
+            assert 0.0 <= interval.lo <= interval.rate <= interval.hi <= 1.0, (successes, n)
+
+
 def test_bootstrap_lift_by_hand() -> None:
     assert bootstrap_lift([0, 0, 0, 0], [1, 1, 1, 1]) == (1.0, 1.0, 1.0)
     assert bootstrap_lift([1, 0.5], [0.5, 0.0]) == (-0.5, -0.5, -0.5)  # every task drops by 0.5
