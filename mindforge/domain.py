@@ -24,11 +24,12 @@ class RunStatus(StrEnum):
 
 
 class TaskSource(StrEnum):
-    """Where a task came from."""
+    """Where a task came from (``family``: an instance a lineage drew from a task family at its start)."""
 
     BUNDLED = "bundled"
     IMPORTED = "imported"
     DISCOVERED = "discovered"
+    FAMILY = "family"
 
 
 class AuditOwner(StrEnum):

@@ -19,6 +19,7 @@ from mindforge.evaluation import PoolSplit, admission_config
 from mindforge.payloads import (
     AdmitInput,
     CheckProposalInput,
+    CurriculumSpec,
     DiscoveryInput,
     DiscoveryResult,
     TrialStage,
@@ -53,6 +54,13 @@ def _discovered_in(session, lineage_id: str, generation: int) -> set[str]:
         if task.source == TaskSource.DISCOVERED:
             out.add(entry.task_hash)
     return out
+
+
+def _curriculum_of(session, lineage_id: str) -> CurriculumSpec | None:
+    """The lineage's curriculum (its stored spec's), or None when its pool is tasks only."""
+    lin = lineages.get_lineage(session=session, lineage_id=lineage_id)
+    stored = (lin.spec or {}).get("curriculum") if lin is not None else None
+    return CurriculumSpec.model_validate(stored) if stored else None
 
 
 class DiscoveryActivities:
@@ -109,7 +117,13 @@ class DiscoveryActivities:
                     (solved if r.reward is not None and r.reward >= 1.0 else failed).add(r.task_id)
                     if r.failure_class:
                         classes[str(r.failure_class)] = classes.get(str(r.failure_class), 0) + 1
-        config = DiscoveryConfig(count=inp.discovery.count, generation=inp.generation, attempts=inp.discovery.attempts)
+            curriculum = _curriculum_of(s, inp.lineage_id)
+        # a lineage with a curriculum proposes instances of its training families only: held-out ones stay unseen
+        config = DiscoveryConfig(
+            count=inp.discovery.count, generation=inp.generation, attempts=inp.discovery.attempts,
+            families_dir=curriculum.families_dir if curriculum else None,
+            families=tuple(curriculum.training_families) if curriculum else None,
+        )
         staging = self.artifact_root / "staging" / inp.lineage_id / f"g{inp.generation}"
         batch = propose_batch(
             contract,

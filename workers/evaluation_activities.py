@@ -19,7 +19,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.evaluation import PairRef, PoolSplit, paired_lift
-from mindforge.evaluation.compounding import measure_generation
+from mindforge.evaluation.compounding import GenerationCompounding, measure_generation
+from mindforge.evaluation.curriculum import READING_ORDER, ReadingsRecord, SealedReading
 from mindforge.evaluation.lift import Baseline, LiftReport
 from mindforge.evaluation.pair_trials import STAGE_OF_SPLIT, pair_stage, plan_pair_trials
 from mindforge.payloads import (
@@ -94,9 +95,8 @@ def pair_trial_batches(
     stage = pair_stage(split)
     tasks = pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=split)
     paths = {t.id: t.path for t in tasks}
-    planned = plan_pair_trials(
-        pairs, [t.id for t in tasks], attempts=evaluation.attempts, batch_size=runtime.trial_batch_size
-    )
+    attempts = (evaluation.sealed_attempts or evaluation.attempts) if split == PoolSplit.SEALED else evaluation.attempts
+    planned = plan_pair_trials(pairs, [t.id for t in tasks], attempts=attempts, batch_size=runtime.trial_batch_size)
     batches = [
         RunTrialsInput(
             lineage_id=lineage_id, generation=generation, stage=stage, contract_hash=batch[0].contract_hash,
@@ -121,6 +121,32 @@ def pair_trial_batches(
         trials=[(t.trial_id, t.task_hash) for b in batches for t in b.trials],
     )
     return batches, len(tasks)
+
+
+def lineage_readings(session, lineage_id: str) -> ReadingsRecord:
+    """The lineage's sealed readings as recorded at its start (``prepare_lineage``).
+
+    A lineage prepared before readings were recorded reads its whole sealed split as
+    *sealed tasks*.
+    """
+    lin = lineages.get_lineage(session=session, lineage_id=lineage_id)
+    stored = (lin.spec or {}).get("readings") if lin is not None else None
+    if stored:
+        return ReadingsRecord.model_validate(stored)
+    sealed = sorted(split_tasks(session, lineage_id, PoolSplit.SEALED))
+    return ReadingsRecord(readings={SealedReading.TASKS: sealed})
+
+
+def lineage_sealed_records(session, lineage_id: str) -> tuple[list[Any], set[str]]:
+    """Every sealed trial of the lineage (all generations) on its sealed tasks, and those tasks.
+
+    The sealed split is frozen and a pair's sealed trials do not depend on the generation
+    that ran them, so every generation reads a pair's trials wherever they were run: a
+    pair is read once per lineage, never re-read with a different figure.
+    """
+    tasks = split_tasks(session, lineage_id, PoolSplit.SEALED)
+    rows = trials.list_trials(session=session, lineage_id=lineage_id, stage=STAGE_OF_SPLIT[PoolSplit.SEALED].value)
+    return [r.to_record() for r in rows if r.task_hash in tasks], tasks
 
 
 def split_records(session, lineage_id: str, generation: int, split: PoolSplit) -> tuple[list[Any], set[str]]:
@@ -162,9 +188,17 @@ class EvaluationActivities:
                 batches, n = pair_trial_batches(
                     s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SEALED, self._pairs(inp)
                 )
+                records, _tasks = lineage_sealed_records(s, inp.lineage_id)
             if not n:
                 return SealedPlan(note="the lineage has no sealed tasks")
-            return SealedPlan(batches=batches, tasks=n)
+            read = {(r.contract_hash or "", r.adapter, r.task_hash, r.attempt) for r in records}
+            kept = [
+                b.model_copy(update={"trials": [
+                    t for t in b.trials if (b.contract_hash, b.adapter, t.task_hash, t.attempt) not in read
+                ]})
+                for b in batches
+            ]
+            return SealedPlan(batches=[b for b in kept if b.trials], tasks=n)
 
         try:
             return await asyncio.to_thread(work)
@@ -195,47 +229,74 @@ class EvaluationActivities:
 
     def _measure(self, inp: SealedEvaluationInput) -> SealedLiftResult:
         with store_engine.session_scope(self.engine) as s:
-            records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SEALED)
-            out = SealedLiftResult()
-
-            def lift(parent: PairRef, baseline: Baseline) -> LiftReport:
-                return paired_lift(
-                    records, parent, inp.successor, tasks, measured_on=PoolSplit.SEALED, baseline=baseline,
-                    resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
-                )
-
-            if (inp.successor.contract_hash, inp.successor.adapter) == (inp.parent.contract_hash, inp.parent.adapter):
-                out.reason = "the generation kept its parent pair: there is no change to measure"
-            elif not tasks:
-                out.reason = "the lineage has no sealed tasks"
-            else:
-                out.parent = lift(inp.parent, "parent")
-                out.reason = out.parent.reason
-            root = inp.root
-            if root is not None and tasks and (root.contract_hash, root.adapter) != (
-                inp.successor.contract_hash,
-                inp.successor.adapter,
-            ):
-                out.root = lift(root, "root")
+            records, all_tasks = lineage_sealed_records(s, inp.lineage_id)
+            readings = lineage_readings(s, inp.lineage_id)
+            figures = {
+                reading.value: self._compounding(inp, records, tasks)
+                for reading in READING_ORDER if (tasks := readings.tasks_of(reading) & all_tasks)
+            }
+            parts = {
+                name: self._compounding(inp, records, tasks)
+                for name, tasks in readings.parts_of_instances().items() if tasks & all_tasks
+            }
+            primary = next((r for r in READING_ORDER if r.value in figures), None)
+            tasks = readings.tasks_of(primary) & all_tasks if primary is not None else set()
+            out = self._lifts(inp, records, tasks)
             figure = out.parent.summary() if out.parent is not None and out.parent.mean is not None else None
             vs_root = out.root.summary() if out.root is not None and out.root.mean is not None else None
             record = {
                 "sealed_lift": figure,
                 "sealed_lift_reason": "" if figure else (out.reason or "not measured"),
                 "sealed_lift_vs_root": vs_root,
+                "sealed_reading": primary.value if primary is not None else None,
                 "evaluation": {
                     "sealed_tasks": len(tasks),
                     "parent": out.parent.model_dump(mode="json") if out.parent else None,
                     "root": out.root.model_dump(mode="json") if out.root else None,
                 },
+                "readings": {name: row.model_dump(mode="json") for name, row in figures.items()},
+                "reading_parts": {name: row.model_dump(mode="json") for name, row in parts.items()},
             }
-            record["compounding"] = measure_generation(
-                records, tasks, generation=inp.generation, parent=inp.parent, successor=inp.successor, root=inp.root,
-                harness=inp.harness, attempts=inp.evaluation.attempts, resamples=inp.evaluation.lift_resamples,
-                seed=inp.evaluation.seed,
-            ).model_dump(mode="json")
+            if primary is not None:
+                record["compounding"] = figures[primary.value].model_dump(mode="json")
             lineages.update_generation(session=s, lineage_id=inp.lineage_id, index=inp.generation, record=record)
             return out
+
+    @staticmethod
+    def _compounding(inp: SealedEvaluationInput, records: list[Any], tasks: set[str]) -> GenerationCompounding:
+        """One reading's compounding row: every pair's sealed score, the lifts and their attribution."""
+        return measure_generation(
+            records, tasks, generation=inp.generation, parent=inp.parent, successor=inp.successor, root=inp.root,
+            harness=inp.harness, attempts=inp.evaluation.sealed_attempts or inp.evaluation.attempts,
+            resamples=inp.evaluation.lift_resamples,
+            seed=inp.evaluation.seed,
+        )
+
+    @staticmethod
+    def _lifts(inp: SealedEvaluationInput, records: list[Any], tasks: set[str]) -> SealedLiftResult:
+        """The successor's lift over the parent and over the root on ``tasks`` (the first reading's)."""
+        out = SealedLiftResult()
+
+        def lift(parent: PairRef, baseline: Baseline) -> LiftReport:
+            return paired_lift(
+                records, parent, inp.successor, tasks, measured_on=PoolSplit.SEALED, baseline=baseline,
+                resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
+            )
+
+        if (inp.successor.contract_hash, inp.successor.adapter) == (inp.parent.contract_hash, inp.parent.adapter):
+            out.reason = "the generation kept its parent pair: there is no change to measure"
+        elif not tasks:
+            out.reason = "the lineage has no sealed tasks"
+        else:
+            out.parent = lift(inp.parent, "parent")
+            out.reason = out.parent.reason
+        root = inp.root
+        if root is not None and tasks and (root.contract_hash, root.adapter) != (
+            inp.successor.contract_hash,
+            inp.successor.adapter,
+        ):
+            out.root = lift(root, "root")
+        return out
 
     def all(self) -> list[Any]:
         """Every activity of this class."""

@@ -49,7 +49,7 @@ from mindforge.store import pool, registry, trials
 from mindforge.store.errors import ContractNotRegisteredError
 from mindforge.trainer import curriculum
 from mindforge.trainer.selection import select_groups
-from workers.evaluation_activities import split_tasks
+from workers.evaluation_activities import lineage_readings, split_tasks
 from workers.update_activities import TRAINED_STAGES, merge_update_record, non_retryable_error, successor_contract
 
 #: stages whose trials estimate a task's pass rate before the loop: base evaluation and search
@@ -92,38 +92,46 @@ class IterationActivities:
         if not inp.update.base_model_path:
             reason = "the Update stage needs a local base model directory to train on"
             raise InputError(f"lineage {inp.lineage_id} spec", "base_model_path", reason)
-        contract = inp.successor_contract_hash or inp.contract_hash
+        preferred = [h for h in (inp.successor_contract_hash, inp.contract_hash) if h]
         with store_engine.session_scope(self.engine) as s:
             search = _search_hashes(s, inp.lineage_id)
             rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
-            prior = [
-                r.to_record() for r in rows
-                if r.stage in PRIOR_STAGES and r.contract_hash == contract and r.task_hash in search
-            ]
-            prior = [r for r in prior if r.has_real_reward]
-            passes = sum(1 for r in prior if r.passed)
+            on_search = [r.to_record() for r in rows if r.stage in PRIOR_STAGES and r.task_hash in search]
+            best, ranked = curriculum.best_search_contract(on_search, preferred)
             adapters = registry.list_adapters(session=s, lineage_id=inp.lineage_id)
             prefix = versioned_adapter_name(inp.lineage_id, inp.generation, 0)[:-1]
             mine = [a for a in adapters if a.name.startswith(prefix)]  # a rerun of this generation's Update
             revision = mine[0].revision if mine else len(adapters)
             parent = registry.get_adapter_by_name(session=s, name=inp.adapter) if inp.adapter else None
-            which = "Expansion's successor contract" if inp.successor_contract_hash else "the parent's contract"
-            if prior and not passes:
-                note = f"the training contract ({which}) passed 0 of {len(prior)} search-split trials: nothing to train"
-                trained_under = ""
-            elif not prior and not inp.update.iterations:
-                note = f"the training contract ({which}) ran no search-split trial and there are no rollouts"
-                trained_under = ""
+            evidence = {ev.contract_hash: ev for ev in ranked}
+            if best is not None:
+                ev = evidence[best]
+                which = (
+                    "Expansion's successor" if best == inp.successor_contract_hash
+                    else "the parent's contract" if best == inp.contract_hash else "a search candidate"
+                )
+                note = (
+                    f"trains under the best contract by search-split evidence ({which}): it passed {ev.passes} of "
+                    f"{ev.trials} search-split trials on {ev.tasks_passed} task(s)"
+                )
+            elif on_search:
+                note = f"no contract passed any of the generation's {len(on_search)} search-split trials: no signal"
+            elif inp.update.iterations:
+                best = inp.successor_contract_hash or inp.contract_hash
+                note = "no search-split trial ran this generation: the rollouts draw under the generation's contract"
             else:
-                note = f"trains under {which}: {passes} of {len(prior)} search-split trials passed"
-                trained_under = contract
+                note = "no search-split trial ran this generation and there are no rollouts: nothing to train"
+            chosen = evidence.get(best) if best else None
             plan = UpdatePlan(
-                contract_hash=trained_under, note=note, on_contract_trials=len(prior), on_contract_passes=passes,
+                contract_hash=best or "", note=note,
+                on_contract_trials=chosen.trials if chosen else 0, on_contract_passes=chosen.passes if chosen else 0,
                 adapter_name=versioned_adapter_name(inp.lineage_id, inp.generation, revision), revision=revision,
                 parent_adapter_path=parent.path if parent is not None else None,
             )
+            ranking = [ev.model_dump() for ev in ranked[:8]]
             merge_update_record(
-                s, inp.lineage_id, inp.generation, {"plan": {**plan.model_dump(mode="json"), "contract": contract}}
+                s, inp.lineage_id, inp.generation,
+                {"plan": {**plan.model_dump(mode="json"), "contract": best or "", "search_evidence": ranking}},
             )
         return plan
 
@@ -162,9 +170,11 @@ class IterationActivities:
                 rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
                 harness = same_harness(s, inp.contract_hash, {r.contract_hash or "" for r in rows})
                 on = [r.to_record() for r in rows if r.stage in TRAINED_STAGES and r.contract_hash in harness]
+                rates = curriculum.pass_rates(on, sorted(tasks))
+                family_of = lineage_readings(s, inp.lineage_id).family_of
                 pick = curriculum.pick_tasks(
-                    curriculum.pass_rates(on, sorted(tasks)), spec.tasks_per_iteration, salt=str(inp.iteration),
-                    guided=guides.keys(),
+                    rates, spec.tasks_per_iteration, salt=str(inp.iteration), guided=guides.keys(),
+                    prior=curriculum.family_prior(rates, family_of),
                 )
                 guided = f", {pick.guided} never passed with a guide" if spec.guidance else ""
                 chosen, note = pick.tasks, (

@@ -25,6 +25,7 @@ from mindforge.evaluation import (
     check_split_sizes,
     split_counts,
 )
+from mindforge.evaluation.curriculum import ReadingsRecord, classify_sealed, copyable_instances
 from mindforge.payloads import (
     ContinueLineageInput,
     ExpansionInput,
@@ -34,6 +35,7 @@ from mindforge.payloads import (
     LineageInput,
     LineageSpec,
     PlanTrialsResult,
+    PrepareCurriculumResult,
     PrepareLineageInput,
     PrepareLineageResult,
     TrialSpec,
@@ -65,6 +67,71 @@ def pool_assignment(spec: LineageSpec, lineage_id: str, tasks: list[Any]) -> dic
         SplitCandidate(task_hash=t.content_hash, task_id=t.id, category=t.config.metadata.category) for t in tasks
     ]
     return assign_splits(candidates, spec.evaluation.splits, split_key=lineage_id)
+
+
+class StartingPool:
+    """A lineage's starting pool: the loaded tasks, the split of each and where each came from.
+
+    Attributes:
+        tasks: every task (hand-written, pinned sealed, family instances), each once.
+        assignment: task content hash -> split.
+        instances: task content hash -> the curriculum's record of a family instance.
+    """
+
+    def __init__(self, tasks: list[Any], assignment: dict[str, PoolSplit], instances: dict[str, Any]) -> None:
+        self.tasks, self.assignment, self.instances = tasks, assignment, instances
+
+    def source_of(self, task: Any) -> tuple[TaskSource, dict[str, Any]]:
+        """(source, provenance) of a pool task: a family instance names its family, parameters hash and level."""
+        inst = self.instances.get(task.content_hash)
+        if inst is None:
+            return TaskSource.BUNDLED, {}
+        return TaskSource.FAMILY, {"family": inst.family, "instance_id": inst.instance_id, "level": inst.level}
+
+
+def pool_of(spec: LineageSpec, lineage_id: str, curriculum: PrepareCurriculumResult | None) -> StartingPool:
+    """The starting pool: ``spec.tasks`` split by the fractions, ``spec.sealed_tasks`` sealed, instances as dealt.
+
+    Raises:
+        InputError: a task does not load, or one task is given both to split and to seal.
+    """
+    from mindforge.tasks.loader import load_tasks
+
+    tasks = load_tasks([Path(p) for p in spec.tasks]) if spec.tasks else []
+    assignment = pool_assignment(spec, lineage_id, tasks)
+    sealed = load_tasks([Path(p) for p in spec.sealed_tasks]) if spec.sealed_tasks else []
+    for t in sealed:
+        if t.content_hash in assignment:
+            raise InputError(t.path, "--sealed-tasks", "is also one of the tasks to split (--tasks)")
+        assignment[t.content_hash] = PoolSplit.SEALED
+    instances = list(curriculum.instances) if curriculum is not None else []
+    loaded = load_tasks([Path(i.path) for i in instances]) if instances else []
+    by_hash = {}
+    for inst, task in zip(instances, loaded, strict=True):
+        assignment.setdefault(task.content_hash, inst.split)
+        by_hash[task.content_hash] = inst
+    return StartingPool([*tasks, *sealed, *loaded], assignment, by_hash)
+
+
+def readings_record(spec: LineageSpec, pool_tasks: StartingPool) -> ReadingsRecord:
+    """The sealed readings of a starting pool (:mod:`mindforge.evaluation.curriculum`), frozen with it."""
+    import hashlib
+
+    held_out = spec.curriculum.sealed_families if spec.curriculum is not None else []
+    family_of = {h: inst.family for h, inst in pool_tasks.instances.items()}
+    solutions = {}
+    for t in pool_tasks.tasks:
+        if t.content_hash in family_of and t.has_solution:
+            sha = hashlib.sha256((t.solution_dir / "solve.sh").read_bytes()).hexdigest()
+            solutions[t.content_hash] = (family_of[t.content_hash], pool_tasks.assignment[t.content_hash], sha)
+    sealed = [h for h, split in pool_tasks.assignment.items() if split == PoolSplit.SEALED]
+    return ReadingsRecord(
+        training_families=spec.curriculum.training_families if spec.curriculum is not None else [],
+        sealed_families=list(held_out),
+        readings=classify_sealed(sealed, family_of, held_out),
+        copyable=copyable_instances(solutions),
+        family_of=family_of,
+    )
 
 
 def register_root(session, contract) -> None:
@@ -113,28 +180,33 @@ class LineageActivities:
 
     def _prepare(self, inp: PrepareLineageInput) -> PrepareLineageResult:
         from mindforge.hcp import load_contract
-        from mindforge.tasks.loader import load_tasks
 
         spec = inp.spec
         contract = load_contract(spec.contract_path)
-        tasks = load_tasks([Path(p) for p in spec.tasks])
-        assignment = pool_assignment(spec, inp.lineage_id, tasks)
-        counts = split_counts(assignment)
+        pool_tasks = pool_of(spec, inp.lineage_id, inp.curriculum)
+        counts = split_counts(pool_tasks.assignment)
         warnings = check_split_sizes(counts, spec.evaluation.splits)
+        readings = readings_record(spec, pool_tasks)
         with store_engine.session_scope(self.engine) as s:
             if s.get(Lineage, inp.lineage_id) is None:
-                stored = {**spec.model_dump(mode="json"), "split_warnings": warnings}
+                stored = {
+                    **spec.model_dump(mode="json"), "split_warnings": warnings,
+                    "readings": readings.model_dump(mode="json"),
+                }
+                if inp.curriculum is not None:
+                    stored["curriculum_prep"] = inp.curriculum.model_dump(mode="json", exclude={"instances"})
                 s.add(Lineage(id=inp.lineage_id, name=spec.name, spec=stored, workflow_id=inp.workflow_id))
                 s.flush()
             # a root another lineage registered already is reused as stored: its parent may
             # have been unknown then (parent None) and known now, and the content is the same
             if registry.get_contract(session=s, content_hash=contract.content_hash) is None:
                 register_root(s, contract)
-            for t in tasks:
-                pool.add_task(session=s, task=t, source=TaskSource.BUNDLED)
+            for t in pool_tasks.tasks:
+                source, provenance = pool_tasks.source_of(t)
+                pool.add_task(session=s, task=t, source=source, provenance=provenance)
                 pool.add_to_pool(
-                    session=s, lineage_id=inp.lineage_id, task_hash=t.content_hash, split=assignment[t.content_hash],
-                    added_generation=0,
+                    session=s, lineage_id=inp.lineage_id, task_hash=t.content_hash,
+                    split=pool_tasks.assignment[t.content_hash], added_generation=0,
                 )
         return PrepareLineageResult(
             contract_hash=contract.content_hash,

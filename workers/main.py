@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 
 from mindforge.payloads import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
 from mindforge.settings import Settings, get_settings
+from workers.curriculum_activities import CurriculumActivities
 from workers.discovery_activities import DiscoveryActivities
 from workers.evaluation_activities import EvaluationActivities
 from workers.experience_activities import ExperienceActivities
@@ -124,7 +125,7 @@ def queue_activities(acts: LineageActivities, settings: Settings) -> dict[str, l
     # growing the experience library replays candidates in Ray tasks: the sandbox queue, like run_trials
     experience = ExperienceActivities(acts.engine, settings).all()
     sandbox_acts = TrialActivities(acts.engine, settings).all() + [disc.check, *training.sandbox_activities()]
-    sandbox_acts += experience
+    sandbox_acts += experience + CurriculumActivities(settings).all()
     return {"orchestration": store_acts, "sandbox": sandbox_acts}
 
 

@@ -19,11 +19,13 @@ from mindforge.discovery.records import ProposalVerdict
 from mindforge.payloads import TrainAdapterResult, ValidateAdapterInput
 from mindforge.payloads.ray_tasks import (
     CheckProposalTaskInput,
+    InstanceVerdict,
     ReplayEntryTaskInput,
     RunTrialTaskInput,
     RunTrialTaskResult,
     SandboxSettings,
     TrainTaskInput,
+    ValidateInstanceTaskInput,
     ValidateTaskResult,
 )
 from mindforge.trials.replay import ReplayVerdict
@@ -161,6 +163,44 @@ def check_proposal_task(payload: CheckProposalTaskInput) -> ProposalVerdict:
         attempts=payload.attempts,
         run_id=payload.run_id,
     )
+
+
+def validate_instance_payload(payload: ValidateInstanceTaskInput) -> InstanceVerdict:
+    """Validate one family instance as Discovery validates a task: builds, the oracle passes twice, nop fails.
+
+    Args:
+        payload: the instance's folder, the run id and the worker's sandbox settings.
+
+    Returns:
+        the verdict without its trial records (:func:`mindforge.trials.validate.validate_task`).
+    """
+    import time
+    from pathlib import Path
+
+    from mindforge.errors import InputError
+    from mindforge.tasks.loader import load_task
+    from mindforge.trials.validate import validate_task
+
+    started = time.monotonic()
+    engine, image_map = _engine(payload.sandbox)
+    try:
+        task = load_task(Path(payload.task_path))
+    except InputError as exc:
+        return InstanceVerdict(task_hash="", verdict="invalid", reasons=[str(exc)])
+    result = validate_task(
+        task, engine, artifact_root=Path(payload.sandbox.artifact_root), image_map=image_map,
+        oracle_runs=payload.oracle_runs, run_id=payload.run_id,
+    )
+    return InstanceVerdict(
+        task_hash=task.content_hash, verdict=result.verdict.value, reasons=result.reasons,
+        seconds=time.monotonic() - started,
+    )
+
+
+@ray.remote(max_retries=0)
+def validate_instance_task(payload: ValidateInstanceTaskInput) -> InstanceVerdict:
+    """Ray task wrapper of :func:`validate_instance_payload` (retries belong to Temporal, not Ray)."""
+    return validate_instance_payload(payload)
 
 
 # ------------------------------------------------------------------ Update stage

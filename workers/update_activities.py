@@ -28,7 +28,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from mindforge.errors import InputError
-from mindforge.evaluation import PoolSplit, PromotionDecision, decide_promotion
+from mindforge.evaluation import PoolSplit, PromotionDecision
+from mindforge.evaluation.decisions import decide_pair
 from mindforge.evaluation.on_contract import OffContractError, check_same_harness
 from mindforge.payloads import (
     HandOffInput,
@@ -153,9 +154,7 @@ class UpdateActivities:
                     trial_ids=inp.trial_ids,
                 ),
             )
-            base = self._contract(s, inp.successor_contract_hash or inp.parent.contract_hash)
-            if inp.trained_under:
-                check_same_harness("registration", self._contract(s, inp.trained_under), base)
+            base = self._contract(s, inp.trained_under or inp.successor_contract_hash or inp.parent.contract_hash)
             successor = successor_contract(base, inp.adapter_name)
             registry.register_hcp_contract(session=s, contract=successor)
             fields = {"id", "name", "revision", "path", "sha256", "base_model", "rank", "alpha", "target_modules"}
@@ -207,10 +206,12 @@ class UpdateActivities:
 
     @activity.defn(name="plan_promotion_trials")
     async def plan_promotion_trials(self, inp: PlanPromotionInput) -> PromotionPlan:
-        """Selection trials of the successor contract with and without the new adapter (same tasks, attempts).
+        """Selection trials of the trained pair and the parent pair (same tasks, same attempts).
+
+        The parent pair's trials are the successor race's (same ids), so they run once.
 
         Raises:
-            ApplicationError: non-retryable ``OffContractError`` when either pair's
+            ApplicationError: non-retryable ``OffContractError`` when the trained pair's
                 contract is not the training contract's harness (``trained_under``), or
                 ``ContractNotRegisteredError`` when one of them is not registered.
         """
@@ -230,27 +231,30 @@ class UpdateActivities:
             raise non_retryable_error(exc) from exc
 
     def _check_gate(self, session, inp: PlanPromotionInput) -> None:
-        """Both gate pairs run under the training contract's harness (no check when it is not named)."""
+        """The trained pair runs under the training contract's harness (no check when it is not named).
+
+        The parent pair it is compared with keeps its own contract: the gate decides the
+        pair (contract and adapter) as one.
+        """
         if not inp.trained_under:
             return
         trained = self._contract(session, inp.trained_under)
-        for pair in (inp.without, inp.with_adapter):
-            check_same_harness("promotion gate", trained, self._contract(session, pair.contract_hash))
+        check_same_harness("pair gate", trained, self._contract(session, inp.with_adapter.contract_hash))
 
     @activity.defn(name="decide_promotion")
     async def decide_promotion(self, inp: PlanPromotionInput) -> PromotionDecision:
-        """The promotion gate on selection trials only (:func:`mindforge.evaluation.decide_promotion`); recorded.
+        """The pair gate on selection trials only (:func:`mindforge.evaluation.decisions.decide_pair`); recorded.
 
-        The decision (``decided_on: "selection"``, the trial ids read, the selection lift)
-        goes to ``record["update"]["promotion"]``.
+        The decision (``decided_on: "selection"``, the trial ids read, the trained pair's
+        selection lift over the parent pair) goes to ``record["update"]["promotion"]``.
         """
 
         def work() -> PromotionDecision:
             with store_engine.session_scope(self.engine) as s:
                 records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
-                decision = decide_promotion(
-                    records, inp.without, inp.with_adapter, tasks, min_tasks=inp.evaluation.splits.min_tasks,
-                    margin=inp.update.promotion_margin,
+                decision = decide_pair(
+                    records, inp.without, inp.with_adapter, tasks, harness=inp.harness,
+                    min_tasks=inp.evaluation.splits.min_tasks, margin=inp.update.promotion_margin,
                     resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
                 )
                 merge_update_record(s, inp.lineage_id, inp.generation, {"promotion": decision.model_dump(mode="json")})

@@ -62,6 +62,7 @@ class GenerationWorkflow:
             result.successor_contract_hash = exp.successor_contract_hash
             if exp.successor_contract_hash:
                 result.contract_hash = exp.successor_contract_hash
+        trained_under = ""
         if Stage.UPDATE in inp.spec.stages:
             upd: UpdateResult = await self._child(
                 inp, Stage.UPDATE, UpdateWorkflow.run, self._update_input(inp, result.successor_contract_hash),
@@ -71,11 +72,12 @@ class GenerationWorkflow:
             # the next generation's pair, as the Update's promotion gate decided it
             result.contract_hash, result.adapter = upd.contract_hash, upd.adapter
             result.update_outcome = str(upd.outcome)
-        # the harness-only pair: the contract search chose, still with the parent's adapter
-        harness = (
-            PairRef(contract_hash=result.successor_contract_hash, adapter=inp.adapter)
-            if result.successor_contract_hash else None
-        )
+            if result.adapter != inp.adapter:
+                trained_under = upd.trained_under
+        # the harness-only pair: the new harness with the parent's adapter (the training contract's when the
+        # trained pair is handed on, else the contract Expansion's successor check chose)
+        harness_contract = trained_under or result.successor_contract_hash
+        harness = PairRef(contract_hash=harness_contract, adapter=inp.adapter) if harness_contract else None
         lift = await self._sealed(inp, PairRef(contract_hash=result.contract_hash, adapter=result.adapter), harness)
         result.sealed_lift = lift.parent.summary() if lift.parent is not None and lift.parent.mean is not None else None
         result.stages_run = ran

@@ -29,6 +29,8 @@ with workflow.unsafe.imports_passed_through():
         LineageInput,
         LineageState,
         LineageStatus,
+        PrepareCurriculumInput,
+        PrepareCurriculumResult,
         PrepareLineageInput,
         PrepareLineageResult,
     )
@@ -94,9 +96,20 @@ class LineageWorkflow:
         self._inp = inp
         self._paused = self._paused or inp.paused
         if not inp.prepared:
+            curriculum = None
+            if inp.spec.curriculum is not None:  # the family instances, drawn and validated on the sandbox queue
+                curriculum = await o.sandbox_activity(
+                    o.PREPARE_CURRICULUM,
+                    PrepareCurriculumInput(lineage_id=inp.lineage_id, curriculum=inp.spec.curriculum),
+                    PrepareCurriculumResult, timeout=o.CURRICULUM_TIMEOUT,
+                    heartbeat_timeout_sec=inp.spec.runtime.heartbeat_timeout_sec,
+                )
             prep: PrepareLineageResult = await o.store_activity(
                 o.PREPARE_LINEAGE,
-                PrepareLineageInput(lineage_id=inp.lineage_id, spec=inp.spec, workflow_id=workflow.info().workflow_id),
+                PrepareLineageInput(
+                    lineage_id=inp.lineage_id, spec=inp.spec, workflow_id=workflow.info().workflow_id,
+                    curriculum=curriculum,
+                ),
                 PrepareLineageResult,
             )
             inp.contract_hash, inp.prepared = prep.contract_hash, True

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 # ------------------------------------------------------------------ stable activity names
+PREPARE_CURRICULUM = "prepare_curriculum"
 PREPARE_LINEAGE = "prepare_lineage"
 CONTINUE_LINEAGE = "continue_lineage"
 SET_LINEAGE_STATUS = "set_lineage_status"
@@ -71,6 +72,8 @@ ACTIVITY_NAMES = frozenset(
 STORE_TIMEOUT = timedelta(minutes=5)
 #: one batch of trials on the sandbox queue
 TRIALS_TIMEOUT = timedelta(hours=12)
+#: drawing, writing and validating a curriculum's instances (a family image build each, three sandboxes each)
+CURRICULUM_TIMEOUT = timedelta(hours=4)
 #: the Discovery proposal call (one model request, with retries)
 PROPOSE_TIMEOUT = timedelta(minutes=30)
 #: checking one proposal: build, reference solution twice, nop, difficulty trials

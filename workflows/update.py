@@ -124,10 +124,14 @@ class UpdateWorkflow:
         )
         await self._hand_off(inp, reg.adapter_name, train.adapter_dir, inp.update.serving_urls)
         successor = PairRef(contract_hash=reg.successor_contract_hash, adapter=reg.adapter_name)
-        decision = await self._promotion(inp, kept, successor, plan.contract_hash)
+        harness = kept if inp.successor_contract_hash else None
+        decision = await self._promotion(inp, successor, plan.contract_hash, harness)
         outcome = UpdateOutcome.PROMOTED if decision.promoted else UpdateOutcome.NOT_PROMOTED
         record = self._record(inp, outcome, successor if decision.promoted else kept)
-        return await self._finish(record, loop, adapter_revision_id=reg.adapter_revision_id, promotion=decision)
+        return await self._finish(
+            record, loop, adapter_revision_id=reg.adapter_revision_id, promotion=decision,
+            trained_under=plan.contract_hash,
+        )
 
     async def _offline(self, inp: UpdateInput, plan: UpdatePlan) -> _Loop:
         """``update.iterations`` 0: one update on the generation's search-split trials under the training contract."""
@@ -278,12 +282,17 @@ class UpdateWorkflow:
         )
 
     async def _promotion(
-        self, inp: UpdateInput, without: PairRef, with_adapter: PairRef, trained_under: str
+        self, inp: UpdateInput, with_adapter: PairRef, trained_under: str, harness: PairRef | None
     ) -> PromotionDecision:
-        """Run both pairs on the selection split (same tasks and attempts) under the training contract, then decide."""
+        """The pair gate: the trained pair and the parent pair on the selection split (same tasks, attempts), decided.
+
+        ``harness`` is Expansion's new harness with the parent's adapter (None when the
+        successor check kept the parent's contract): the trained pair must not score below it.
+        """
         gate = PlanPromotionInput(
             lineage_id=inp.lineage_id, generation=inp.generation, runtime=inp.runtime, evaluation=inp.evaluation,
-            update=inp.update, without=without, with_adapter=with_adapter, trained_under=trained_under,
+            update=inp.update, without=inp.pair, with_adapter=with_adapter, harness=harness,
+            trained_under=trained_under,
         )
         plan: PromotionPlan = await o.store_activity(o.PLAN_PROMOTION_TRIALS, gate, PromotionPlan)
         await asyncio.gather(*(o.run_trials(b, inp.runtime.heartbeat_timeout_sec) for b in plan.batches))
@@ -302,6 +311,7 @@ class UpdateWorkflow:
         *,
         adapter_revision_id: str | None = None,
         promotion: PromotionDecision | None = None,
+        trained_under: str = "",
     ) -> UpdateResult:
         await o.store_activity(o.RECORD_UPDATE, record)
         return UpdateResult(
@@ -313,4 +323,5 @@ class UpdateWorkflow:
             selected_groups=loop.groups,
             selected_trials=loop.trials,
             iterations=loop.iterations,
+            trained_under=trained_under,
         )

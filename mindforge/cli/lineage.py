@@ -15,6 +15,15 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mindforge.cli.curriculum import (
+    FAMILIES_HELP,
+    INSTANCES_HELP,
+    POWER_BASELINE_HELP,
+    SEALED_FAMILIES_HELP,
+    SEALED_TASKS_HELP,
+    SELECTION_INSTANCES_HELP,
+    curriculum_spec,
+)
 from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console, print_json
 from mindforge.errors import InfraError, InputError
 
@@ -52,8 +61,14 @@ def split_config(selection: float, sealed: float, min_tasks: int = 5, allow_smal
         raise InputError("--selection/--sealed", "splits", reason) from None
 
 
-def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
+def check_pool_splits(name: str, tasks: list[Path], splits, extra: dict[str, int] | None = None) -> dict:
     """Load the pool and check its split sizes before a lineage starts (the worker checks again).
+
+    Args:
+        name: the lineage's name (the split key).
+        tasks: the task folders split by the fractions.
+        splits: the :class:`mindforge.evaluation.SplitConfig`.
+        extra: split name -> tasks added besides them (sealed tasks, family instances).
 
     Returns:
         split name -> task count.
@@ -63,28 +78,37 @@ def check_pool_splits(name: str, tasks: list[Path], splits) -> dict:
         SplitTooSmallError: a split below ``splits.min_tasks`` without ``allow_small_splits``
             (the message names the split and the numbers).
     """
-    from mindforge.evaluation import (
-        SplitCandidate,
-        assign_splits,
-        check_split_sizes,
-        split_counts,
-    )
+    from mindforge.evaluation import PoolSplit, check_split_sizes
+
+    counts = pool_counts(name, tasks, splits)
+    for key, n in (extra or {}).items():
+        counts[key] = counts.get(key, 0) + n
+    check_split_sizes({PoolSplit(k): v for k, v in counts.items()}, splits)
+    return counts
+
+
+def pool_counts(name: str, tasks: list[Path], splits) -> dict[str, int]:
+    """Split name -> tasks of ``tasks`` on it (assigned as ``prepare_lineage`` will; not checked).
+
+    Raises:
+        InputError: a task does not load.
+    """
+    from mindforge.evaluation import SplitCandidate, assign_splits, split_counts
     from mindforge.tasks.loader import load_tasks
 
-    loaded = load_tasks(tasks)
+    loaded = load_tasks(tasks) if tasks else []
     assignment = assign_splits(
         [SplitCandidate(task_hash=t.content_hash, task_id=t.id, category=t.config.metadata.category) for t in loaded],
         splits,
         split_key=name,
     )
-    counts = split_counts(assignment)
-    check_split_sizes(counts, splits)
-    return {k.value: v for k, v in counts.items()}
+    return {k.value: v for k, v in split_counts(assignment).items()}
 
 
 def build_spec(
     name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
     search_attempts=None, audit_judge=False, update_loop=None, examples=None, say=None, experience=True,
+    curriculum=None, sealed_tasks=None, power_baseline=None, evaluation=None,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
@@ -106,6 +130,15 @@ def build_spec(
     on-policy loop (``iterations``, ``group_size``, ``tasks_per_iteration``,
     ``time_budget_sec``); None values keep the spec's defaults.
 
+    ``curriculum`` is a :class:`mindforge.payloads.CurriculumSpec`
+    (:func:`mindforge.cli.curriculum.curriculum_spec`), the family instances the pool draws;
+    with ``power_baseline`` set, its selection instances are sized by the gates' power
+    against a parent passing that share of its trials
+    (:func:`mindforge.cli.curriculum.size_curriculum_selection`). ``sealed_tasks`` are task
+    folders pinned to the sealed split (the sealed-tasks reading). ``evaluation`` overrides
+    :class:`mindforge.payloads.EvaluationSpec` fields (``attempts``, ``race_budget``,
+    ``successor_candidates``); None values keep the defaults.
+
     Raises:
         InputError: a missing path, an invalid contract, an unknown stage, a bad
             worked-example file (naming the file and field), or a base model spec that
@@ -125,9 +158,12 @@ def build_spec(
         UpdateSpec,
     )
 
-    for p in tasks:
-        if not p.exists():
-            raise InputError(p, "--tasks", "no such file or directory")
+    for option, paths in (("--tasks", tasks), ("--sealed-tasks", sealed_tasks or [])):
+        for p in paths:
+            if not p.exists():
+                raise InputError(p, option, "no such file or directory")
+    if not tasks and curriculum is None:
+        raise InputError("--tasks", "tasks", "a lineage needs tasks (--tasks) or task families (--families)")
     hcp = load_contract(contract)  # fails early with file + key path + reason
     from mindforge.policy.engines.models import resolve_model
 
@@ -136,7 +172,6 @@ def build_spec(
         stage_list = [Stage(s.strip()) for s in stages.split(",") if s.strip()]
     except ValueError as exc:
         raise InputError("--stages", "stages", str(exc)) from None
-    counts = check_pool_splits(name, tasks, splits)
     from mindforge.search.library import load_example_folder
 
     seeded = load_example_folder(Path(examples)) if examples is not None else []
@@ -158,13 +193,61 @@ def build_spec(
         update=UpdateSpec(
             base_model_path=base_model_path, **{k: v for k, v in (update_loop or {}).items() if v is not None}
         ),
-        evaluation=EvaluationSpec(splits=splits, seed=seed),
+        evaluation=EvaluationSpec(
+            splits=splits, seed=seed, **{k: v for k, v in (evaluation or {}).items() if v is not None}
+        ),
+        curriculum=curriculum,
+        sealed_tasks=[str(p.resolve()) for p in sealed_tasks or []],
     )
-    lines = check_gates(spec, counts)
+    lines = size_and_check(spec, tasks, [Path(p) for p in spec.sealed_tasks], power_baseline)
     if say is not None:
         for line in lines:
             say(line)
     return spec
+
+
+def size_and_check(spec, tasks: list[Path], sealed_tasks: list[Path], power_baseline: float | None) -> list[str]:
+    """Size a curriculum's selection split (when asked), check every split's size and every gate; the lines to print.
+
+    Raises:
+        InputError: a task does not load, or a gate cannot pass (or no size reaches the power).
+        SplitTooSmallError: a split below the minimum.
+    """
+    from mindforge.cli.curriculum import curriculum_counts, size_curriculum_selection
+    from mindforge.tasks.loader import load_tasks
+
+    extra = {"sealed": len(load_tasks(sealed_tasks))} if sealed_tasks else {}
+    lines = []
+    if spec.curriculum is not None:
+        if power_baseline is not None:
+            fixed = pool_counts(spec.name, tasks, spec.evaluation.splits).get("selection", 0)
+            gates = lambda k: planned_gates(spec, k)  # noqa: E731 - the gates at k selection tasks
+            lines.append(size_curriculum_selection(spec, fixed, gates, baseline=power_baseline))
+        for key, n in curriculum_counts(spec.curriculum).items():
+            extra[key] = extra.get(key, 0) + n
+        cur = spec.curriculum
+        lines.append(
+            f"curriculum: {cur.instances} instance(s) of each of {len(cur.families)} families from {cur.families_dir}, "
+            f"{cur.selection_instances} more of each training family for selection; held out whole: "
+            f"{', '.join(cur.sealed_families) or 'none'}"
+        )
+    counts = check_pool_splits(spec.name, tasks, spec.evaluation.splits, extra)
+    return lines + check_gates(spec, counts)
+
+
+def planned_gates(spec, selection_tasks: int) -> list:
+    """The gates ``spec`` runs, with ``selection_tasks`` tasks on the selection split."""
+    from mindforge.evaluation.power import configured_gates
+    from mindforge.payloads import Stage
+
+    ev = spec.evaluation
+    return configured_gates(
+        selection_tasks,
+        successor=Stage.EXPANSION in spec.stages and spec.expansion.search.enabled,
+        promotion=Stage.UPDATE in spec.stages,
+        attempts=ev.attempts, min_tasks=ev.splits.min_tasks, candidates=ev.successor_candidates,
+        race_budget=ev.race_budget, margin=spec.update.promotion_margin,
+    )
 
 
 def check_gates(spec, counts: dict) -> list[str]:
@@ -185,17 +268,10 @@ def check_gates(spec, counts: dict) -> list[str]:
         InputError: a gate that runs cannot pass at any lift (the selection split holds
             no task, or fewer than ``--min-split-tasks``), naming the option and the numbers.
     """
-    from mindforge.evaluation.power import GateCannotPassError, configured_gates, gate_power
-    from mindforge.payloads import Stage
+    from mindforge.evaluation.power import GateCannotPassError, gate_power
 
     ev = spec.evaluation
-    gates = configured_gates(
-        counts.get("selection", 0),
-        successor=Stage.EXPANSION in spec.stages and spec.expansion.search.enabled,
-        promotion=Stage.UPDATE in spec.stages,
-        attempts=ev.attempts, min_tasks=ev.splits.min_tasks, candidates=ev.successor_candidates,
-        race_budget=ev.race_budget, margin=spec.update.promotion_margin,
-    )
+    gates = planned_gates(spec, counts.get("selection", 0))
     lines = ["splits: " + ", ".join(f"{k} {counts.get(k, 0)} tasks" for k in ("search", "selection", "sealed"))]
     for rule in gates:
         try:
@@ -268,8 +344,16 @@ async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worke
 @app.command()
 def start(
     name: str = typer.Option(..., "--name", help="Unique lineage name."),
-    tasks: list[Path] = typer.Option(..., "--tasks", help="Task directories or folders of them."),
+    tasks: list[Path] = typer.Option(
+        None, "--tasks", help="Task directories or folders of them, split by --selection/--sealed."
+    ),
     contract: Path = typer.Option(..., "--contract", help="Root HCP contract (TOML)."),
+    families: Path = typer.Option(None, "--families", help=FAMILIES_HELP),
+    instances: int = typer.Option(5, "--instances", min=1, help=INSTANCES_HELP),
+    sealed_families: int = typer.Option(2, "--sealed-families", min=0, help=SEALED_FAMILIES_HELP),
+    selection_instances: int = typer.Option(None, "--selection-instances", min=1, help=SELECTION_INSTANCES_HELP),
+    power_baseline: float = typer.Option(0.25, "--power-baseline", min=0.0, max=0.95, help=POWER_BASELINE_HELP),
+    sealed_tasks: list[Path] = typer.Option(None, "--sealed-tasks", help=SEALED_TASKS_HELP),
     generations: int = typer.Option(1, "--generations", min=1),
     attempts: int = typer.Option(2, "--attempts", min=1, help="Trials per task per generation (group size)."),
     selection: float = typer.Option(
@@ -320,12 +404,19 @@ def start(
 
     settings = get_settings()
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
+    drawn = None
+    if families is not None:
+        drawn = curriculum_spec(
+            name, families, instances=instances, sealed_families=sealed_families, sealed_fraction=sealed,
+            selection_instances=selection_instances, seed=seed,
+        )
     spec = build_spec(
-        name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model,
-        search_attempts, audit_judge,
+        name, list(tasks or []), contract, generations, attempts, splits, seed, policy_url, stages, batch_size,
+        base_model, search_attempts, audit_judge,
         {"iterations": iterations, "group_size": group_size, "time_budget_sec": update_time_budget,
          "guidance": guidance},
-        examples, say=console.print, experience=experience,
+        examples, say=console.print, experience=experience, curriculum=drawn, sealed_tasks=list(sealed_tasks or []),
+        power_baseline=power_baseline if drawn is not None and selection_instances is None else None,
     )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")

@@ -41,14 +41,31 @@ import typer
 from rich.markup import escape
 
 from mindforge.cli.common import ENGINE_HELP, choose_engine
+from mindforge.cli.curriculum import (
+    FAMILIES_HELP,
+    INSTANCES_HELP,
+    POWER_BASELINE_HELP,
+    SEALED_FAMILIES_HELP,
+    SEALED_TASKS_HELP,
+    SELECTION_INSTANCES_HELP,
+)
 from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console
 from mindforge.errors import InputError
 from mindforge.settings import REPO_ROOT
 
 console = make_console()
 
-#: the main job's tasks: four skill categories of tasks/micro, five each (20 tasks: with
-#: --selection 0.25 --sealed 0.25, five selection and five sealed tasks, ten to search)
+#: the main job's sealed tasks (the sealed-tasks reading: transfer to hand-written tasks): the first three
+#: tasks of four skill categories of tasks/micro as MAIN_JOB_TASKS lists them
+SEALED_TASKS = [
+    "make-directory", "write-hello-file", "copy-file",
+    "first-lines", "last-lines", "sort-names",
+    "count-lines", "count-words", "count-files",
+    "make-executable", "private-key-mode", "directory-mode",
+]  # fmt: skip
+
+#: 20 tasks of tasks/micro, five of each of four skill categories: the main job's pool with
+#: --tasks-only (with --selection 0.25 --sealed 0.25, five selection and five sealed tasks, ten to search)
 MAIN_JOB_TASKS = [
     # files
     "make-directory", "write-hello-file", "copy-file", "rename-file", "create-empty-file",
@@ -79,7 +96,23 @@ def quickstart_command(
     policy_url: str = typer.Option(
         None, "--policy-url", help="Use this running endpoint (e.g. vLLM) instead of the embedded server."
     ),
-    tasks: list[Path] = typer.Option(None, "--tasks", help="Tasks to run (default: 20 tasks of tasks/micro)."),
+    tasks: list[Path] = typer.Option(
+        None, "--tasks",
+        help="Hand-written tasks split by --selection/--sealed, beside the curriculum (with --no-curriculum, default: "
+        "20 tasks of tasks/micro).",
+    ),
+    curriculum: bool = typer.Option(
+        True, "--curriculum/--no-curriculum",
+        help="Draw the pool from task families (default), or run on hand-written tasks only.",
+    ),
+    families: Path = typer.Option(None, "--families", help=FAMILIES_HELP + " Default: tasks/families."),
+    instances: int = typer.Option(3, "--instances", min=1, help=INSTANCES_HELP),
+    sealed_families: int = typer.Option(2, "--sealed-families", min=0, help=SEALED_FAMILIES_HELP),
+    selection_instances: int = typer.Option(None, "--selection-instances", min=1, help=SELECTION_INSTANCES_HELP),
+    power_baseline: float = typer.Option(0.0, "--power-baseline", min=0.0, max=0.95, help=POWER_BASELINE_HELP),
+    sealed_tasks: list[Path] = typer.Option(
+        None, "--sealed-tasks", help=SEALED_TASKS_HELP + " Default with the curriculum: 12 tasks of tasks/micro."
+    ),
     name: str = typer.Option(None, "--name", help="Lineage name (default quickstart-<time>)."),
     generations: int = typer.Option(
         3, "--generations", min=1,
@@ -92,7 +125,15 @@ def quickstart_command(
         "started generation always finishes. The default fits two SmolLM2 generations on 2 cores with the default "
         "budgets below.",
     ),
-    attempts: int = typer.Option(2, "--attempts", min=1, help="Base-evaluation trials per search task."),
+    attempts: int = typer.Option(1, "--attempts", min=1, help="Base-evaluation trials per search task."),
+    selection_attempts: int = typer.Option(
+        2, "--selection-attempts", min=1, help="Attempts per selection task of the parent pair and the trained pair."
+    ),
+    sealed_attempts: int = typer.Option(1, "--sealed-attempts", min=1, help="Attempts per sealed task of each pair."),
+    race: int = typer.Option(2, "--race", min=1, help="Search contracts that race the parent on selection."),
+    race_budget: int = typer.Option(
+        4, "--race-budget", min=1, help="Attempts per selection task the racing contracts share."
+    ),
     stages: str = typer.Option("discovery,expansion,update", "--stages"),
     selection: float = typer.Option(
         0.25, "--selection", min=0.0, max=0.99, help="Share of tasks on the selection split (decisions)."
@@ -154,18 +195,28 @@ def quickstart_command(
         raise InputError(
             contract, "model.id", f"is {hcp.model.id!r} but the embedded server will serve {resolved.name!r}"
         )
-    task_paths = tasks or [REPO_ROOT / "tasks" / "micro" / t for t in MAIN_JOB_TASKS]
     name = name or f"quickstart-{time.strftime('%Y%m%d-%H%M%S')}"
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
-    # checks the pool's splits before anything starts
+    pool = main_job_pool(
+        name, tasks, sealed_tasks, curriculum, families,
+        {"instances": instances, "sealed_families": sealed_families, "sealed_fraction": sealed,
+         "selection_instances": selection_instances, "seed": 0},
+    )
+    # checks the pool's splits (and sizes the curriculum's selection split) before anything starts
     spec = build_spec(
-        name, task_paths, contract, 1, attempts, splits, 0, policy_url, stages, 16,
+        name, pool.tasks, contract, 1, attempts, splits, 0, policy_url, stages, 16,
         base_model=resolved.spec if resolved else None, search_attempts=search_attempts,
         update_loop={
             "iterations": iterations, "group_size": group_size, "tasks_per_iteration": 4,
             "time_budget_sec": update_time_budget, "guidance": guidance,
         },
         examples=examples, say=lambda line: console.print(line, highlight=False),
+        curriculum=pool.curriculum, sealed_tasks=pool.sealed_tasks,
+        power_baseline=power_baseline if pool.curriculum is not None and selection_instances is None else None,
+        evaluation={
+            "attempts": selection_attempts, "sealed_attempts": sealed_attempts, "successor_candidates": race,
+            "race_budget": race_budget,
+        },
     )
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -199,6 +250,39 @@ def quickstart_command(
             worker.wait(60)
         if server:
             server.stop()
+
+
+class MainJobPool:
+    """The main job's pool: hand-written tasks to split, tasks pinned sealed, and the curriculum (or None)."""
+
+    def __init__(self, tasks: list[Path], sealed_tasks: list[Path], curriculum) -> None:
+        self.tasks, self.sealed_tasks, self.curriculum = tasks, sealed_tasks, curriculum
+
+
+def main_job_pool(
+    name: str, tasks: list[Path] | None, sealed_tasks: list[Path] | None, curriculum: bool, families: Path | None,
+    draw: dict,
+) -> MainJobPool:
+    """What the main job runs on: by default instances of tasks/families plus 12 micro tasks as sealed tasks.
+
+    Args:
+        name: the lineage's name (it keys the held-out families).
+        tasks / sealed_tasks: ``--tasks`` / ``--sealed-tasks`` (None: the defaults).
+        curriculum: draw from families (``--curriculum``) or not.
+        families: ``--families`` (None: the bundled tasks/families).
+        draw: :func:`mindforge.cli.curriculum.curriculum_spec`'s keyword arguments.
+
+    Raises:
+        InputError: a family does not load (naming its file and field).
+    """
+    from mindforge.cli.curriculum import curriculum_spec
+
+    micro = REPO_ROOT / "tasks" / "micro"
+    if not curriculum:
+        return MainJobPool(tasks or [micro / t for t in MAIN_JOB_TASKS], sealed_tasks or [], None)
+    spec = curriculum_spec(name, families or REPO_ROOT / "tasks" / "families", **draw)
+    sealed = sealed_tasks or [micro / t for t in SEALED_TASKS]
+    return MainJobPool(tasks or [], sealed, spec)
 
 
 def next_fits(elapsed_sec: float, durations_sec: list[float], budget_sec: float) -> bool:

@@ -78,6 +78,9 @@ class DiscoveryConfig(BaseModel):
         limits: limits written into each task's ``task.toml``.
         families_dir: the task families a ``families``-mode contract proposes from
             (default the bundled ``tasks/families``).
+        families: the names among them it may propose from (None: all); a lineage with a
+            curriculum lists its training families, so a held-out family never reaches
+            Discovery.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -94,6 +97,7 @@ class DiscoveryConfig(BaseModel):
     rules: ProposalRules = DEFAULT_RULES
     limits: DiscoveredTaskLimits = Field(default_factory=DiscoveredTaskLimits)
     families_dir: str | None = None
+    families: tuple[str, ...] | None = None
 
 
 def propose_batch(
@@ -127,6 +131,8 @@ def propose_batch(
     staging_dir = Path(staging_dir)
     if contract.prompts.discovery_mode == "families":
         families = load_families(Path(config.families_dir) if config.families_dir else None)
+        if config.families is not None:
+            families = {name: f for name, f in families.items() if name in set(config.families)}
         outcomes = request_family_proposals(
             client, contract, summary, config.count, families, max_tokens=config.max_tokens,
             reply_path=staging_dir / "reply.json",

@@ -148,6 +148,9 @@ class PromotionDecision(BaseModel):
         min_tasks: the fewest paired selection tasks the gate decides on.
         lift: the selection lift of the pair with the new adapter over the pair without it.
         trial_ids: every trial the decision read, sorted.
+        versus_harness: the pair gate's second check, when the successor check promoted a
+            new harness: ``{"trained", "harness", "n_tasks"}`` (mean selection scores on
+            the tasks both ran), else None.
     """
 
     decided_on: PoolSplit = PoolSplit.SELECTION
@@ -158,6 +161,7 @@ class PromotionDecision(BaseModel):
     min_tasks: int = 1
     lift: LiftReport
     trial_ids: list[str] = Field(default_factory=list)
+    versus_harness: dict[str, float | int] | None = None
 
 
 def promotion_rule(margin: float, min_tasks: int) -> str:
@@ -233,3 +237,68 @@ def decide_promotion(
         promoted=promoted, reason=reason, rule=promotion_rule(margin, min_tasks), margin=margin, min_tasks=min_tasks,
         lift=lift, trial_ids=lift.trial_ids,
     )
+
+
+def pair_rule(margin: float, min_tasks: int) -> str:
+    """The pair gate's rule in words (:func:`decide_pair`)."""
+    return (
+        promotion_rule(margin, min_tasks).replace("promote when", "hand on the trained pair when", 1)
+        + "; when the successor check promoted a new harness, the trained pair must also score at least as well "
+        "as that harness with the parent's adapter"
+    )
+
+
+def decide_pair(
+    records: Iterable[TrialRecord],
+    parent: PairRef,
+    trained: PairRef,
+    selection_tasks: set[str],
+    *,
+    harness: PairRef | None = None,
+    min_tasks: int,
+    margin: float = 0.0,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> PromotionDecision:
+    """The pair gate: hand on the trained pair (training contract, new adapter) only on selection evidence.
+
+    One paired decision against the parent pair (contract and adapter as the generation
+    started), by :func:`decide_promotion`'s rule; then, when Expansion's successor check
+    already promoted a new harness (``harness``: that contract with the parent's adapter),
+    the trained pair's mean selection score over the tasks both ran must be at least the
+    harness's, so a new adapter never costs what the harness gained.
+
+    Args:
+        records: selection trials (only the pairs' on ``selection_tasks`` are read).
+        parent: the generation's parent pair.
+        trained: the training contract naming the new adapter.
+        selection_tasks: the selection split's task hashes.
+        harness: the successor check's new harness with the parent's adapter, or None.
+        min_tasks / margin / resamples / seed: as :func:`decide_promotion`.
+
+    Returns:
+        the decision (its ``lift`` is the trained pair's over the parent pair).
+
+    Raises:
+        ValueError: a negative margin.
+    """
+    records = [r for r in records if r.task_hash in selection_tasks]
+    out = decide_promotion(
+        records, parent, trained, selection_tasks, min_tasks=min_tasks, margin=margin, resamples=resamples, seed=seed
+    )
+    out.rule = pair_rule(margin, min_tasks)
+    if harness is None or (harness.contract_hash, harness.adapter) == (parent.contract_hash, parent.adapter):
+        return out
+    mine, theirs = score_tasks(records, trained, selection_tasks), score_tasks(records, harness, selection_tasks)
+    common = sorted(set(mine.scores) & set(theirs.scores))
+    ours = sum(mine.scores[t] for t in common) / len(common) if common else 0.0
+    other = sum(theirs.scores[t] for t in common) / len(common) if common else 0.0
+    out.versus_harness = {"trained": ours, "harness": other, "n_tasks": len(common)}
+    out.trial_ids = sorted(set(out.trial_ids) | set(theirs.trial_ids))
+    if out.promoted and ours < other:
+        out.promoted = False
+        out.reason += (
+            f"; but it scores {ours:.3f} against the successor harness's {other:.3f} (parent's adapter) on "
+            f"{len(common)} selection tasks: the parent's adapter is kept"
+        )
+    return out

@@ -13,7 +13,9 @@ from mindforge.discovery.records import ProposalBatch, ProposalVerdict
 from mindforge.domain import RunStatus
 from mindforge.evaluation.lift import LiftReport
 from mindforge.evaluation.scoring import PairRef
+from mindforge.evaluation.splits import PoolSplit
 from mindforge.payloads.spec import (
+    CurriculumSpec,
     DiscoverySpec,
     EvaluationSpec,
     ExpansionSpec,
@@ -82,12 +84,70 @@ class LineageStatus(BaseModel):
     stages_run: dict[int, list[str]] = Field(default_factory=dict)
 
 
+class PrepareCurriculumInput(BaseModel):
+    """Draw, write and validate a lineage's family instances (``prepare_curriculum``, sandbox queue).
+
+    Attributes:
+        lineage_id: the lineage (its name keys the held-out choice and the dealing).
+        curriculum: what to draw.
+    """
+
+    lineage_id: str
+    curriculum: CurriculumSpec
+
+
+class CurriculumInstance(BaseModel):
+    """One validated family instance and the split it goes on.
+
+    Attributes:
+        path: the instance's task directory.
+        task_hash: its content hash.
+        instance_id: ``<family>-<8 hex>``.
+        family / level: its family and difficulty level.
+        split: the split it is dealt to (:func:`mindforge.evaluation.curriculum.deal_instances`).
+    """
+
+    path: str
+    task_hash: str
+    instance_id: str
+    family: str
+    level: str
+    split: PoolSplit
+
+
+class PrepareCurriculumResult(BaseModel):
+    """The validated instances of a curriculum, and what was set aside.
+
+    Attributes:
+        instances: every validated instance, with its split.
+        rejected: ``"<instance>: <verdict>: <reason>"`` per instance that failed validation.
+        warnings: families that admit fewer instances than asked, and the like.
+        validated / cached: instances validated now / whose verdict was read from the cache.
+        images: the family images the instances start from.
+        seconds: wall time of the activity.
+    """
+
+    instances: list[CurriculumInstance] = Field(default_factory=list)
+    rejected: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    validated: int = 0
+    cached: int = 0
+    images: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
 class PrepareLineageInput(BaseModel):
-    """Register a lineage, its root contract and its task pool (``prepare_lineage``)."""
+    """Register a lineage, its root contract and its task pool (``prepare_lineage``).
+
+    Attributes:
+        curriculum: the validated family instances (``prepare_curriculum``), when the spec
+            draws from families.
+    """
 
     lineage_id: str
     spec: LineageSpec
     workflow_id: str
+    curriculum: PrepareCurriculumResult | None = None
 
 
 class PrepareLineageResult(BaseModel):

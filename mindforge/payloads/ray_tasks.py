@@ -169,3 +169,40 @@ class ReplayEntryTaskInput(BaseModel):
     run_id: str
     runs: int = Field(default=2, ge=2)
     sandbox: SandboxSettings
+
+
+class ValidateInstanceTaskInput(BaseModel):
+    """One family instance to validate on a Ray node (``validate_instance_task``): build, oracle twice, nop.
+
+    Attributes:
+        task_path: the instance's task directory.
+        run_id: the run id of its validation trials.
+        oracle_runs: reference-solution runs (at least 2: the verdict must be stable).
+        sandbox: the worker's sandbox settings.
+    """
+
+    task_path: str
+    run_id: str
+    oracle_runs: int = Field(default=2, ge=2)
+    sandbox: SandboxSettings
+
+
+class InstanceVerdict(BaseModel):
+    """An instance's validation, small enough to cache and to carry back (no trial records).
+
+    Attributes:
+        task_hash: the instance's content hash.
+        verdict: :class:`mindforge.trials.validate.Verdict` as text (``valid``, ``broken``, ...).
+        reasons: the evidence, one item per finding.
+        seconds: wall time of the validation.
+    """
+
+    task_hash: str
+    verdict: str
+    reasons: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the instance is valid."""
+        return self.verdict == "valid"

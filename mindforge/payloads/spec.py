@@ -185,8 +185,9 @@ class EvaluationSpec(BaseModel):
         splits: how the pool is split into search / selection / sealed
             (:class:`mindforge.evaluation.splits.SplitConfig`; assigned once, by a hash
             of the lineage name and each task's content hash, stratified by category).
-        attempts: attempts per selection or sealed task per pair (the parent's, in the
-            successor check).
+        attempts: attempts per selection task per pair (the parent's, in the successor
+            check, and both pairs' in the pair gate).
+        sealed_attempts: attempts per sealed task per pair (None: ``attempts``).
         successor_candidates: search contracts raced on the selection split for the
             successor (best by search coverage first).
         race_budget: attempts per selection task shared among those candidates by
@@ -197,10 +198,48 @@ class EvaluationSpec(BaseModel):
 
     splits: SplitConfig = Field(default_factory=SplitConfig)
     attempts: int = Field(default=2, ge=1)
+    sealed_attempts: int | None = Field(default=None, ge=1)
     successor_candidates: int = Field(default=4, ge=1)
     race_budget: int = Field(default=8, ge=1)
     lift_resamples: int = Field(default=2000, ge=1)
     seed: int = 0
+
+
+class CurriculumSpec(BaseModel):
+    """A pool drawn from task families (``--families DIR --instances N``): what is drawn, and what is held out.
+
+    Instances are sampled from each family's parameter schema (seeded, unique by canonical
+    parameters, spread over its difficulty levels), written as task folders under the
+    artifact root, and each validated as Discovery validates a task (builds, the reference
+    solution passes twice, doing nothing fails) before it joins the pool
+    (``prepare_curriculum``). Where they go: :mod:`mindforge.evaluation.curriculum`.
+
+    Attributes:
+        families_dir: the folder of families (absolute path).
+        families: the families drawn from (names in that folder), sorted.
+        instances: instances per family for search and the sealed-instances reading (a
+            training family) or for the sealed-families reading (a held-out family).
+        selection_instances: further instances per training family, all on the selection
+            split, sized at lineage start by the gates' power calculation.
+        sealed_fraction: share of a training family's ``instances`` placed on the sealed
+            split (the rest is searched and trained on).
+        sealed_families: held-out families (every instance sealed; no stage ever sees
+            them), chosen by the seeded rule at lineage start and recorded here.
+        seed: the sampling seed.
+    """
+
+    families_dir: str
+    families: list[str] = Field(default_factory=list)
+    instances: int = Field(default=5, ge=1)
+    selection_instances: int = Field(default=2, ge=0)
+    sealed_fraction: float = Field(default=0.25, ge=0.0, lt=1.0)
+    sealed_families: list[str] = Field(default_factory=list)
+    seed: int = 0
+
+    @property
+    def training_families(self) -> list[str]:
+        """The families searched and trained on (all but the held-out ones), sorted."""
+        return sorted(set(self.families) - set(self.sealed_families))
 
 
 class LineageSpec(BaseModel):
@@ -208,8 +247,12 @@ class LineageSpec(BaseModel):
 
     Attributes:
         name: unique lineage name (also its id).
-        tasks: task directories / folders of them (absolute paths).
+        tasks: task directories / folders of them (absolute paths), split by the
+            fractions of ``evaluation.splits``.
         contract_path: the root HCP contract file (absolute path).
+        curriculum: task families the pool draws instances from (None: tasks only).
+        sealed_tasks: hand-written task directories / folders pinned to the sealed split
+            (the *sealed tasks* reading), absolute paths.
         generations: number of generations to run (>= 1).
         stages: generation stages enabled, in order.
         runtime / discovery / expansion / update / evaluation: the sub-specs, each
@@ -219,6 +262,8 @@ class LineageSpec(BaseModel):
     name: str
     tasks: list[str]
     contract_path: str
+    curriculum: CurriculumSpec | None = None
+    sealed_tasks: list[str] = Field(default_factory=list)
     generations: int = Field(default=1, ge=1)
     stages: list[Stage] = Field(default_factory=lambda: [Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE])
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)

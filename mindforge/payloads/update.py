@@ -77,7 +77,7 @@ class UpdatePlan(BaseModel):
     """What one Update trains under and what it will register (``plan_update``).
 
     Attributes:
-        contract_hash: the training contract (Expansion's successor, else the parent's);
+        contract_hash: the training contract (the best contract by search-split evidence);
             "" when it passed nothing, and Update trains nothing.
         note: the reason, in words (recorded under ``update.plan``).
         on_contract_trials / on_contract_passes: the generation's search-split trials
@@ -246,9 +246,9 @@ class RegisterAdapterInput(BaseModel):
     """Register a validated adapter revision and its successor contract (``register_adapter``).
 
     Attributes:
-        successor_contract_hash: the contract the successor derives from (None = the parent's).
-        trained_under: the training contract; must have the successor's harness
-            (:class:`mindforge.evaluation.on_contract.OffContractError` otherwise); "" = not checked.
+        successor_contract_hash: Expansion's successor contract (None = it kept the parent's).
+        trained_under: the training contract, which the trained pair's contract derives
+            from (naming the new adapter); "" = Expansion's successor, else the parent's.
     """
 
     lineage_id: str
@@ -293,12 +293,16 @@ class HandOffResult(BaseModel):
 
 
 class PlanPromotionInput(BaseModel):
-    """Plan the selection trials of the promotion gate (``plan_promotion_trials``).
+    """The pair gate (``plan_promotion_trials``, ``decide_promotion``): the trained pair vs the parent pair.
 
     Attributes:
-        without: the successor contract with the parent's adapter.
-        with_adapter: the successor pair, naming the new adapter revision.
-        trained_under: the training contract; both pairs must run under its harness
+        without: the pair it is compared with: the generation's parent pair (contract
+            and adapter both as the generation started).
+        with_adapter: the trained pair: the training contract naming the new adapter revision.
+        harness: the new harness Expansion's successor check promoted, with the parent's
+            adapter (None when it kept the parent's contract); the trained pair must not
+            score below it on selection.
+        trained_under: the training contract; the trained pair must run under its harness
             ("" = not checked).
     """
 
@@ -309,6 +313,7 @@ class PlanPromotionInput(BaseModel):
     update: UpdateSpec
     without: PairRef
     with_adapter: PairRef
+    harness: PairRef | None = None
     trained_under: str = ""
 
 
@@ -354,11 +359,15 @@ class UpdateResult(BaseModel):
         selected_groups / selected_trials: what selection kept.
         promotion: the selection-split gate's decision (registered revisions only).
         iterations: on-policy iterations run.
+        trained_under: the training contract (the best by search-split evidence; "" when
+            nothing trained): with the parent's adapter it is the harness-only pair of the
+            attribution when the trained pair is handed on.
     """
 
     outcome: UpdateOutcome
     contract_hash: str
     adapter: str = ""
+    trained_under: str = ""
     adapter_revision_id: str | None = None
     selected_groups: int = 0
     selected_trials: int = 0

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -98,21 +98,30 @@ def _tiebreak(task_hash: str, salt: str) -> str:
 
 
 def pick_tasks(
-    rates: dict[str, TaskRate], batch: int, *, salt: str = "", guided: Collection[str] = ()
+    rates: dict[str, TaskRate],
+    batch: int,
+    *,
+    salt: str = "",
+    guided: Collection[str] = (),
+    prior: Mapping[str, float] | None = None,
 ) -> CurriculumPick:
     """The curriculum: up to ``batch`` tasks whose current pass rate lies strictly between 0 and 1.
 
     Seen tasks come first, most uncertain first (largest ``p (1 - p)``); unseen tasks fill
-    the remaining places in an order fixed by ``salt`` (the iteration), so successive
-    iterations explore different ones; then tasks at rate 0 that have a guide (``guided``),
-    in the same salted order. Other tasks at rate 0, and tasks at rate 1, are set aside:
-    every group of theirs would likely be flat.
+    the remaining places - those with the most uncertain ``prior`` rate first (a family
+    instance's family's pooled rate, :func:`family_prior`: an unseen instance of a family
+    the contract sometimes passes is likely to give a group with contrast), then in an order
+    fixed by ``salt`` (the iteration), so successive iterations explore different ones;
+    then tasks at rate 0 that have a guide (``guided``), in the same salted order. Other
+    tasks at rate 0, and tasks at rate 1, are set aside: every group of theirs would
+    likely be flat.
 
     Args:
         rates: from :func:`pass_rates`.
         batch: most tasks to pick (B, >= 1).
         salt: varies the order among tasks of equal rank.
         guided: task hashes that have a guide (off-policy guidance; empty without it).
+        prior: task hash -> a prior pass rate for unseen tasks (none: all unseen tasks rank equal).
 
     Returns:
         the pick with the count each rule set aside.
@@ -137,10 +146,93 @@ def pick_tasks(
         else:
             seen.append((-(p * (1.0 - p)), _tiebreak(h, salt), h))
     pick.eligible_seen, pick.unseen, pick.guided = len(seen), len(unseen), len(zero_guided)
-    ordered = [h for *_k, h in sorted(seen)] + sorted(unseen, key=lambda h: _tiebreak(h, salt))
+    prior = prior or {}
+
+    def unseen_rank(h: str) -> tuple[float, str]:
+        p = prior.get(h)
+        return (-(p * (1.0 - p)) if p is not None else 0.0, _tiebreak(h, salt))
+
+    ordered = [h for *_k, h in sorted(seen)] + sorted(unseen, key=unseen_rank)
     ordered += sorted(zero_guided, key=lambda h: _tiebreak(h, salt))
     pick.tasks = ordered[:batch]
     return pick
+
+
+def family_prior(rates: Mapping[str, TaskRate], family_of: Mapping[str, str]) -> dict[str, float]:
+    """Task hash -> its family's pass rate pooled over the family's rated instances (family instances only).
+
+    Args:
+        rates: from :func:`pass_rates`.
+        family_of: task hash -> family name.
+
+    Returns:
+        a rate for every instance in ``rates`` whose family has at least one rated trial.
+    """
+    pooled: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for h, r in rates.items():
+        if h in family_of:
+            pooled[family_of[h]][0] += r.passes
+            pooled[family_of[h]][1] += r.trials
+    return {
+        h: pooled[family_of[h]][0] / pooled[family_of[h]][1]
+        for h in rates if h in family_of and pooled[family_of[h]][1]
+    }
+
+
+class ContractEvidence(BaseModel):
+    """One contract's search-split evidence in a generation (:func:`best_search_contract`).
+
+    Attributes:
+        contract_hash: the contract.
+        tasks_passed: search tasks it passed at least once.
+        passes / trials: its passed trials and trials with a real reward.
+    """
+
+    contract_hash: str
+    tasks_passed: int = 0
+    passes: int = 0
+    trials: int = 0
+
+
+def best_search_contract(
+    records: Iterable[TrialRecord], preferred: Sequence[str] = ()
+) -> tuple[str | None, list[ContractEvidence]]:
+    """The contract with the best search-split evidence: the one an Update trains under.
+
+    Ranked by search tasks passed, then passed trials, then pass rate; ties go to the
+    first of ``preferred`` (Expansion's successor, then the parent), then the smaller hash.
+    Only contracts that passed at least one trial qualify: with none, nothing has the
+    contrast GRPO needs.
+
+    Args:
+        records: the generation's search-split trials (base evaluation, configuration
+            search) under every contract.
+        preferred: contract hashes in tie-break order.
+
+    Returns:
+        ``(best contract or None, every contract's evidence, best first)``.
+    """
+    by: dict[str, ContractEvidence] = {}
+    solved: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        if not r.has_real_reward or not r.contract_hash:
+            continue
+        ev = by.setdefault(r.contract_hash, ContractEvidence(contract_hash=r.contract_hash))
+        ev.trials += 1
+        if r.passed:
+            ev.passes += 1
+            solved[r.contract_hash].add(r.task_hash)
+    for h, ev in by.items():
+        ev.tasks_passed = len(solved[h])
+    order = {h: i for i, h in enumerate(preferred)}
+
+    def key(ev: ContractEvidence) -> tuple[int, int, float, int, str]:
+        rate = ev.passes / ev.trials if ev.trials else 0.0
+        return (-ev.tasks_passed, -ev.passes, -rate, order.get(ev.contract_hash, len(order)), ev.contract_hash)
+
+    ranked = sorted(by.values(), key=key)
+    best = ranked[0].contract_hash if ranked and ranked[0].passes else None
+    return best, ranked
 
 
 def group_rewards(records: Iterable[TrialRecord]) -> dict[str, list[float]]:

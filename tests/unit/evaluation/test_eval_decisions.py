@@ -130,3 +130,26 @@ def test_promotion_refuses_an_all_zero_comparison_and_respects_min_tasks():
         decide_promotion(clear, without, with_adapter, tasks, min_tasks=3, margin=-0.1)
     with pytest.raises(TypeError):  # min_tasks has no default: the caller passes the spec's
         decide_promotion(clear, without, with_adapter, tasks)
+
+
+def test_the_pair_gate_compares_the_trained_pair_with_the_parent_pair_and_never_below_the_new_harness():
+    from mindforge.evaluation.decisions import decide_pair
+
+    tasks = {f"h-t{i}" for i in range(8)}
+    parent = PairRef(contract_hash=P)
+    trained = PairRef(contract_hash=C, adapter="lin-g0-r0")
+    harness = PairRef(contract_hash=N)
+    records = [trial(f"t{i}", a, 0.0) for i in range(8) for a in range(2)]  # the parent passes nothing
+    records += [trial(f"t{i}", a, 1.0, contract=C, adapter="lin-g0-r0") for i in range(8) for a in range(2)]
+    weaker = [trial(f"t{i}", a, 0.0 if i < 4 else 1.0, contract=N) for i in range(8) for a in range(2)]
+    stronger = [trial(f"t{i}", a, 1.0, contract=N) for i in range(8) for a in range(2)]
+    alone = decide_pair(records, parent, trained, tasks, min_tasks=5, resamples=500)
+    assert alone.promoted and alone.versus_harness is None and "trained pair" in alone.rule
+    beats = decide_pair(records + weaker, parent, trained, tasks, harness=harness, min_tasks=5, resamples=500)
+    assert beats.promoted and beats.versus_harness == {"trained": 1.0, "harness": 0.5, "n_tasks": 8}
+    # the new adapter may not cost what the harness gained
+    stronger = [r.model_copy(update={"reward": 1.0}) for r in stronger]
+    records = [r if r.contract_hash != C or r.attempt else r.model_copy(update={"reward": 0.0}) for r in records]
+    loses = decide_pair(records + stronger, parent, trained, tasks, harness=harness, min_tasks=5, resamples=500)
+    assert not loses.promoted and "successor harness" in loses.reason
+    assert loses.versus_harness == {"trained": 0.5, "harness": 1.0, "n_tasks": 8}

@@ -38,3 +38,35 @@ def test_dynamic_sampling_drops_flat_groups_and_draws_again_from_tasks_with_vari
     # three flat groups to replace: from the varied tasks, most varied first, cycled
     assert curriculum.redraw_tasks(groups, 3) == ["a", "d", "a"]
     assert curriculum.redraw_tasks({"b": [0.0, 0.0]}, 2) == []  # nothing varied: no redraw
+
+
+def _on(contract: str, task: str, reward: float, i: int) -> TrialRecord:
+    rec = _trial(task, reward, i)
+    return rec.model_copy(update={"contract_hash": contract, "trial_id": f"{contract}-{task}-{i}"})
+
+
+def test_the_training_contract_is_the_best_by_search_evidence_and_none_passes_nothing():
+    records = [_on("parent", t, 0.0, i) for t in ("a", "b", "c") for i in range(2)]
+    records += [_on("cand1", "a", 1.0, 0), _on("cand1", "a", 0.0, 1)]
+    records += [_on("cand2", "a", 1.0, 0), _on("cand2", "b", 1.0, 0), _on("cand2", "c", 0.0, 0)]
+    best, ranked = curriculum.best_search_contract(records, preferred=["succ", "parent"])
+    assert best == "cand2" and [e.contract_hash for e in ranked][:2] == ["cand2", "cand1"]
+    assert (ranked[0].tasks_passed, ranked[0].passes, ranked[0].trials) == (2, 2, 3)
+    # a tie goes to the preferred contract (Expansion's successor first)
+    tie = [_on("other", "a", 1.0, 0), _on("succ", "a", 1.0, 0)]
+    assert curriculum.best_search_contract(tie, preferred=["succ", "parent"])[0] == "succ"
+    # nothing passed: nothing to train under
+    assert curriculum.best_search_contract([_on("parent", "a", 0.0, 0)], preferred=["parent"])[0] is None
+
+
+def test_unseen_instances_of_a_family_the_contract_sometimes_passes_come_first():
+    records = [_trial("f1-seen", r, i) for i, r in enumerate([1.0, 0.0, 0.0, 0.0])]
+    records += [_trial("g1-seen", 0.0, i) for i in range(4)]
+    tasks = ["f1-seen", "g1-seen", "f2-new", "g2-new", "h-new"]
+    rates = curriculum.pass_rates(records, tasks)
+    family_of = {"f1-seen": "f", "f2-new": "f", "g1-seen": "g", "g2-new": "g"}
+    prior = curriculum.family_prior(rates, family_of)
+    assert prior == {"f1-seen": 0.25, "f2-new": 0.25, "g1-seen": 0.0, "g2-new": 0.0}
+    for salt in ("0", "1", "2"):
+        pick = curriculum.pick_tasks(rates, 3, salt=salt, prior=prior)
+        assert pick.tasks[:2] == ["f1-seen", "f2-new"]  # the seen one, then its unseen sibling before the others

@@ -1,6 +1,7 @@
-"""The on-contract guard on a real SQLite store: a promotion gate whose pair runs under another
+"""The on-contract guard on a real SQLite store: a pair gate whose trained pair runs under another
 harness than the one Update trained under is a non-retryable ``OffContractError``, never a
-fallback; the successor contract that only names the new adapter is the same harness."""
+fallback; the parent pair it is compared with keeps its own harness (the gate decides contract
+and adapter as one); the successor contract that only names the new adapter is the same harness."""
 
 from __future__ import annotations
 
@@ -52,18 +53,20 @@ def test_a_gate_off_the_training_contract_is_refused_at_the_activity_boundary(tm
             registry.register_hcp_contract(session=s, contract=c)
     acts = UpdateActivities(engine, tmp_path / "artifacts")
     try:
-        # trained under the baseline, gated under another harness: refused, not run
+        # trained under the baseline, the trained pair gated under another harness: refused, not run
         with pytest.raises(ApplicationError) as excinfo:
             asyncio.run(ActivityEnvironment().run(
-                acts.plan_promotion_trials, _gate(base.content_hash, other.content_hash, with_adapter.content_hash)
+                acts.plan_promotion_trials, _gate(base.content_hash, base.content_hash, other.content_hash)
             ))
         assert excinfo.value.type == "OffContractError" and excinfo.value.non_retryable is True
         assert base.content_hash[:12] in str(excinfo.value) and other.content_hash[:12] in str(excinfo.value)
-        # on contract: the guard lets it through (the lineage has no selection tasks, so nothing to run)
-        plan = asyncio.run(ActivityEnvironment().run(
-            acts.plan_promotion_trials, _gate(base.content_hash, base.content_hash, with_adapter.content_hash)
-        ))
-        assert plan.tasks == 0
+        # on contract, against a parent pair under another harness: the guard lets it through
+        # (the lineage has no selection tasks, so nothing to run)
+        for parent in (base, other):
+            plan = asyncio.run(ActivityEnvironment().run(
+                acts.plan_promotion_trials, _gate(base.content_hash, parent.content_hash, with_adapter.content_hash)
+            ))
+            assert plan.tasks == 0
     finally:
         engine.dispose()
 
