@@ -66,7 +66,7 @@ def run_trial_payload(payload: RunTrialTaskInput) -> RunTrialTaskResult:
         from mindforge.hcp import loads_contract
 
         contract = loads_contract(payload.contract_toml, source=f"contract {payload.contract_hash}")
-        agent = ModelAgent(contract, base_url=payload.policy_url)
+        agent = ModelAgent(contract, base_url=payload.policy_url, seed=payload.seed)
     elif kind == "oracle":
         agent = OracleAgent()
     else:

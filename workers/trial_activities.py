@@ -24,6 +24,7 @@ from mindforge.store import engine as store_engine
 from mindforge.store import pool, registry, trials
 from mindforge.store.errors import ContractNotRegisteredError
 from mindforge.trials.record import TrialRecord
+from mindforge.trials.seeds import paired_seed
 
 
 def _non_retryable(exc: Exception) -> ApplicationError:
@@ -96,6 +97,11 @@ class TrialActivities:
 
     @staticmethod
     def _payload(inp: RunTrialsInput, t: TrialSpec, toml_text: str, sandbox: SandboxSettings) -> RunTrialTaskInput:
+        """The Ray task's input; with ``paired_seeds`` its model calls carry the trial's common seed."""
+        seed = (
+            paired_seed(inp.lineage_id, inp.stage.value, t.task_hash, t.attempt, t.trial_id)
+            if inp.paired_seeds else None
+        )
         return RunTrialTaskInput(
             task_path=t.task_path,
             trial_id=t.trial_id,
@@ -106,6 +112,7 @@ class TrialActivities:
             contract_hash=inp.contract_hash,
             policy_url=inp.policy_url,
             sandbox=sandbox,
+            seed=seed,
         )
 
     def _store(self, inp: RunTrialsInput, rec: TrialRecord) -> None:

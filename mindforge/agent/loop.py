@@ -56,6 +56,9 @@ class ModelAgent(Agent):
             ``model.base_url_env``, else settings' ``policy_url``.
         api_key: default: the env var named by ``model.api_key_env``, else ``"EMPTY"``.
         request_timeout_sec: upper bound on one model call, in seconds.
+        seed: the trial's sampling seed (:func:`mindforge.trials.seeds.paired_seed`), sent
+            with every model call (the ``n``-th call of the trial gets ``seed + n``) unless
+            the contract fixes ``provider_options.seed``; None sends none.
     """
 
     name = "model"
@@ -67,8 +70,11 @@ class ModelAgent(Agent):
         base_url: str | None = None,
         api_key: str | None = None,
         request_timeout_sec: float = 600.0,
+        seed: int | None = None,
     ) -> None:
         self.contract = contract
+        self.seed = seed
+        self._calls = 0
         self.contract_hash = contract.content_hash
         self.adapter = contract.model.adapter or ""
         self.base_url, self.api_key = resolve_endpoint(contract, base_url, api_key)
@@ -151,6 +157,9 @@ class ModelAgent(Agent):
         }
         if getattr(opts, "seed", None) is not None:
             kwargs["seed"] = opts.seed
+        elif self.seed is not None:
+            kwargs["seed"] = (self.seed + self._calls) % (1 << 31)
+        self._calls += 1
         if opts.stop:
             kwargs["stop"] = list(opts.stop)
         if c.tools.action_format == "tool_calls":

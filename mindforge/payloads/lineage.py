@@ -264,7 +264,13 @@ class RolloutPlan(BaseModel):
 
 
 class RunTrialsInput(BaseModel):
-    """One batch of trials (``run_trials``): the pair, the stage and the trial specs."""
+    """One batch of trials (``run_trials``): the pair, the stage and the trial specs.
+
+    Attributes:
+        paired_seeds: give each trial's model calls its common random seed
+            (:func:`mindforge.trials.seeds.paired_seed`: the same for every pair on one task
+            attempt), so paired comparisons vary less.
+    """
 
     lineage_id: str
     generation: int
@@ -273,6 +279,7 @@ class RunTrialsInput(BaseModel):
     adapter: str = ""
     policy_url: str | None = None
     trials: list[TrialSpec]
+    paired_seeds: bool = True
 
 
 class RunTrialsResult(BaseModel):

@@ -69,6 +69,8 @@ class RunTrialTaskInput(BaseModel):
         contract_toml / contract_hash: the HCP contract (``model`` trials).
         policy_url: the policy endpoint; None = the contract's env var / settings.
         sandbox: the worker's settings for the trial (artifact root, Docker engine).
+        seed: the sampling seed of its model calls (:func:`mindforge.trials.seeds.paired_seed`);
+            None sends none.
     """
 
     task_path: str
@@ -80,6 +82,7 @@ class RunTrialTaskInput(BaseModel):
     contract_hash: str = ""
     policy_url: str | None = None
     sandbox: SandboxSettings
+    seed: int | None = None
 
 
 class RunTrialTaskResult(BaseModel):
