@@ -1,7 +1,8 @@
 """The report's sections as renderer-neutral content: paragraphs, tables, code blocks and plots.
 
-HTML and Markdown render the same :class:`Section` list, so both formats always carry
-the same numbers. Section ids are stable (the HTML test looks for them).
+HTML and Markdown render the same :class:`Section` list
+(:mod:`mindforge.reports.blocks`), so both formats always carry the same numbers.
+Section ids are stable (the HTML test looks for them).
 
 A section that raises while it is built does not take the report down: it is replaced
 by an error section of the same id that names it and the exception (type, message and
@@ -14,12 +15,13 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from mindforge.evaluation import PoolSplit
 from mindforge.experience.validation import RejectionReason
 from mindforge.reports import compounding, experience, plots
+from mindforge.reports.blocks import Block, Section, Table
 from mindforge.reports.data import ReportData
+
+__all__ = ["SECTION_IDS", "Block", "Section", "Table", "build_sections", "failed_sections", "guarded", "sealed_text"]
 
 #: section ids, in order
 SECTION_IDS = (
@@ -40,55 +42,6 @@ SECTION_IDS = (
     "experience",
     "discovery",
 )
-
-
-class Table(BaseModel):
-    """A table: a header row and body rows of text cells."""
-
-    header: list[str]
-    rows: list[list[str]]
-
-
-class Block(BaseModel):
-    """One piece of a section: a paragraph, a table, a preformatted text, an image (data URI) or an error."""
-
-    kind: str  # "text" | "table" | "pre" | "image" | "error"
-    text: str = ""
-    table: Table | None = None
-    alt: str = ""
-
-
-class Section(BaseModel):
-    """A titled section with a stable id.
-
-    Attributes:
-        error: ``"ExceptionType: message"`` when the section failed to render ("" when it rendered).
-    """
-
-    id: str
-    title: str
-    blocks: list[Block] = Field(default_factory=list)
-    error: str = ""
-
-    def text(self, text: str) -> Section:
-        """Append a paragraph; returns the section."""
-        self.blocks.append(Block(kind="text", text=text))
-        return self
-
-    def table(self, header: list[str], rows: list[list[Any]]) -> Section:
-        """Append a table (cells turned into text); returns the section."""
-        self.blocks.append(Block(kind="table", table=Table(header=header, rows=[[str(c) for c in r] for r in rows])))
-        return self
-
-    def pre(self, text: str) -> Section:
-        """Append preformatted text (a diff); returns the section."""
-        self.blocks.append(Block(kind="pre", text=text))
-        return self
-
-    def image(self, uri: str, alt: str) -> Section:
-        """Append an image (a data URI) with its alt text; returns the section."""
-        self.blocks.append(Block(kind="image", text=uri, alt=alt))
-        return self
 
 
 def _kv(mapping: dict[str, Any]) -> str:
