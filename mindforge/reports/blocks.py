@@ -2,7 +2,7 @@
 
 HTML (:mod:`mindforge.reports.html`) and Markdown (:mod:`mindforge.reports.markdown`)
 render the same :class:`Section` list; the section builders live in
-:mod:`mindforge.reports.sections`.
+:mod:`mindforge.reports.sections` and :mod:`mindforge.reports.reading_sections`.
 """
 
 from __future__ import annotations
