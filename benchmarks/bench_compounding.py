@@ -14,10 +14,12 @@ the same sealed tasks with the same attempts (and, where both the contract and t
 changed, the harness-only pair for the attribution).
 
 Call pair k the pair generation k starts from: pair 0 is the root, and generations 0, 1, 2
-hand on pairs 1, 2, 3. It prints the compounding table (:func:`mindforge.cli.results.compounding_lines`:
-each pair's sealed success, its paired lift over pair k-1 and over pair 0 with 95%
-bootstrap intervals and task counts, and the harness / weights parts of each lift), where
-each change came from, and the issue's two targets as met / not met:
+hand on pairs 1, 2, 3. It prints the compounding tables, one per sealed reading
+(:func:`mindforge.cli.results.compounding_lines`: each pair's sealed success, its paired
+lift over pair k-1 and over pair 0 with 95% bootstrap intervals and task counts, and the
+harness / weights parts of each lift), where each change came from, and the issue's two
+targets as met / not met on each reading (the micro suite is hand-written tasks, so its
+one reading is *sealed tasks*):
 
 - pair 3 beats pair 0 on sealed: the paired lift's 95% lower bound is above 0;
 - pair 3's sealed mean is above pair 1's (the gain keeps growing after generation 0).
@@ -129,22 +131,26 @@ def targets(rows: list[Any]) -> list[str]:
 
 
 def report(name: str, db_url: str) -> list[str]:
-    """The compounding table, where each change came from, and the targets, from the store alone."""
+    """The compounding tables (one per sealed reading), where each change came from, and the targets per reading."""
     from mindforge.cli.results import compounding_lines
     from mindforge.reports import gather_report_data
-    from mindforge.reports.compounding import table_cells
+    from mindforge.reports.compounding import change_cells
+    from mindforge.reports.readings import reading_name
     from mindforge.store import engine as se
 
     eng = se.init_db(db_url)
     with se.session_scope(eng) as s:
         data = gather_report_data(s, name)
     lines = compounding_lines(data)
-    lines.append("where each change came from (contract edit, library, adapter; selection evidence):")
-    for row in data.compounding[1:]:
-        cells = table_cells(row, data.contract_ref)
-        lines.append(f"  pair {row.pair}: {cells[-2]}; {cells[-1]}")
-    lines.append("targets:")
-    lines += [f"  {t}" for t in targets(data.compounding)]
+    tables = list(data.readings.values())
+    if tables:
+        lines.append("where each change came from (contract edit, library, adapter; selection evidence):")
+        for row in tables[0].rows[1:]:
+            cells = change_cells(row, data.contract_ref)
+            lines.append(f"  pair {row.pair}: {cells[-2]}; {cells[-1]}")
+    lines.append("targets, per sealed reading (never pooled):")
+    for table in tables:
+        lines += [f"  {reading_name(table.reading)}: {t}" for t in targets(table.rows)]
     return lines
 
 

@@ -1,11 +1,12 @@
 """What a lineage's generations found, as plain lines: each figure under its own name.
 
 ``mindforge quickstart`` prints these after the lineage ends, then the compounding
-table: every pair on the one frozen sealed split. The three kinds of
-evidence stay apart (DESIGN.md, "Three splits"): the base evaluation and the search-set
-coverage (search split; coverage is an upper bound across contracts, not skill), the
-decisions (selection split), and the sealed lift with its interval and counts. Everything
-comes from :func:`mindforge.reports.gather_report_data`, the report's own numbers.
+tables: every pair on each sealed reading (sealed instances, sealed families, sealed
+tasks), one block per reading, never pooled. The kinds of evidence stay apart (DESIGN.md,
+"Three splits"): the base evaluation and the search-set coverage (search split; coverage
+is an upper bound across contracts, not skill), the decisions (selection split), and the
+sealed figures with their intervals and counts, each under its reading's name.
+Everything comes from :func:`mindforge.reports.gather_report_data`, the report's own numbers.
 """
 
 from __future__ import annotations
@@ -14,8 +15,18 @@ from typing import Any
 
 from sqlmodel import Session
 
+from mindforge.evaluation.curriculum import SealedReading
 from mindforge.reports import ReportData, gather_report_data
-from mindforge.reports.compounding import lift_text, part_text, score_text
+from mindforge.reports.compounding import (
+    PART_TITLES,
+    PARTS,
+    CompoundingRow,
+    kept_text,
+    lift_text,
+    part_text,
+    score_text,
+)
+from mindforge.reports.readings import ReadingTable, reading_name
 from mindforge.reports.sections import sealed_text
 
 
@@ -100,36 +111,52 @@ def _update(record: dict[str, Any]) -> list[str]:
 
 
 def compounding_lines(data: ReportData) -> list[str]:
-    """The compounding table as plain lines: one per pair k (pair 0 the root, pair k+1 handed on by generation k).
+    """The compounding tables as plain lines: one block per sealed reading, one entry per pair k.
 
-    Each pair gets its sealed success (score, passed trials, tasks) and, after the root, a
-    line with its paired lift over pair k-1 and over pair 0 (``+mean [lo, hi] n=tasks``:
-    95% bootstrap interval and paired sealed tasks, or the reason there is no figure) and
-    a line with the harness and weights parts of the first. The figures are the report's
-    (:mod:`mindforge.reports.compounding`).
+    Each block is titled with the reading's title (:data:`mindforge.evaluation.curriculum.READING_TITLES`)
+    and its task count. Each pair gets its sealed success on the reading (score, passed
+    trials, tasks) and, after the root, a line with its paired lift over pair k-1 and over
+    pair 0 (``+mean [lo, hi] n=tasks``: 95% bootstrap interval and paired tasks, or the
+    reason there is no figure), pair 0's success beside it, and a line with the harness
+    and weights parts of the first; under the instances reading, a line per part
+    (copyable, needs adaptation: success and lift over pair 0). A pair the generation kept
+    is one line, ``= pair k-1 (kept; one reading)``: the same trials, not a new figure.
+    The figures are the report's (:mod:`mindforge.reports.compounding`).
 
     Args:
         data: the gathered report data of one lineage.
 
     Returns:
-        a heading, then one line for pair 0 and three for each later pair; a single line
-        when no pair was measured.
+        a heading, then each reading's block; a single line when no pair was measured.
     """
-    rows = data.compounding
-    if not any(r.sealed for r in rows):
+    tables = [t for t in data.readings.values() if t.measured]
+    if not tables:
         return ["compounding: no pair measured on the sealed split"]
-    sizes = {r.sealed.get("n_tasks") for r in rows if r.sealed}
-    tasks = "/".join(str(n) for n in sorted(s for s in sizes if s is not None))
     lines = [
-        f"compounding on the frozen sealed split ({tasks} tasks; pair k is the pair generation k starts from; "
-        "lifts paired by task, 95% CI, n = paired tasks):"
+        "compounding per sealed reading, never pooled (pair k is the pair generation k starts from; lifts paired by "
+        "task, 95% CI, n = paired tasks):",
+        f"  {data.readings_record.header()}",
     ]
-    for r in rows:
-        who = "root" if r.handed_on_by is None else f"handed on by gen {r.handed_on_by}"
+    for table in tables:
+        lines += reading_lines(data, table)
+    return lines
+
+
+def reading_lines(data: ReportData, table: ReadingTable) -> list[str]:
+    """One reading's block of :func:`compounding_lines`: its title, then each pair's lines."""
+    lines = [f"{table.header()}:"]
+    if table.before_readings:
         lines.append(
-            f"  pair {r.pair} ({who}, {data.contract_ref(r.contract_hash)} / {r.adapter or 'base'}): "
-            f"sealed {score_text(r.sealed)}"
+            f"  (generation(s) {', '.join(map(str, table.before_readings))} measured before readings existed: "
+            "the whole sealed split, read as sealed tasks)"
         )
+    for r in table.rows:
+        who = "root" if r.handed_on_by is None else f"handed on by gen {r.handed_on_by}"
+        head = f"  pair {r.pair} ({who}, {data.contract_ref(r.contract_hash)} / {r.adapter or 'base'}): "
+        if r.kept:
+            lines.append(head + kept_text(r))
+            continue
+        lines.append(head + f"sealed {score_text(r.sealed)}" + (f"; pair 0 {score_text(r.base)}" if r.pair else ""))
         if r.pair:
             lines.append(
                 f"    lift vs previous (pair {r.pair - 1}) {lift_text(r.lift_vs_prev, r.lift_vs_prev_reason)}; "
@@ -139,13 +166,30 @@ def compounding_lines(data: ReportData) -> list[str]:
                 f"    of the lift vs previous: harness part {part_text(r.attribution.get('harness'))}; "
                 f"weights part {part_text(r.attribution.get('weights'))}"
             )
+        if table.reading == SealedReading.INSTANCES.value:
+            lines += _part_lines(r)
     return lines
 
 
-def results_lines(session: Session, lineage_id: str) -> list[str]:
-    """Each generation's lines (splits, base evaluation, coverage, decisions, Update, sealed lift), then the table.
+def _part_lines(row: CompoundingRow) -> list[str]:
+    """The instances reading's copyable / needs-adaptation lines of one pair (none when not measured)."""
+    out = []
+    for name in PARTS:
+        part = row.parts.get(name)
+        if not part:
+            continue
+        text = f"    {PART_TITLES[name]}: sealed {score_text(part.get('sealed'))}"
+        if row.pair:
+            text += f"; vs pair 0 {lift_text(part.get('lift_vs_root'), part.get('lift_vs_root_reason', ''))}"
+        out.append(text)
+    return out
 
-    The table is the compounding table of :func:`compounding_lines`.
+
+def results_lines(session: Session, lineage_id: str) -> list[str]:
+    """Each generation's lines (splits, base evaluation, coverage, decisions, Update, sealed lift), then the tables.
+
+    The sealed lift lines name the reading they are of (the record's first reading); the
+    tables are the compounding tables of :func:`compounding_lines`, one per reading.
 
     Args:
         session: an open store session.
@@ -169,7 +213,10 @@ def results_lines(session: Session, lineage_id: str) -> list[str]:
         lines += _base(data, g["index"])
         lines += _decisions(data, ev.decisions)
         lines += _update(g["record"])
-        lines.append(f"  sealed lift over the parent pair: {sealed_text(ev.sealed_lift, ev.sealed_lift_reason)}")
+        reading = reading_name(ev.sealed_reading)
+        lines.append(
+            f"  sealed lift over the parent pair ({reading}): {sealed_text(ev.sealed_lift, ev.sealed_lift_reason)}"
+        )
         if ev.sealed_lift_vs_root:
-            lines.append(f"  sealed lift over generation 0: {sealed_text(ev.sealed_lift_vs_root)}")
+            lines.append(f"  sealed lift over generation 0 ({reading}): {sealed_text(ev.sealed_lift_vs_root)}")
     return lines + compounding_lines(data)

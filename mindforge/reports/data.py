@@ -13,8 +13,13 @@ Three kinds of evidence, kept apart under their own names (DESIGN.md, "Three spl
   each with the split it read (``decided_on``) and its selection scores.
 - *experience library*: its entries by provenance, what each growth round added and
   rejected (:mod:`mindforge.reports.experience`).
-- *sealed lift*: the paired lift of the pair a generation hands on over its parent (and
-  over generation 0's pair) on the sealed split, with its interval and task count.
+- *sealed readings*: the sealed split read three ways, never pooled (sealed instances,
+  with their copyable and needs-adaptation parts; sealed families; sealed tasks): per
+  reading, every pair's sealed success and its paired lifts over the pair before it and
+  over pair 0, with intervals and task counts (:mod:`mindforge.reports.readings`); the
+  record's ``sealed_lift`` is one of them, named by ``sealed_reading``.
+- *curriculum*: for a lineage drawn from task families, the families drawn and held out,
+  the instances per split, and what validation kept and rejected.
 """
 
 from __future__ import annotations
@@ -31,13 +36,20 @@ from mindforge.audit import usable_for_scoring
 from mindforge.evaluation import Interval, PoolSplit, wilson_interval
 from mindforge.hcp import diff_contracts, format_diff, loads_contract
 from mindforge.reports.compounding import (
-    CompoundingRow,
-    compounding_rows,
     edits_between,
-    generation_figures,
+    generation_readings,
     library_entries,
+    sealed_reading_of,
 )
 from mindforge.reports.experience import ExperienceReport, round_rows
+from mindforge.reports.readings import (
+    CurriculumSummary,
+    ReadingsSummary,
+    ReadingTable,
+    curriculum_summary,
+    reading_tables,
+    readings_summary,
+)
 from mindforge.search.coverage import CoverageSummary, Ledger
 from mindforge.store import Contract, Trial
 from mindforge.store import experience as experience_repo
@@ -133,7 +145,10 @@ class SearchJobInfo(BaseModel):
 
 
 class PairScoreRow(BaseModel):
-    """One pair's pass rate on one evaluation split in one generation (Wilson interval)."""
+    """One pair's pass rate on the selection split in one generation (Wilson interval).
+
+    Sealed pass rates are per reading, never pooled: :attr:`ReportData.readings`.
+    """
 
     generation: int
     split: PoolSplit
@@ -151,10 +166,13 @@ class GenerationEvidence(BaseModel):
         decisions: the selection-split decisions (``kind``, ``decided_on``, outcome,
             reason, scores, ``trial_ids``).
         sealed_lift: ``{"mean", "lo", "hi", "n_tasks", "n_trials", ...}`` of the pair
-            handed on over the parent, or None (see ``sealed_lift_reason``).
+            handed on over the parent on the reading ``sealed_reading``, or None (see
+            ``sealed_lift_reason``).
         sealed_lift_reason: why there is no sealed lift.
         sealed_lift_vs_root: the same against generation 0's pair (None in generation 0).
-        scores: pass rates per pair on the selection and sealed splits.
+        sealed_reading: the reading ``sealed_lift`` is of (the lineage's first reading with
+            tasks; ``tasks`` for a generation recorded before readings existed), or None.
+        scores: pass rates per pair on the selection split.
     """
 
     index: int
@@ -163,11 +181,26 @@ class GenerationEvidence(BaseModel):
     sealed_lift: dict[str, Any] | None = None
     sealed_lift_reason: str = ""
     sealed_lift_vs_root: dict[str, Any] | None = None
+    sealed_reading: str | None = None
     scores: list[PairScoreRow] = Field(default_factory=list)
 
 
 class ReportData(BaseModel):
-    """Everything a lineage report shows."""
+    """Everything a lineage report shows.
+
+    Attributes:
+        generations: one object per generation: ``index``, ``status``, ``contract_hash``,
+            ``adapter_revision_id``, ``stages_run``, ``splits``, ``decisions``,
+            ``sealed_lift`` (+ ``_reason``, ``_vs_root``) and ``sealed_reading``, then
+            ``readings``: reading -> the figures of the pair the generation hands on
+            (:func:`mindforge.reports.compounding.generation_figures`: ``sealed``,
+            ``sealed_parent``, ``base``, ``kept``, ``lift_vs_prev``, ``lift_vs_root``,
+            ``attribution``, ``n_tasks``, ``parts``...), and ``record`` (less Discovery).
+        readings: reading -> :class:`~mindforge.reports.readings.ReadingTable` (every pair's
+            row on that reading), in reading order.
+        readings_record: what the lineage recorded at start about its readings.
+        curriculum: the families drawn and held out, and the preparation (None: no families).
+    """
 
     lineage_id: str
     lineage_name: str
@@ -183,7 +216,9 @@ class ReportData(BaseModel):
     evidence: list[GenerationEvidence] = Field(default_factory=list)
     split_warnings: list[str] = Field(default_factory=list)
     discovery: dict[int, Any] = Field(default_factory=dict)
-    compounding: list[CompoundingRow] = Field(default_factory=list)
+    readings: dict[str, ReadingTable] = Field(default_factory=dict)
+    readings_record: ReadingsSummary = Field(default_factory=ReadingsSummary)
+    curriculum: CurriculumSummary | None = None
     experience: ExperienceReport = Field(default_factory=ExperienceReport)
 
     def contract_edit(self, contract_hash: str | None) -> str:
@@ -237,8 +272,9 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
             "sealed_lift": ev.sealed_lift,
             "sealed_lift_reason": ev.sealed_lift_reason,
             "sealed_lift_vs_root": ev.sealed_lift_vs_root,
-            # the compounding figures of the pair this generation hands on (mindforge.reports.compounding)
-            **generation_figures(g.record),
+            "sealed_reading": ev.sealed_reading,
+            # per sealed reading, the figures of the pair this generation hands on (mindforge.reports.compounding)
+            "readings": generation_readings(g.record),
             "record": {k: v for k, v in g.record.items() if k != "discovery"},
         }
         for g, ev in zip(generations, data.evidence, strict=True)
@@ -269,13 +305,23 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
         for job in jobs
     ]
     data.contracts = _contracts(session, generations, jobs, candidates, trials)
-    data.compounding = compounding_rows(
-        generations,
+    _gather_readings(session, data, lineage.spec or {}, generations, splits)
+    data.experience = gather_experience(session, lineage.id, generations)
+    return data
+
+
+def _gather_readings(
+    session: Session, data: ReportData, spec: dict[str, Any], generations: list, splits: dict[str, PoolSplit]
+) -> None:
+    """Fill ``data``'s readings record, one table per sealed reading, and the curriculum."""
+    sealed = sum(1 for split in splits.values() if split == PoolSplit.SEALED)
+    data.readings_record = readings_summary(spec, sealed)
+    data.readings = reading_tables(
+        generations, data.readings_record,
         contract_edit=lambda old, new: edits_between(session, old, new),
         library_entries=lambda h: library_entries(session, h),
     )
-    data.experience = gather_experience(session, lineage.id, generations)
-    return data
+    data.curriculum = curriculum_summary(spec, {h: PoolSplit(split).value for h, split in splits.items()})
 
 
 def gather_experience(session: Session, lineage_id: str, generations: list) -> ExperienceReport:
@@ -341,7 +387,7 @@ def _coverage(index: int, base: str | None, trials: list[Trial], splits: dict[st
 
 
 def _evidence(generation, members: list, trials: list[Trial], splits: dict[str, PoolSplit]) -> GenerationEvidence:
-    """A generation's split sizes, selection decisions, sealed lift and evaluation scores."""
+    """A generation's split sizes, selection decisions, sealed lift (and its reading) and selection scores."""
     record = generation.record
     counts = {s.value: 0 for s in PoolSplit}
     for m in members:
@@ -356,7 +402,8 @@ def _evidence(generation, members: list, trials: list[Trial], splits: dict[str, 
     groups: dict[tuple[PoolSplit, str, str], list[Trial]] = defaultdict(list)
     for t in trials:
         split = splits.get(t.task_hash)
-        if t.generation_index == generation.index and _is_model(t) and split in (PoolSplit.SELECTION, PoolSplit.SEALED):
+        # selection only: sealed trials are read per reading, never pooled (ReportData.readings)
+        if t.generation_index == generation.index and _is_model(t) and split == PoolSplit.SELECTION:
             groups[(PoolSplit(split), t.contract_hash or "", t.adapter)].append(t)
     for (split, contract, adapter), rows in sorted(groups.items()):
         usable = [r for r in rows if usable_for_scoring(r.to_record())]
@@ -374,6 +421,7 @@ def _evidence(generation, members: list, trials: list[Trial], splits: dict[str, 
         sealed_lift=record.get("sealed_lift"),
         sealed_lift_reason=record.get("sealed_lift_reason", "" if record.get("sealed_lift") else "not measured yet"),
         sealed_lift_vs_root=record.get("sealed_lift_vs_root"),
+        sealed_reading=sealed_reading_of(record),
         scores=scores,
     )
 

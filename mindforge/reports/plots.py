@@ -142,23 +142,33 @@ def failure_owners(rows: list[tuple[str, str, int]]) -> str:
     return _data_uri(fig)
 
 
-def sealed_scores(points: list[tuple[int, float, float, float, str]]) -> str:
-    """Sealed-split pass rate per generation and pair, with 95% Wilson intervals.
+def sealed_scores(
+    points: list[tuple[int, float, float, float, str]],
+    *,
+    title: str = "Sealed pass rate per generation (95% Wilson intervals)",
+    series: str = "sealed: ",
+) -> str:
+    """Sealed-split pass rate per generation and pair (or role), with 95% Wilson intervals.
 
     Args:
         points: ``(generation, rate, lo, hi, label)`` per evaluated pair; rate and bounds in 0..1
             (a point whose bounds do not hold it is drawn without a bar, see :func:`points_with_intervals`).
+            Points of one label are one series, set a little apart from the others on x around
+            its generation, which is where the x axis has its ticks.
+        title: the plot's title (a reading's plot names the reading).
+        series: prefix of each series' legend label.
     """
     fig, ax = plt.subplots(figsize=(8, 4))
-    labels = sorted({p[4] for p in points})
+    labels = list(dict.fromkeys(p[4] for p in points))
     for position, label in enumerate(labels):
-        mine = [(p[0] + 0.08 * position, p[1], p[2], p[3]) for p in points if p[4] == label]
-        points_with_intervals(ax, mine, label=f"sealed: {label}", marker="o", colour=f"C{position % 10}")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        shift = 0.08 * (position - (len(labels) - 1) / 2)
+        mine = [(p[0] + shift, p[1], p[2], p[3]) for p in points if p[4] == label]
+        points_with_intervals(ax, mine, label=f"{series}{label}", marker="o", colour=f"C{position % 10}")
+    ax.set_xticks(sorted({int(p[0]) for p in points}))  # the generations, whatever the shifts
     ax.set_xlabel("generation")
-    ax.set_ylabel("pass rate")
+    ax.set_ylabel("pass rate (passed / trials)")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("Sealed pass rate per generation (95% Wilson intervals)")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _data_uri(fig)
@@ -188,7 +198,10 @@ def training_reward(points: list[tuple[int, int, float, float]]) -> str:
 
 
 def sealed_by_generation(
-    points: list[tuple[int, float]], root_lifts: list[tuple[int, float, float | None, float | None]]
+    points: list[tuple[int, float]],
+    root_lifts: list[tuple[int, float, float | None, float | None]],
+    *,
+    title: str = "Sealed success by generation, one frozen sealed split",
 ) -> str:
     """Sealed score of each pair of the lineage (pair k: the pair generation k starts from).
 
@@ -196,6 +209,7 @@ def sealed_by_generation(
         points: ``(k, sealed score)`` per measured pair.
         root_lifts: ``(k, mean, lo, hi)`` of pair k's paired lift over pair 0 (95% interval), in
             reward units; drawn at pair 0's score plus the lift, its bounds shifted alike.
+        title: the plot's title (a reading's plot names the reading).
     """
     fig, ax = plt.subplots(figsize=(8, 4))
     if points:
@@ -212,7 +226,7 @@ def sealed_by_generation(
     ax.set_xlabel("pair k (0 = root; generation k-1 handed it on)")
     ax.set_ylabel("sealed score (mean reward)")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("Sealed success by generation, one frozen sealed split")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _data_uri(fig)

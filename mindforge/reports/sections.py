@@ -1,7 +1,11 @@
 """The report's sections as renderer-neutral content: paragraphs, tables, code blocks and plots.
 
-HTML and Markdown render the same :class:`Section` list, so both formats always carry
-the same numbers. Section ids are stable (the HTML test looks for them).
+HTML and Markdown render the same :class:`Section` list
+(:mod:`mindforge.reports.blocks`), so both formats always carry the same numbers.
+Section ids are stable (the HTML test looks for them). The sealed readings' sections
+(``compounding``, one per reading, ``curriculum``) are built by
+:mod:`mindforge.reports.reading_sections`: every sealed figure is shown under its
+reading's name, never pooled.
 
 A section that raises while it is built does not take the report down: it is replaced
 by an error section of the same id that names it and the exception (type, message and
@@ -14,12 +18,21 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from mindforge.evaluation import PoolSplit
 from mindforge.experience.validation import RejectionReason
-from mindforge.reports import compounding, experience, plots
+from mindforge.reports import experience, plots
+from mindforge.reports.blocks import Block, Section, Table
+from mindforge.reports.compounding import generation_readings
 from mindforge.reports.data import ReportData
+from mindforge.reports.reading_sections import (
+    READING_SECTION_IDS,
+    compounding_section,
+    curriculum_section,
+    reading_section,
+)
+from mindforge.reports.readings import reading_name
+
+__all__ = ["SECTION_IDS", "Block", "Section", "Table", "build_sections", "failed_sections", "guarded", "sealed_text"]
 
 #: section ids, in order
 SECTION_IDS = (
@@ -33,62 +46,15 @@ SECTION_IDS = (
     "search-jobs",
     "lineage",
     "splits",
+    "curriculum",
     "selection-decisions",
     "training-reward",
     "sealed-lift",
     "compounding",
+    *READING_SECTION_IDS.values(),
     "experience",
     "discovery",
 )
-
-
-class Table(BaseModel):
-    """A table: a header row and body rows of text cells."""
-
-    header: list[str]
-    rows: list[list[str]]
-
-
-class Block(BaseModel):
-    """One piece of a section: a paragraph, a table, a preformatted text, an image (data URI) or an error."""
-
-    kind: str  # "text" | "table" | "pre" | "image" | "error"
-    text: str = ""
-    table: Table | None = None
-    alt: str = ""
-
-
-class Section(BaseModel):
-    """A titled section with a stable id.
-
-    Attributes:
-        error: ``"ExceptionType: message"`` when the section failed to render ("" when it rendered).
-    """
-
-    id: str
-    title: str
-    blocks: list[Block] = Field(default_factory=list)
-    error: str = ""
-
-    def text(self, text: str) -> Section:
-        """Append a paragraph; returns the section."""
-        self.blocks.append(Block(kind="text", text=text))
-        return self
-
-    def table(self, header: list[str], rows: list[list[Any]]) -> Section:
-        """Append a table (cells turned into text); returns the section."""
-        self.blocks.append(Block(kind="table", table=Table(header=header, rows=[[str(c) for c in r] for r in rows])))
-        return self
-
-    def pre(self, text: str) -> Section:
-        """Append preformatted text (a diff); returns the section."""
-        self.blocks.append(Block(kind="pre", text=text))
-        return self
-
-    def image(self, uri: str, alt: str) -> Section:
-        """Append an image (a data URI) with its alt text; returns the section."""
-        self.blocks.append(Block(kind="image", text=uri, alt=alt))
-        return self
 
 
 def _kv(mapping: dict[str, Any]) -> str:
@@ -120,10 +86,15 @@ def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section
         ("search-jobs", lambda: _jobs(data)),
         ("lineage", lambda: _lineage(data)),
         ("splits", lambda: _splits(data)),
+        ("curriculum", lambda: curriculum_section(data)),
         ("selection-decisions", lambda: _decisions(data)),
         ("training-reward", lambda: _training(data, with_plots)),
-        ("sealed-lift", lambda: _sealed(data, with_plots)),
-        ("compounding", lambda: _compounding(data, with_plots)),
+        ("sealed-lift", lambda: _sealed(data)),
+        ("compounding", lambda: compounding_section(data)),
+        *(
+            (section_id, lambda reading=reading: reading_section(data, reading, with_plots))
+            for reading, section_id in READING_SECTION_IDS.items()
+        ),
         ("experience", lambda: _experience(data)),
         ("discovery", lambda: _discovery(data)),
     ]
@@ -177,11 +148,30 @@ def _summary(data: ReportData) -> Section:
         )
     else:
         s.text("No model trials recorded yet.")
-    for ev in data.evidence:
-        s.text(f"Generation {ev.index}: sealed lift {sealed_text(ev.sealed_lift, ev.sealed_lift_reason)}.")
+    for g in data.generations:
+        s.text(f"Generation {g['index']}: {readings_text(g)}.")
     if data.split_warnings:
         s.text("Small splits (started with --allow-small-splits): " + "; ".join(data.split_warnings) + ".")
     return s
+
+
+def readings_text(generation: dict[str, Any]) -> str:
+    """A generation's sealed lift over its parent pair, per reading and named: ``sealed instances +0.200 (...)``."""
+    readings = generation.get("readings")
+    if readings is None:  # report data built without them (an older JSON report)
+        readings = generation_readings(generation.get("record") or {})
+    if not readings:
+        return "not measured on the sealed split yet"
+    if all(figures.get("kept") for figures in readings.values()):
+        return "kept its parent pair: the pair it hands on is its own, read once (no change to measure on any reading)"
+    parts = []
+    for reading, figures in readings.items():
+        if figures.get("kept"):
+            parts.append(f"{reading_name(reading)}: kept its parent pair (one reading, no change to measure)")
+            continue
+        lift = sealed_text(figures.get("lift_vs_prev"), figures.get("lift_vs_prev_reason", ""))
+        parts.append(f"{reading_name(reading)}: sealed lift {lift}")
+    return "; ".join(parts)
 
 
 def sealed_text(lift: dict | None, reason: str = "") -> str:
@@ -467,39 +457,26 @@ def _training(data: ReportData, with_plots: bool) -> Section:
     return s.table(header, table)
 
 
-def _sealed(data: ReportData, with_plots: bool) -> Section:
-    s = Section(id="sealed-lift", title="Sealed lift per generation")
+def _sealed(data: ReportData) -> Section:
+    s = Section(id="sealed-lift", title="Sealed lift per generation (the record's first reading, named)")
     if not data.evidence:
         return s.text("No sealed evaluation recorded yet.")
     s.text(
         "The lift of the pair each generation hands on over its parent (and over generation 0's pair), paired by task "
-        "on the sealed split, mean reward difference with a 95% bootstrap interval clustered by task."
+        "on one sealed reading - the lineage's first reading with tasks, named in each row - mean reward difference "
+        "with a 95% bootstrap interval clustered by task. Every reading's figures are in its own section below; "
+        "the readings are never pooled."
     )
     rows = [
         [
             ev.index,
+            reading_name(ev.sealed_reading),
             sealed_text(ev.sealed_lift, ev.sealed_lift_reason),
             sealed_text(ev.sealed_lift_vs_root, "generation 0"),
         ]
         for ev in data.evidence
     ]
-    s.table(["generation", "sealed lift over parent", "sealed lift over generation 0"], rows)
-    rates = [r for ev in data.evidence for r in ev.scores if r.split == PoolSplit.SEALED]
-    if not rates:
-        return s.text("No sealed trials recorded yet.")
-    if with_plots:
-        points = [
-            (
-                r.generation, r.score.rate, r.score.lo, r.score.hi,
-                f"{data.contract_ref(r.contract_hash)} {r.adapter or 'base'}",
-            )
-            for r in rates
-        ]
-        s.image(plots.sealed_scores(points), "sealed pass rate per generation")
-    s.text("Sealed-split pass rates per pair (95% Wilson intervals):")
-    return s.table(
-        ["generation", "contract", "adapter", "passed/usable", "rate", "95% interval"], _rate_rows(data, rates)
-    )
+    return s.table(["generation", "reading", "sealed lift over parent", "sealed lift over generation 0"], rows)
 
 
 def _discovery_rows(data: ReportData) -> list[list[object]]:
@@ -521,33 +498,6 @@ def _discovery_rows(data: ReportData) -> list[list[object]]:
             "/".join(str(pool.get(k, 0)) for k in ("search", "selection", "sealed")),
         ])
     return rows
-
-
-def _compounding(data: ReportData, with_plots: bool) -> Section:
-    s = Section(id="compounding", title="Compounding: every pair on one frozen sealed split")
-    rows = data.compounding
-    if not rows:
-        return s.text("No generations recorded yet.")
-    digests = {r.sealed_tasks_sha256 for r in rows if r.sealed_tasks_sha256}
-    s.text(
-        "Pair k is the pair generation k starts from (pair 0: the root). Each pair's sealed score is the mean over the "
-        "sealed tasks of its mean reward; lifts are paired by task, mean reward difference with a 95% bootstrap "
-        "interval and the task count. The harness part is (new contract, old adapter) over (old contract, old "
-        "adapter); the weights part (new contract, new adapter) over (new contract, old adapter). "
-        + ("Every generation ran the same sealed tasks." if len(digests) == 1 else
-           f"The sealed task set differs between generations ({len(digests)} sets): the figures do not compare."
-           if digests else "")
-    )
-    s.table(compounding.HEADER, [compounding.table_cells(r, data.contract_ref) for r in rows])
-    if with_plots:
-        points = [(r.pair, r.sealed["score"]) for r in rows if r.sealed and r.sealed.get("score") is not None]
-        lifts = [
-            (r.pair, r.lift_vs_root["mean"], r.lift_vs_root["lo"], r.lift_vs_root["hi"])
-            for r in rows if r.pair and r.lift_vs_root and r.lift_vs_root.get("mean") is not None
-        ]
-        if points:
-            s.image(plots.sealed_by_generation(points, lifts), "sealed success by generation")
-    return s
 
 
 def _experience(data: ReportData) -> Section:

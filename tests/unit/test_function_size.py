@@ -27,7 +27,6 @@ ALLOWED = {
     "workflows/lineage.py:run": (
         "grew with `lineage extend` (issue 19); splitting a workflow's run may change replay histories"
     ),
-    "mindforge/reports/data.py:gather_report_data": "not yet split into steps",
 }
 
 

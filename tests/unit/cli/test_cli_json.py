@@ -26,9 +26,8 @@ BASELINE = REPO / "hcp_contracts" / "baseline.toml"
 LINEAGE_KEYS = {"id", "name", "status", "current_generation", "workflow_id", "created_at", "updated_at"}
 GENERATION_KEYS = {
     "index", "status", "stages_run", "contract_hash", "adapter_revision_id", "started_at", "finished_at", "record",
-    # the compounding figures of the pair the generation hands on (mindforge.reports.compounding)
-    "sealed", "sealed_parent", "lift_vs_prev", "lift_vs_prev_reason", "lift_vs_root", "lift_vs_root_reason",
-    "attribution", "sealed_tasks_sha256", "sealed_tasks",
+    # per sealed reading, the figures of the pair the generation hands on (mindforge.reports.compounding)
+    "sealed_reading", "readings",
 }
 
 
@@ -76,10 +75,12 @@ def test_lineage_list_json(store):
 
 def test_lineage_status_json(store):
     doc = _json(["lineage", "status", "night", "--json"])
-    assert set(doc) == LINEAGE_KEYS | {"spec", "web_ui", "generations", "compounding", "experience"}
+    assert set(doc) == LINEAGE_KEYS | {"spec", "web_ui", "generations", "readings_record", "readings", "experience"}
     assert doc["experience"] == {"entries": {"oracle": 0, "model": 0}, "rounds": [], "rejections": {}, "size": 0}
-    assert [r["pair"] for r in doc["compounding"]] == [0, 1, 2]  # the root, then each generation's successor
-    assert doc["generations"][0]["sealed"] is None and doc["generations"][0]["lift_vs_prev_reason"] == "not measured yet"
+    # no readings recorded and no sealed task in the pool: no reading, and nothing measured
+    assert doc["readings"] == {} and doc["readings_record"]["recorded"] is False
+    assert doc["readings_record"]["tasks"] == {"instances": 0, "families": 0, "tasks": 0}
+    assert doc["generations"][0]["readings"] == {} and doc["generations"][0]["sealed_reading"] is None
     assert doc["spec"] == {"generations": 2} and doc["web_ui"].endswith("/workflows/lineage-night")
     first, second = doc["generations"]
     assert set(first) == GENERATION_KEYS and [first["index"], second["index"]] == [0, 1]

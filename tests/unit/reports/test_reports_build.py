@@ -49,11 +49,9 @@ def test_gathered_numbers_match_the_store(filled: FilledStore, data: ReportData)
     assert len(candidates) == job.candidates and all(c.diff and c.chain for c in candidates)
     assert all(len(c.chain) == filled.edit_counts[c.hash] for c in candidates)  # every edit of the chain
     assert any(len(c.chain) >= 2 for c in candidates)  # the combo task needed a composed candidate
+    # selection pass rates per pair; sealed ones are per reading (data.readings), never pooled by generation
     scores = [(r.generation, r.split.value, r.contract_hash) for ev in data.evidence for r in ev.scores]
-    assert sorted(scores) == sorted(
-        [(0, "selection", filled.root_hash), (0, "selection", filled.successor_hash), (0, "sealed", filled.root_hash),
-         (0, "sealed", filled.successor_hash), (1, "sealed", filled.successor_hash)]
-    )
+    assert sorted(scores) == sorted([(0, "selection", filled.root_hash), (0, "selection", filled.successor_hash)])
     assert all(r.score.n == 4 and r.score.lo <= r.score.rate <= r.score.hi for ev in data.evidence for r in ev.scores)
     gen0, gen1 = data.generations
     assert gen0["splits"] == {"search": filled.search_tasks, "selection": 2, "sealed": 2}
@@ -62,6 +60,10 @@ def test_gathered_numbers_match_the_store(filled: FilledStore, data: ReportData)
         "mean": 0.25, "lo": 0.0, "hi": 0.5, "n_tasks": 2, "n_trials": 8, "measured_on": "sealed", "baseline": "parent"
     }
     assert gen1["sealed_lift"] is None and "kept its parent" in gen1["sealed_lift_reason"]
+    # measured before readings existed: the whole sealed split, read as the sealed-tasks reading
+    assert gen0["sealed_reading"] == gen1["sealed_reading"] == "tasks" and list(gen0["readings"]) == ["tasks"]
+    assert list(data.readings) == ["tasks"] and data.readings["tasks"].before_readings == [0, 1]
+    assert not data.readings_record.recorded and data.readings_record.tasks["tasks"] == 2 and data.curriculum is None
     assert data.discovery[0]["admitted"] == 1
 
 
@@ -76,7 +78,7 @@ def test_markdown_and_json_carry_the_same_sections_and_numbers(data: ReportData)
         in md
     )
     assert "full_coverage" in md and "csv-merge" in md and "no sealed trials" not in md.lower()
-    assert "sealed lift +0.250 (95% CI +0.000..+0.500) on 2 sealed tasks, 8 trials" in md
+    assert "Generation 0: sealed tasks: sealed lift +0.250 (95% CI +0.000..+0.500) on 2 sealed tasks, 8 trials" in md
     assert "Decisions on the selection split" in md and "| selection |" in md
     assert "data:image" not in md
     again = ReportData.model_validate_json(render_report(data, "json"))
@@ -89,7 +91,10 @@ def test_html_is_self_contained_with_plots(data: ReportData) -> None:
     html = render_report(data, "html")
     for section in SECTION_IDS:
         assert f'<section id="{section}">' in html
-    assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 6  # with sealed success by generation
+    # coverage curve, single vs adaptive, per contract, audit; then the sealed-tasks reading's two plots
+    assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 6
+    tasks = html.split('<section id="sealed-tasks">')[1].split("</section>")[0]
+    assert tasks.count("<img") == 2 and 'alt="sealed tasks: pass rate per generation"' in tasks
     assert "<script" not in html and 'src="http' not in html
 
 
@@ -105,8 +110,8 @@ def test_sections_say_when_there_is_nothing_yet(tmp_path: Path) -> None:
             gather_report_data(session, "nope")
     engine.dispose()
     html = render_report(no_evaluation, "html")
-    assert "No sealed trials recorded yet." in html and "No Discovery proposals recorded yet." in html
-    assert "No decisions recorded yet." in html
+    assert "No pair measured on this reading yet." in html and "No Discovery proposals recorded yet." in html
+    assert "No decisions recorded yet." in html and "Not read in this lineage: it holds out no task family" in html
     assert html.count("<img") == 4  # no sealed plots
     md = render_report(empty, "md")
     assert "No model trials recorded yet." in md and "No coverage data recorded yet." in md
@@ -151,7 +156,7 @@ def test_the_compounding_table_matches_the_store(filled: FilledStore, data: Repo
         rows_ = trials.list_trials(session=session, lineage_id=filled.lineage_id, stage="sealed")
         sealed = [r.to_record() for r in rows_]
     engine.dispose()
-    rows = data.compounding
+    rows = data.readings["tasks"].rows
     assert [(r.pair, r.handed_on_by, r.contract_hash) for r in rows] == [
         (0, None, filled.root_hash), (1, 0, filled.successor_hash), (2, 1, filled.successor_hash)
     ]
@@ -170,15 +175,19 @@ def test_the_compounding_table_matches_the_store(filled: FilledStore, data: Repo
     assert rows[1].lift_vs_prev["mean"] == pytest.approx(rows[1].sealed["score"] - rows[0].sealed["score"])
     assert rows[1].lift_vs_root["baseline"] == "root" and rows[1].lift_vs_root["mean"] == rows[1].lift_vs_prev["mean"]
     assert rows[2].lift_vs_prev is None and "kept its parent pair" in rows[2].lift_vs_prev_reason
+    assert [r.kept for r in rows] == [False, False, True]  # generation 1 kept its parent pair
+    assert rows[1].base == rows[0].sealed and rows[2].base["score"] is None  # generation 1 ran no root trials
     # generation 1 ran no root trials: the lift over pair 0 says why instead of scoring them 0
     assert rows[2].lift_vs_root is None and "both pairs" in rows[2].lift_vs_root_reason
     assert rows[1].change["contract_edit"] and rows[1].change["successor"]["decided_on"] == "selection"
     assert rows[1].attribution["weights"]["status"] == "unchanged"  # no adapter in this lineage
     assert len({r.sealed_tasks_sha256 for r in rows}) == 1
-    for i, g in enumerate(data.generations):  # the JSON carries the same figures per generation
-        assert g["sealed"] == rows[i + 1].sealed and g["lift_vs_prev"] == rows[i + 1].lift_vs_prev
-        assert g["lift_vs_root"] == rows[i + 1].lift_vs_root
+    for i, g in enumerate(data.generations):  # the JSON carries the same figures per generation and reading
+        figures = g["readings"]["tasks"]
+        assert figures["sealed"] == rows[i + 1].sealed and figures["lift_vs_prev"] == rows[i + 1].lift_vs_prev
+        assert figures["lift_vs_root"] == rows[i + 1].lift_vs_root and figures["kept"] == rows[i + 1].kept
     md = render_report(data, "md")
     lift = rows[1].lift_vs_prev
     assert "| 1 | gen 0 |" in md and f"{lift['mean']:+.3f} [{lift['lo']:+.3f}, {lift['hi']:+.3f}] n=2" in md
-    assert "Every generation ran the same sealed tasks." in md
+    assert "| 2 | gen 1 | " in md and "| = pair 1 (kept; one reading) |" in md
+    assert "every generation read the same tasks" in md

@@ -4,8 +4,10 @@ Each lineage is a real SQLite store (:func:`tests.unit.reports.sealed_store.fill
 whose sealed rewards put an interval on its edge: every reward 0 (Wilson interval
 [0, ...]), every reward 1 ([..., 1]), a lift whose bootstrap interval touches 0, and the
 shape of the reported failure - the root pair 0 on every one of 12 sealed tasks, unequal
-attempts per task, so the mean of the per-task mean rewards (the compounding plot's
-score) differs from the pooled pass rate (the sealed pass-rate plot's point).
+attempts per task, so the mean of the per-task mean rewards (the score plot's point)
+differs from the pass rate (the pass-rate plot's point). The lineage was measured before
+readings existed, so its sealed split is read as the *sealed tasks* reading, whose section
+holds both plots.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from mindforge.reports import SECTION_IDS, ReportData, gather_report_data, render_report
+from mindforge.reports.reading_sections import reading_rates
 from mindforge.store import make_engine, session_scope
 from tests.unit.reports.sealed_store import fill_sealed
 
@@ -51,21 +54,21 @@ def test_the_html_report_renders_every_section_at_the_interval_edges(tmp_path: P
     for section in SECTION_IDS:
         assert f'<section id="{section}">' in html, section
     assert "failed to render" not in html
-    sealed = html.split('<section id="sealed-lift">')[1].split("</section>")[0]
-    compounding = html.split('<section id="compounding">')[1].split("</section>")[0]
-    assert re.search(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{5000,}" alt="sealed pass rate', sealed)
-    assert re.search(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{5000,}" alt="sealed success by', compounding)
-    rates = [r.score for ev in data.evidence for r in ev.scores]
+    sealed = html.split('<section id="sealed-tasks">')[1].split("</section>")[0]
+    png = r'<img src="data:image/png;base64,[A-Za-z0-9+/=]{5000,}"'
+    assert re.search(png + ' alt="sealed tasks: pass rate per generation"', sealed)
+    assert re.search(png + ' alt="sealed tasks: sealed success by pair"', sealed)
+    rates = [r["interval"] for r in reading_rates(data, "tasks")]
     assert len(rates) == 2 and all(s.lo <= s.rate <= s.hi for s in rates)  # every interval holds its point
 
 
 def test_the_issue_shape_plots_two_different_quantities(tmp_path: Path) -> None:
     """Pooled pass rate and mean of per-task means differ here; each plot's interval is of its own point."""
     data = _gather(tmp_path, "issue")
-    by_adapter = {r.adapter: r.score for ev in data.evidence for r in ev.scores}
+    by_adapter = {r["sealed"]["adapter"]: r["interval"] for r in reading_rates(data, "tasks")}
     assert (by_adapter[""].successes, by_adapter[""].n, by_adapter[""].rate, by_adapter[""].lo) == (0, 14, 0.0, 0.0)
     assert (by_adapter["gen0-lora"].successes, by_adapter["gen0-lora"].n) == (4, 14)
-    pair0, pair1 = data.compounding
+    pair0, pair1 = data.readings["tasks"].rows
     assert pair0.sealed["score"] == 0.0 and pair1.sealed["score"] == pytest.approx(4 / 12)  # not 4 / 14
     lift = pair1.lift_vs_root
     assert lift["mean"] == pytest.approx(4 / 12) and lift["lo"] <= lift["mean"] <= lift["hi"]

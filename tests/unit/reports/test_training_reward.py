@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mindforge.cli.lineage import _update_text
+from mindforge.cli.lineage_status import _update_text
 from mindforge.reports import ReportData, render_report
 
 ITERATIONS = [

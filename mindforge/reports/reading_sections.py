@@ -1,0 +1,214 @@
+"""The report's sealed-reading sections: the pairs and their changes, one section per reading, the curriculum.
+
+The sealed split is read three ways, never pooled (:mod:`mindforge.reports.readings`):
+``compounding`` lists the pairs, where each change came from and the readings the lineage
+has; ``sealed-instances``, ``sealed-families`` and ``sealed-tasks`` each show one reading's
+table (every pair's sealed success, lifts over pair k-1 and pair 0 with 95% intervals and
+task counts, the harness and weights parts, pair 0 beside it), its plots (each pair's pass
+rate per generation with 95% Wilson intervals; each pair's score with pair 0 plus the
+paired lift) and, for the instances reading, the copyable / needs-adaptation parts;
+``curriculum`` shows the families a lineage drew and what their preparation kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mindforge.evaluation import wilson_interval
+from mindforge.evaluation.curriculum import READING_ORDER, SealedReading
+from mindforge.reports import compounding, plots
+from mindforge.reports.blocks import Section
+from mindforge.reports.data import ReportData
+from mindforge.reports.readings import ABSENT, ReadingTable, reading_name
+
+#: section id of each reading's section, in reading order
+READING_SECTION_IDS = {r.value: f"sealed-{r.value}" for r in READING_ORDER}
+#: the roles of a generation's pairs on a reading, in the order the pass-rate plot sets them apart
+ROLES = ("base", "parent", "handed on")
+#: rejected instances listed in the curriculum section (the rest counted)
+REJECTED_SHOWN = 30
+
+
+def compounding_section(data: ReportData) -> Section:
+    """``compounding``: the readings the lineage has, each reading's headline, and the pairs with their changes."""
+    s = Section(id="compounding", title="Compounding: every pair on each sealed reading, never pooled")
+    if not data.generations:
+        return s.text("No generations recorded yet.")
+    s.text(
+        "Pair k is the pair generation k starts from (pair 0: the root; generation k hands on pair k+1). The sealed "
+        "split is frozen at lineage start and read three ways, each with its own figures, intervals and counts, "
+        "never pooled: in-distribution gains are easy, transfer is hard. A pair's sealed trials are run once per "
+        "lineage: a generation that kept its parent pair hands on the same pair, read once (marked kept)."
+    )
+    s.text(data.readings_record.header() + ".")
+    if not data.readings:
+        return s.text("No sealed reading recorded yet (the lineage has no sealed task).")
+    for table in data.readings.values():
+        s.text(f"{reading_name(table.reading)}: {_headline(table)}")
+    rows = next(iter(data.readings.values())).rows
+    s.text("The pairs and where each change came from (the selection evidence; no sealed figure is read here):")
+    return s.table(compounding.PAIRS_HEADER, [compounding.change_cells(r, data.contract_ref) for r in rows])
+
+
+def _headline(table: ReadingTable) -> str:
+    """The last measured pair's lift over pair 0 on one reading, or why there is none."""
+    measured = [r for r in table.rows if r.sealed and r.pair and not r.kept]
+    if not measured:
+        return "no pair after the root measured yet"
+    last = measured[-1]
+    digests = {r.sealed_tasks_sha256 for r in table.rows if r.sealed_tasks_sha256}
+    same = "; every generation read the same tasks" if len(digests) == 1 else (
+        f"; the task set differs between generations ({len(digests)} sets): the figures do not compare"
+        if digests else ""
+    )
+    lift = compounding.lift_text(last.lift_vs_root, last.lift_vs_root_reason)
+    return f"pair {last.pair} over pair 0 {lift} ({table.n_tasks} tasks){same}"
+
+
+def reading_section(data: ReportData, reading: str, with_plots: bool) -> Section:
+    """One reading's section: its table, its parts (instances), its plots and its pass rates per generation."""
+    table = data.readings.get(reading)
+    s = Section(id=READING_SECTION_IDS[reading], title=f"Sealed reading: {reading_name(reading)}")
+    if table is None:
+        return s.text(f"Not read in this lineage: {ABSENT[reading]}.")
+    s.text(
+        f"{table.header()}. Each pair's sealed success is the mean over the reading's tasks of its mean reward "
+        "(passed / trials and tasks beside it); lifts are paired by task, mean reward difference with a 95% "
+        "bootstrap interval and the task count. The harness part is (new contract, old adapter) over (old "
+        "contract, old adapter); the weights part (new contract, new adapter) over (new contract, old adapter)."
+    )
+    if table.before_readings:
+        gens = ", ".join(map(str, table.before_readings))
+        s.text(f"Generation(s) {gens} were measured before the sealed split was read three ways: their figure is "
+               "the whole sealed split, read here as sealed tasks.")
+    s.table(compounding.HEADER, [compounding.table_cells(r, data.contract_ref) for r in table.rows])
+    if reading == SealedReading.INSTANCES.value and any(r.parts for r in table.rows):
+        s.text(
+            f"Its two parts: copyable ({data.readings_record.copyable} tasks: the reference solution equals a search "
+            f"instance's) and needs adaptation ({data.readings_record.needs_adaptation} tasks):"
+        )
+        s.table(compounding.PART_HEADER, [compounding.part_cells(r) for r in table.rows])
+    rates = reading_rates(data, reading)
+    if not rates:
+        return s.text("No pair measured on this reading yet.")
+    if with_plots:
+        _plots(s, table, rates)
+    s.text("Pass rates per generation of each pair it read (95% Wilson intervals):")
+    return s.table(
+        ["generation", "pair", "contract / adapter", "passed/trials", "rate", "95% interval"],
+        [_rate_cells(data, r) for r in rates],
+    )
+
+
+def reading_rates(data: ReportData, reading: str) -> list[dict[str, Any]]:
+    """Each generation's pairs on one reading: ``{"generation", "role", "pair", "sealed", "kept", "interval"}``.
+
+    Roles: ``base`` (pair 0, after generation 0, when it is not the parent), ``parent``
+    (pair g) and ``handed on`` (pair g+1); a kept pair's ``interval`` is None (it is the
+    parent's trials, not a new measurement).
+    """
+    out = []
+    for g in data.generations:
+        figures = (g.get("readings") or {}).get(reading)
+        if not figures:
+            continue
+        index = g["index"]
+        entries = [
+            ("parent", index, figures["sealed_parent"], False),
+            ("handed on", index + 1, figures["sealed"], bool(figures.get("kept"))),
+        ]
+        base = figures.get("base")
+        if index and base and _pair_key(base) != _pair_key(figures["sealed_parent"]):
+            entries.insert(0, ("base", 0, base, False))
+        for role, pair, sealed, kept in entries:
+            if sealed and sealed.get("n_trials"):
+                interval = None if kept else wilson_interval(int(sealed.get("passed") or 0), int(sealed["n_trials"]))
+                out.append({"generation": index, "role": role, "pair": pair, "sealed": sealed, "kept": kept,
+                            "interval": interval})
+    return out
+
+
+def _pair_key(sealed: dict[str, Any] | None) -> tuple[str, str] | None:
+    return (sealed.get("contract_hash") or "", sealed.get("adapter") or "") if sealed else None
+
+
+def _rate_cells(data: ReportData, rate: dict[str, Any]) -> list[Any]:
+    sealed, interval = rate["sealed"], rate["interval"]
+    who = f"{data.contract_ref(sealed.get('contract_hash'))} / {sealed.get('adapter') or 'base'}"
+    pair = f"{rate['pair']} ({rate['role']})"
+    if interval is None:
+        return [rate["generation"], pair, who, compounding.KEPT.format(prev=rate["pair"] - 1), "-", "-"]
+    return [
+        rate["generation"], pair, who, f"{interval.successes}/{interval.n}", f"{interval.rate:.3f}",
+        f"{interval.lo:.3f}..{interval.hi:.3f}",
+    ]
+
+
+def _plots(s: Section, table: ReadingTable, rates: list[dict[str, Any]]) -> None:
+    """The reading's two plots: pass rate per generation (Wilson), and score per pair with pair 0 + lift."""
+    name = reading_name(table.reading)
+    points = sorted(
+        ((r["generation"], r["interval"].rate, r["interval"].lo, r["interval"].hi, r["role"])
+         for r in rates if r["interval"] is not None),
+        key=lambda p: ROLES.index(p[4]),
+    )  # series in a fixed order (base, parent, handed on), each set a little apart on x
+    s.image(
+        plots.sealed_scores(points, title=f"{name}: pass rate per generation (95% Wilson intervals)", series=""),
+        f"{name}: pass rate per generation",
+    )
+    scores = [(r.pair, r.sealed["score"]) for r in table.rows if r.sealed and r.sealed.get("score") is not None]
+    lifts = [
+        (r.pair, r.lift_vs_root["mean"], r.lift_vs_root["lo"], r.lift_vs_root["hi"])
+        for r in table.rows if r.pair and not r.kept and r.lift_vs_root and r.lift_vs_root.get("mean") is not None
+    ]
+    if scores:
+        s.image(
+            plots.sealed_by_generation(scores, lifts, title=f"{name}: sealed success by pair"),
+            f"{name}: sealed success by pair",
+        )
+
+
+def curriculum_section(data: ReportData) -> Section:
+    """``curriculum``: the families drawn and held out, instances per split, and what preparation kept."""
+    s = Section(id="curriculum", title="Curriculum: task families drawn, held out and validated")
+    cur = data.curriculum
+    if cur is None:
+        return s.text("This lineage draws no task families: its pool is tasks only.")
+    s.text(
+        f"{len(cur.families)} families from {cur.families_dir}: trained on {', '.join(cur.training_families) or '-'}; "
+        f"held out whole (every instance sealed, no stage sees them): {', '.join(cur.sealed_families) or 'none'}. "
+        f"Asked: {cur.instances} instances per family ({cur.sealed_fraction:g} of a training family's sealed), "
+        f"{cur.selection_instances} more per training family for selection; seed {cur.seed}."
+    )
+    held_out = set(cur.sealed_families)
+    rows = [
+        [family, "held out" if family in held_out else "training", *(splits.get(k, 0) for k in SPLITS)]
+        for family, splits in cur.per_family.items()
+    ]
+    if rows:
+        total = [sum(splits.get(k, 0) for splits in cur.per_family.values()) for k in SPLITS]
+        s.table(["family", "role", *SPLITS], [*rows, ["all", "", *total]])
+    verdicts = ", ".join(f"{v} {n}" for v, n in cur.rejected_by_verdict.items()) or "none"
+    s.text(
+        f"Preparation: {cur.validated} instance(s) validated now, {cur.cached} read from the validation cache, "
+        f"{len(cur.rejected)} rejected ({verdicts}); {cur.seconds:.0f} s"
+        + (f"; images: {', '.join(cur.images)}" if cur.images else "") + "."
+    )
+    if cur.rejected:
+        shown = [_rejected_cells(r) for r in cur.rejected[:REJECTED_SHOWN]]
+        s.table(["instance", "verdict", "reason"], shown)
+        if len(cur.rejected) > REJECTED_SHOWN:
+            s.text(f"... and {len(cur.rejected) - REJECTED_SHOWN} more rejected (all in report --format json).")
+    if cur.warnings:
+        s.text("Warnings: " + "; ".join(cur.warnings) + ".")
+    return s
+
+
+#: the splits of the curriculum table, in order
+SPLITS = ("search", "selection", "sealed")
+
+
+def _rejected_cells(line: str) -> list[str]:
+    """``"<instance>: <verdict>: <reason>"`` as three cells (the whole line as the reason when it has another shape)."""
+    parts = line.split(": ", 2)
+    return parts if len(parts) == 3 else ["", "", line]
