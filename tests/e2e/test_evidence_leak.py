@@ -208,10 +208,13 @@ def _store_texts(settings, name: str) -> dict[str, str]:
     out: dict[str, str] = {}
     with se.session_scope(eng) as s:
         for g in lineages.list_generations(session=s, lineage_id=name):
-            # the sealed measurement itself (sealed_lift*, evaluation, and the compounding table that
-            # measure_sealed_lift writes: every pair's sealed score over the frozen sealed task set)
-            # is where sealed trials belong
-            measured = ("sealed_lift", "sealed_lift_vs_root", "sealed_lift_reason", "evaluation", "compounding")
+            # the sealed measurement itself (sealed_lift*, evaluation, and the compounding tables that
+            # measure_sealed_lift writes per sealed reading: every pair's sealed score over the frozen
+            # sealed task set) is where sealed trials belong
+            measured = (
+                "sealed_lift", "sealed_lift_vs_root", "sealed_lift_reason", "evaluation", "compounding",
+                "readings", "reading_parts", "sealed_reading",
+            )
             record = {k: v for k, v in dict(g.record).items() if k not in measured}
             out[f"generation {g.index} record"] = json.dumps(record, default=str)
     with eng.connect() as conn:
