@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import string
 import tomllib
 from functools import cached_property
@@ -36,12 +37,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mindforge.discovery.schema import TaskProposal
 from mindforge.errors import InputError
+from mindforge.tasks.dockerfile import insert_marker
+
+logger = logging.getLogger(__name__)
 
 FAMILY_TOML = "family.toml"
 TEMPLATES = "templates"
 COMMON = "common"
 #: difficulty levels in order; a score below ``levels[i]`` is level ``i``
 LEVELS = ("easy", "medium", "hard")
+#: families already warned about for rendering no instance-steps marker
+_UNMARKED: set[str] = set()
 
 
 class FamilyTemplate(string.Template):
@@ -172,6 +178,13 @@ class Family(BaseModel):
         Args:
             params: the parameters (checked here).
 
+        The rendered ``environment/Dockerfile`` gets the instance-steps marker
+        (:data:`mindforge.tasks.dockerfile.MARKER`) before its first ``COPY`` of a
+        ``templates/common/`` file when everything from there on is ``COPY``/``RUN``:
+        all instances then share one image per family and make their data when the
+        sandbox starts (:meth:`_mark_instance_steps`). The marker is a comment, so the
+        file still builds the whole instance with ``docker build``.
+
         Returns:
             The instance as a proposal (id :meth:`instance_id`, the family's category,
             the level as its difficulty).
@@ -184,6 +197,7 @@ class Family(BaseModel):
         checked = self.check_params(params)
         variables = self.variables_checked(checked)
         files: dict[str, str] = {}
+        common: list[str] = []
         base = self.root / TEMPLATES
         for path in sorted(p for p in base.rglob("*") if p.is_file()):
             rel = path.relative_to(base).as_posix()
@@ -192,11 +206,32 @@ class Family(BaseModel):
             except (KeyError, ValueError) as exc:
                 raise InputError(path, "", f"template variable problem: {exc!r} (known: {sorted(variables)})") from exc
             if rel.startswith(f"{COMMON}/"):
-                files[f"environment/{rel[len(COMMON) + 1:]}"] = text
-                files[f"tests/{rel[len(COMMON) + 1:]}"] = text
+                common.append(rel[len(COMMON) + 1:])
+                files[f"environment/{common[-1]}"] = text
+                files[f"tests/{common[-1]}"] = text
             else:
                 files[rel] = text
+        if "environment/Dockerfile" in files:
+            files["environment/Dockerfile"] = self._mark_instance_steps(files["environment/Dockerfile"], common)
         return self._proposal(checked, files)
+
+    def _mark_instance_steps(self, dockerfile: str, common: list[str]) -> str:
+        """The rendered Dockerfile with the instance-steps marker, when its tail allows one.
+
+        Without a marker (no ``COPY`` of a ``templates/common/`` file, or instructions
+        after it that are not ``COPY``/``RUN``: see
+        :func:`mindforge.tasks.dockerfile.insert_marker`) every instance builds its own
+        image, as before; that is logged once per family.
+        """
+        marked = insert_marker(dockerfile, common) if common else None
+        if marked is None and self.name not in _UNMARKED:
+            _UNMARKED.add(self.name)
+            logger.warning(
+                "%s: no instance-steps marker (the Dockerfile's tail is not COPY/RUN of templates/common/ "
+                "files): each instance builds its own image",
+                self.root / TEMPLATES / "environment" / "Dockerfile",
+            )
+        return marked or dockerfile
 
     def variables_checked(self, params: dict[str, Any]) -> dict[str, str]:
         """:meth:`variables`, with a lookup missing the parameter's value an :class:`InputError`."""
