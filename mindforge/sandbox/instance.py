@@ -132,9 +132,8 @@ class InstanceBoot:
     """The instance steps of one sandbox start (see the module docstring for the three parts).
 
     Use: create the container with :attr:`command` (stdin open and ``StdinOnce`` when
-    :attr:`piped`),
-    call :meth:`before_start`, start it, call :meth:`after_start`; remove the container
-    if any of them raises.
+    :attr:`piped`), call :meth:`before_start`, start it, call :meth:`after_start`;
+    remove the container if any of them raises.
 
     Args:
         task: the task (its steps and ``environment/``).
