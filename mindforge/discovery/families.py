@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import string
 import tomllib
 from functools import cached_property
@@ -36,12 +37,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mindforge.discovery.schema import TaskProposal
 from mindforge.errors import InputError
+from mindforge.tasks.dockerfile import insert_marker
+
+logger = logging.getLogger(__name__)
 
 FAMILY_TOML = "family.toml"
 TEMPLATES = "templates"
 COMMON = "common"
 #: difficulty levels in order; a score below ``levels[i]`` is level ``i``
 LEVELS = ("easy", "medium", "hard")
+#: families already warned about for rendering no instance-steps marker
+_UNMARKED: set[str] = set()
 
 
 class FamilyTemplate(string.Template):
@@ -172,6 +178,13 @@ class Family(BaseModel):
         Args:
             params: the parameters (checked here).
 
+        The rendered ``environment/Dockerfile`` gets the instance-steps marker
+        (:data:`mindforge.tasks.dockerfile.MARKER`) before its first ``COPY`` of a
+        ``templates/common/`` file when everything from there on is ``COPY``/``RUN``:
+        all instances then share one image per family and make their data when the
+        sandbox starts (:meth:`_mark_instance_steps`). The marker is a comment, so the
+        file still builds the whole instance with ``docker build``.
+
         Returns:
             The instance as a proposal (id :meth:`instance_id`, the family's category,
             the level as its difficulty).
@@ -184,6 +197,7 @@ class Family(BaseModel):
         checked = self.check_params(params)
         variables = self.variables_checked(checked)
         files: dict[str, str] = {}
+        common: list[str] = []
         base = self.root / TEMPLATES
         for path in sorted(p for p in base.rglob("*") if p.is_file()):
             rel = path.relative_to(base).as_posix()
@@ -192,11 +206,32 @@ class Family(BaseModel):
             except (KeyError, ValueError) as exc:
                 raise InputError(path, "", f"template variable problem: {exc!r} (known: {sorted(variables)})") from exc
             if rel.startswith(f"{COMMON}/"):
-                files[f"environment/{rel[len(COMMON) + 1:]}"] = text
-                files[f"tests/{rel[len(COMMON) + 1:]}"] = text
+                common.append(rel[len(COMMON) + 1:])
+                files[f"environment/{common[-1]}"] = text
+                files[f"tests/{common[-1]}"] = text
             else:
                 files[rel] = text
+        if "environment/Dockerfile" in files:
+            files["environment/Dockerfile"] = self._mark_instance_steps(files["environment/Dockerfile"], common)
         return self._proposal(checked, files)
+
+    def _mark_instance_steps(self, dockerfile: str, common: list[str]) -> str:
+        """The rendered Dockerfile with the instance-steps marker, when its tail allows one.
+
+        Without a marker (no ``COPY`` of a ``templates/common/`` file, or instructions
+        after it that are not ``COPY``/``RUN``: see
+        :func:`mindforge.tasks.dockerfile.insert_marker`) every instance builds its own
+        image, as before; that is logged once per family.
+        """
+        marked = insert_marker(dockerfile, common) if common else None
+        if marked is None and self.name not in _UNMARKED:
+            _UNMARKED.add(self.name)
+            logger.warning(
+                "%s: no instance-steps marker (the Dockerfile's tail is not COPY/RUN of templates/common/ "
+                "files): each instance builds its own image",
+                self.root / TEMPLATES / "environment" / "Dockerfile",
+            )
+        return marked or dockerfile
 
     def variables_checked(self, params: dict[str, Any]) -> dict[str, str]:
         """:meth:`variables`, with a lookup missing the parameter's value an :class:`InputError`."""
@@ -275,7 +310,10 @@ def load_family(root: Path) -> Family:
 
     Raises:
         InputError: ``family.toml`` missing, not TOML, a key missing or of the wrong
-            shape, a schema that is not a valid JSON Schema, or an example outside it.
+            shape, a schema that is not a valid JSON Schema, a lookup without a text
+            for one of its parameter's values (field ``lookup.<var>.values``), an
+            example outside the schema (naming ``family.toml`` and the field), or a
+            template naming an unknown variable (naming the template).
     """
     root = Path(root)
     path = root / FAMILY_TOML
@@ -301,6 +339,8 @@ def load_family(root: Path) -> Family:
         err = exc.errors(include_url=False)[0]
         raise InputError(path, ".".join(map(str, err["loc"])), err["msg"]) from exc
     _check_shape(family, path)
+    _check_lookups(family, path)
+    _check_templates(family)
     family.check_params(family.example)
     return family
 
@@ -323,6 +363,43 @@ def _check_shape(family: Family, path: Path) -> None:
             raise InputError(path, "difficulty", f"names {key!r}, which is not a parameter")
 
 
+def param_values(family: Family) -> dict[str, list[Any]]:
+    """Every parameter's values, in schema order: an enum's list, ``[False, True]``, an integer range."""
+    out: dict[str, list[Any]] = {}
+    for key, spec in family.params_schema.get("properties", {}).items():
+        if "enum" in spec:
+            out[key] = list(spec["enum"])
+        elif spec.get("type") == "boolean":
+            out[key] = [False, True]
+        else:
+            out[key] = list(range(int(spec["minimum"]), int(spec["maximum"]) + 1))
+    return out
+
+
+def _check_lookups(family: Family, path: Path) -> None:
+    values = param_values(family)
+    for var, lookup in family.lookups.items():
+        missing = [_text(v) for v in values[lookup.param] if _text(v) not in lookup.values]
+        if missing:
+            raise InputError(path, f"lookup.{var}.values", f"no text for {lookup.param} = {', '.join(missing)}")
+
+
+def _check_templates(family: Family) -> None:
+    """Every ``%%name`` of every template is a parameter, a lookup, ``seed`` or ``difficulty``."""
+    known = {*family.params_schema.get("properties", {}), *family.lookups, "seed", "difficulty"}
+    base = family.root / TEMPLATES
+    for path in sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []:
+        try:
+            template = FamilyTemplate(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(path, "", f"cannot read the template: {exc}") from exc
+        if not template.is_valid():
+            raise InputError(path, "", "a bad %% placeholder (write %%%% for a literal %%)")
+        unknown = sorted(set(template.get_identifiers()) - known)
+        if unknown:
+            raise InputError(path, "", f"unknown template variable(s) {', '.join(unknown)} (known: {sorted(known)})")
+
+
 def load_families(root: Path | None = None) -> dict[str, Family]:
     """Every family under ``root`` (default the bundled ``tasks/families``), by name.
 
@@ -338,43 +415,6 @@ def load_families(root: Path | None = None) -> dict[str, Family]:
     if not dirs:
         raise InputError(root, "", "no task families (folders with family.toml) found")
     return {d.name: load_family(d) for d in dirs}
-
-
-def reply_schema(families: dict[str, Family], k: int, *, for_grammar: bool = False) -> dict[str, Any]:
-    """The JSON Schema of a family-proposal reply: ``{"proposals": [{"family", "params"}, ...]}``.
-
-    Args:
-        families: the families the model may choose from.
-        k: proposals asked for (the list holds exactly ``k``).
-        for_grammar: write bounded integers as ``enum`` lists, because llama.cpp's
-            JSON-schema-to-grammar conversion ignores ``minimum``/``maximum``; the
-            schema then admits exactly the values the family's schema does.
-
-    Returns:
-        The schema (a dict).
-    """
-    options = []
-    for name, family in sorted(families.items()):
-        params = json.loads(json.dumps(family.params_schema))
-        if for_grammar:
-            for spec in params.get("properties", {}).values():
-                spec.pop("description", None)
-                if spec.get("type") == "integer":
-                    spec["enum"] = list(range(int(spec.pop("minimum")), int(spec.pop("maximum")) + 1))
-                    spec.pop("type")
-        options.append({
-            "type": "object",
-            "properties": {"family": {"const": name}, "params": params},
-            "required": ["family", "params"],
-            "additionalProperties": False,
-        })
-    item: dict[str, Any] = {"anyOf": options} if len(options) > 1 else options[0]
-    return {
-        "type": "object",
-        "properties": {"proposals": {"type": "array", "items": item, "minItems": k, "maxItems": k}},
-        "required": ["proposals"],
-        "additionalProperties": False,
-    }
 
 
 PromptMode = Literal["task", "families"]

@@ -2,7 +2,7 @@
 
 Used when the contract's ``prompts.discovery_mode`` is ``families`` (small models that
 cannot write a whole task). The request carries the reply's JSON Schema
-(:func:`mindforge.discovery.families.reply_schema`) as OpenAI's
+(:func:`reply_schema`) as OpenAI's
 ``response_format={"type": "json_schema", ...}``: the llama.cpp engine turns it into a
 grammar, so every reply parses; an engine without constrained decoding (transformers)
 answers free text, which is parsed and rejected with the reason when it does not follow
@@ -17,11 +17,12 @@ never from bundled tasks.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import openai
 
-from mindforge.discovery.families import Family, reply_schema
+from mindforge.discovery.families import Family
 from mindforge.discovery.proposal import (
     MalformedReply,
     PoolSummary,
@@ -32,6 +33,43 @@ from mindforge.discovery.proposal import (
 )
 from mindforge.discovery.records import RejectReason
 from mindforge.errors import InputError
+
+
+def reply_schema(families: dict[str, Family], k: int, *, for_grammar: bool = False) -> dict[str, Any]:
+    """The JSON Schema of a family-proposal reply: ``{"proposals": [{"family", "params"}, ...]}``.
+
+    Args:
+        families: the families the model may choose from.
+        k: proposals asked for (the list holds exactly ``k``).
+        for_grammar: write bounded integers as ``enum`` lists, because llama.cpp's
+            JSON-schema-to-grammar conversion ignores ``minimum``/``maximum``; the
+            schema then admits exactly the values the family's schema does.
+
+    Returns:
+        The schema (a dict).
+    """
+    options = []
+    for name, family in sorted(families.items()):
+        params = json.loads(json.dumps(family.params_schema))
+        if for_grammar:
+            for spec in params.get("properties", {}).values():
+                spec.pop("description", None)
+                if spec.get("type") == "integer":
+                    spec["enum"] = list(range(int(spec.pop("minimum")), int(spec.pop("maximum")) + 1))
+                    spec.pop("type")
+        options.append({
+            "type": "object",
+            "properties": {"family": {"const": name}, "params": params},
+            "required": ["family", "params"],
+            "additionalProperties": False,
+        })
+    item: dict[str, Any] = {"anyOf": options} if len(options) > 1 else options[0]
+    return {
+        "type": "object",
+        "properties": {"proposals": {"type": "array", "items": item, "minItems": k, "maxItems": k}},
+        "required": ["proposals"],
+        "additionalProperties": False,
+    }
 
 
 def render_family_prompt(

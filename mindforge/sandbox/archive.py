@@ -48,23 +48,49 @@ def dir_archive(local_dir: Path, sandbox_dir: str) -> bytes:
     local_dir = Path(local_dir)
     if not local_dir.is_dir():
         raise FileNotFoundError(f"{local_dir}: not a directory")
-    dest = relative(sandbox_dir)
+    return copies_archive([(local_dir, sandbox_dir)])
+
+
+def copies_archive(items: list[tuple[Path, str]]) -> bytes:
+    """One tar of several copies, in order, owned by root, to extract at ``/``.
+
+    Args:
+        items: ``(local path, sandbox path)`` pairs: a file lands at its sandbox path with
+            its local mode; a directory's contents land under its sandbox path (as
+            :func:`dir_archive`).
+
+    Returns:
+        the tar bytes.
+
+    Raises:
+        ValueError: a bad sandbox path.
+        OSError: a local path cannot be read.
+    """
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        entries = sorted(local_dir.rglob("*"))
-        if not entries:
-            # an empty directory still has to appear in the sandbox
-            info = tarfile.TarInfo(str(dest))
-            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
-            tar.addfile(_as_root(info))
-        for path in entries:
-            info = _as_root(tar.gettarinfo(str(path), arcname=str(dest / path.relative_to(local_dir).as_posix())))
-            if info.isreg():
-                with path.open("rb") as fh:
-                    tar.addfile(info, fh)
-            else:
-                tar.addfile(info)
+        for local, sandbox_path in items:
+            dest = relative(sandbox_path)
+            if not local.is_dir():
+                _add(tar, local, str(dest))
+                continue
+            entries = sorted(local.rglob("*"))
+            if not entries:
+                # an empty directory still has to appear in the sandbox
+                info = tarfile.TarInfo(str(dest))
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+                tar.addfile(_as_root(info))
+            for path in entries:
+                _add(tar, path, str(dest / path.relative_to(local).as_posix()))
     return buf.getvalue()
+
+
+def _add(tar: tarfile.TarFile, path: Path, arcname: str) -> None:
+    info = _as_root(tar.gettarinfo(str(path), arcname=arcname))
+    if info.isreg():
+        with path.open("rb") as fh:
+            tar.addfile(info, fh)
+    else:
+        tar.addfile(info)
 
 
 def file_archive(sandbox_path: str, data: bytes, mode: int = 0o644) -> bytes:

@@ -7,6 +7,7 @@ happens one level up (threads for ``tasks validate``, Ray for lineages).
 
 from __future__ import annotations
 
+import shlex
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -131,6 +132,14 @@ class Sandbox(ABC):
         Raises:
             InfraError: the engine failed, or the file is larger than ``max_bytes``.
         """
+
+    def is_dir(self, sandbox_path: str) -> bool:
+        """True when ``sandbox_path`` is a directory in the sandbox (one ``test -d``; engines may do better).
+
+        Raises:
+            InfraError: the engine failed.
+        """
+        return self.exec(f"test -d {shlex.quote(sandbox_path)}", timeout_sec=30.0).exit_code == 0
 
     @abstractmethod
     def pids_usage(self) -> PidsUsage | None:

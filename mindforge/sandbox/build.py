@@ -1,8 +1,13 @@
 """Building a task's image: content-hash cache, image map, build timeout, full build log.
 
 Used through :meth:`mindforge.sandbox.docker.DockerEngine.build_image`. The image is
-tagged ``task.image_tag`` (``mindforge-task/<id>:<content hash[:16]>``), so a tag that
-exists is a finished build of exactly these task files and is never rebuilt.
+tagged ``task.image_tag`` (``mindforge-task/<id>:<content hash[:16]>``, labels
+``mindforge.task_id`` / ``mindforge.task_hash``), so a tag that exists is a finished build
+of exactly these task files and is never rebuilt. A task with instance steps (a family
+instance, :mod:`mindforge.tasks.dockerfile`) builds its family's shared image instead: the
+Dockerfile's head only, tagged ``task.shared_image_tag``
+(``mindforge-family/<family>:<env hash[:16]>``, labels ``mindforge.family`` /
+``mindforge.env_hash``), once for all the family's instances.
 """
 
 from __future__ import annotations
@@ -48,7 +53,8 @@ class BuildResult:
     """One finished (or cached) image build.
 
     Attributes:
-        image: the tag containers are started from (``task.image_tag``).
+        image: the tag containers are started from (``task.run_image``: the family's shared
+            image for a task with instance steps, else ``task.image_tag``).
         cached: True when the tag existed and nothing was built.
         duration_sec: wall time spent, in seconds.
         substitutions: ``(public reference, local image)`` pairs the image map applied.
@@ -175,17 +181,18 @@ def build_task_image(
     image_map: ImageMap | None,
     log_path: Path | None,
 ) -> BuildResult:
-    """Build (or reuse) ``task.image_tag``; see :meth:`DockerEngine.build_image`."""
-    tag = task.image_tag
+    """Build (or reuse) ``task.run_image``; see :meth:`DockerEngine.build_image`."""
+    tag = task.run_image
     start = time.monotonic()
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
     with tag_lock(tag):
         if _exists(client, tag):
             if log_path is not None:
-                log_path.write_text(f"image {tag} present (cached by task content hash)\n", encoding="utf-8")
+                why = "family image, by its env hash" if task.instance_steps else "by task content hash"
+                log_path.write_text(f"image {tag} present (cached {why})\n", encoding="utf-8")
             return BuildResult(tag, cached=True, duration_sec=time.monotonic() - start, log_path=log_path)
-        with _open_log(log_path) as log:
+        with open_log(log_path) as log:
             if task.config.environment.docker_image:
                 subs = _use_prebuilt(client, task, image_map, log)
             else:
@@ -195,7 +202,8 @@ def build_task_image(
     return BuildResult(tag, cached=False, duration_sec=time.monotonic() - start, substitutions=subs, log_path=log_path)
 
 
-def _open_log(log_path: Path | None) -> TextIO:
+def open_log(log_path: Path | None) -> TextIO:
+    """``log_path`` opened for writing, or a temporary file when None (kept for a tail only)."""
     if log_path is None:
         return tempfile.TemporaryFile("w+", encoding="utf-8")  # kept for the tail only
     return log_path.open("w", encoding="utf-8")
@@ -215,7 +223,12 @@ def _build_dockerfile(
     make_client: Callable[[], docker.APIClient], task: Task, image_map: ImageMap | None, log: TextIO
 ) -> list[tuple[str, str]]:
     env = task.config.environment
-    text = task.dockerfile.read_text(encoding="utf-8")
+    if task.instance_steps:  # the shared image: the Dockerfile's head, one image per family
+        text = task.shared_dockerfile
+        labels = {"mindforge.family": task.family, "mindforge.env_hash": task.env_hash}
+    else:
+        text = task.dockerfile.read_text(encoding="utf-8")
+        labels = {"mindforge.task_id": task.id, "mindforge.task_hash": task.content_hash}
     subs: list[tuple[str, str]] = []
     if image_map is not None:
         text, subs = image_map.rewrite_dockerfile(text)
@@ -233,11 +246,11 @@ def _build_dockerfile(
             build_kwargs={
                 "path": str(task.environment_dir),
                 "dockerfile": str(dockerfile),
-                "tag": task.image_tag,
+                "tag": task.run_image,
                 "rm": True,
                 "forcerm": True,
                 "pull": False,
-                "labels": {"mindforge.task_id": task.id, "mindforge.task_hash": task.content_hash},
+                "labels": labels,
             },
         )
     return subs

@@ -284,7 +284,9 @@ class Trial(SQLModel, table=True):
 
     def to_record(self) -> TrialRecord:
         """The row as a :class:`~mindforge.trials.record.TrialRecord` (store-only fields dropped)."""
-        timings = PhaseTimings(**{name: getattr(self, name) for name in PhaseTimings.model_fields})
+        # instance_steps_sec has no column (it is part of start_sec): it comes back as 0.0
+        columns = [name for name in PhaseTimings.model_fields if name in Trial.model_fields]
+        timings = PhaseTimings(**{name: getattr(self, name) for name in columns})
         data = {name: getattr(self, name) for name in TrialRecord.model_fields if name != "timings"}
         return TrialRecord(**data, timings=timings)
 

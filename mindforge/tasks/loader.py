@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mindforge.errors import InputError
+from mindforge.tasks.dockerfile import InstanceSplit, shared_env_hash, split_instance_steps
 from mindforge.tasks.hashing import content_hash
 from mindforge.tasks.model import EnvironmentMode, NetworkMode, Task, TaskConfig
 
@@ -263,6 +264,7 @@ def load_task(path: Path) -> Task:
 
     for message in warnings:
         logger.warning("%s: %s", root, message)
+    split = None if config.environment.docker_image else _instance_split(root)
     return Task(
         id=root.name,
         path=root,
@@ -270,7 +272,27 @@ def load_task(path: Path) -> Task:
         instruction=instruction,
         content_hash=content_hash(root),
         warnings=warnings,
+        instance_steps=split.steps if split else (),
+        shared_dockerfile=split.head if split else "",
+        env_hash=shared_env_hash(split.head, root / "environment") if split else "",
     )
+
+
+def _instance_split(root: Path) -> InstanceSplit | None:
+    """The Dockerfile split at its instance-steps marker, or None without one.
+
+    Raises:
+        InputError: the Dockerfile is not UTF-8, or what follows the marker cannot run
+            as instance steps (:func:`mindforge.tasks.dockerfile.split_instance_steps`).
+    """
+    path = root / DOCKERFILE
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
+    if b"mindforge:" not in raw:  # the marker's word; other Dockerfiles need not be UTF-8
+        return None
+    return split_instance_steps(_read_text(path), path, root / "environment")
 
 
 def find_task_dirs(path: Path) -> list[Path]:

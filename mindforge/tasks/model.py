@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from mindforge.tasks.dockerfile import InstanceStep
+
 
 class NetworkMode(StrEnum):
     """Sandbox network access during the agent phase."""
@@ -112,6 +114,13 @@ class Task(BaseModel):
         content_hash: sha256 (hex) over every file's relative path and bytes; image
             builds are cached by it.
         warnings: non-fatal findings (unknown keys kept, ...), each naming file and key.
+        instance_steps: the ``COPY``/``RUN`` steps below the Dockerfile's instance-steps
+            marker (:mod:`mindforge.tasks.dockerfile`), run in the sandbox when it starts;
+            empty for a Dockerfile without the marker (the whole image is built per task).
+        shared_dockerfile: the Dockerfile's lines above the marker (the shared image's
+            Dockerfile); ``""`` without the marker.
+        env_hash: :func:`mindforge.tasks.dockerfile.shared_env_hash` of the shared image
+            (``""`` without the marker).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -122,6 +131,9 @@ class Task(BaseModel):
     instruction: str
     content_hash: str
     warnings: list[str] = Field(default_factory=list)
+    instance_steps: tuple[InstanceStep, ...] = ()
+    shared_dockerfile: str = ""
+    env_hash: str = ""
 
     @property
     def environment_dir(self) -> Path:
@@ -153,3 +165,27 @@ class Task(BaseModel):
         """Local image tag, cached by content hash: ``mindforge-task/<id>:<hash[:16]>``."""
         safe = "".join(c if c.isalnum() or c in "._-" else "-" for c in self.id.lower())
         return f"mindforge-task/{safe}:{self.content_hash[:16]}"
+
+    @property
+    def family(self) -> str:
+        """The family the task's shared image belongs to: ``[metadata] family``, else the task id."""
+        family = (self.config.metadata.model_extra or {}).get("family")
+        return family if isinstance(family, str) and family else self.id
+
+    @property
+    def shared_image_tag(self) -> str | None:
+        """``mindforge-family/<family>:<env_hash[:16]>`` for a task with instance steps, else None."""
+        if not self.instance_steps:
+            return None
+        return f"mindforge-family/{_safe_repo(self.family)}:{self.env_hash[:16]}"
+
+    @property
+    def run_image(self) -> str:
+        """The image sandboxes start from: the shared image with instance steps, else ``image_tag``."""
+        return self.shared_image_tag or self.image_tag
+
+
+def _safe_repo(name: str) -> str:
+    """``name`` as a Docker repository path component (lower case, ``[a-z0-9._-]``)."""
+    safe = "".join(c if c.isalnum() or c in "._-" else "-" for c in name.lower())
+    return safe.strip("._-") or "family"

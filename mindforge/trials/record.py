@@ -27,13 +27,19 @@ NO_REWARD_CLASSES = frozenset(
 
 
 class PhaseTimings(BaseModel):
-    """Wall time of each trial phase, in seconds (0.0 when the phase did not run)."""
+    """Wall time of each trial phase, in seconds (0.0 when the phase did not run).
+
+    ``instance_steps_sec`` is the part of ``start_sec`` a family instance's steps took
+    (:mod:`mindforge.sandbox.instance`); it is not a phase of its own (``total_sec`` leaves
+    it out) and the store keeps no column for it (``record.json`` has it).
+    """
 
     build_sec: float = 0.0
     start_sec: float = 0.0
     agent_sec: float = 0.0
     verify_sec: float = 0.0
     teardown_sec: float = 0.0
+    instance_steps_sec: float = 0.0
 
     @property
     def total_sec(self) -> float:

@@ -1,5 +1,10 @@
 """Run one trial end to end: build, start, agent phase, verifier, teardown.
 
+For a task with instance steps (a family instance) the build is its family's shared image
+and the start runs the steps: ``start_sec`` includes them, ``instance_steps_sec`` says how
+long they took, ``instance.log`` holds their output, and a failed step is
+``env_build_failed`` as a failed build is.
+
 The runner is the single place that turns phases into a :class:`TrialRecord`; it is used
 by ``mindforge tasks run|validate``, ``mindforge eval`` and, inside Ray tasks, by the
 lineage activities. It never raises for anything that happened inside the trial: every
@@ -127,12 +132,20 @@ def _run_phases(
     timings.build_sec = time.monotonic() - t0
 
     t0 = time.monotonic()
+    steps_log = out / "instance.log" if task.instance_steps else None
+    if steps_log is not None:
+        rec.artifacts["instance_log"] = str(steps_log)
     try:
-        sandbox = engine.start(task, run_id=rec.run_id, trial_id=rec.trial_id)
+        sandbox = engine.start(task, run_id=rec.run_id, trial_id=rec.trial_id, log_path=steps_log)
     except SandboxStartError as exc:
         timings.start_sec = time.monotonic() - t0
         return _fail(rec, FailureClass.ENV_START_FAILED, str(exc))
+    except BuildFailed as exc:  # an instance step failed: the environment did not build
+        timings.start_sec = timings.instance_steps_sec = time.monotonic() - t0
+        limit = LimitFired.BUILD_TIMEOUT if isinstance(exc, BuildTimeout) else None
+        return _fail(rec, FailureClass.ENV_BUILD_FAILED, str(exc), limit)
     timings.start_sec = time.monotonic() - t0
+    timings.instance_steps_sec = sandbox.instance_steps_sec
     try:
         outcome = _agent_phase(task, agent, sandbox, rec, timings, out)
         if outcome is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
@@ -144,3 +145,58 @@ def validate_task(
         base.verdict = Verdict.BROKEN
         base.reasons.append("verifier gave no reward for the nop run")
     return base
+
+
+def validate_tasks(
+    tasks: list[Task],
+    engine: DockerEngine,
+    *,
+    artifact_root: Path,
+    image_map: ImageMap | None = None,
+    workers: int = 4,
+    oracle_runs: int = 2,
+    run_id: str | None = None,
+    on_trial: Callable[[TrialRecord], None] | None = None,
+) -> list[TaskValidation]:
+    """Validate many tasks at once: :func:`validate_task` on each, ``workers`` tasks at a time.
+
+    Each distinct image (a family's shared image serves all its instances) is built once
+    first, one after the other, so that the threads find it cached; a build that fails
+    is left for the task's own trials to record. Every verdict still rests on its own
+    trials, each in a fresh sandbox (nop once, the oracle ``oracle_runs`` times). Threads
+    suffice: a trial waits on the Docker engine, not on Python.
+
+    Args:
+        tasks: the loaded tasks.
+        engine: the Docker engine wrapper (shared by the threads).
+        artifact_root: where trial artifacts go.
+        image_map: public-base rewrite map, or None.
+        workers: tasks validated at once (>= 1).
+        oracle_runs: oracle repetitions per task.
+        run_id: run id of every trial (default a fresh ``validate-<hex>``).
+        on_trial: called after each trial, from the worker threads.
+
+    Returns:
+        One validation per task, in the order given.
+
+    Raises:
+        ValueError: ``workers`` < 1.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    run_id = run_id or f"validate-{uuid.uuid4().hex[:8]}"
+    built: set[str] = set()
+    for task in tasks:
+        if task.run_image not in built:
+            built.add(task.run_image)
+            try:
+                engine.build_image(task, image_map=image_map, log_path=None)
+            except Exception:  # noqa: BLE001 - the task's trials build again and record the failure class
+                pass
+
+    def one(task: Task) -> TaskValidation:
+        return validate_task(task, engine, artifact_root=artifact_root, image_map=image_map,
+                             oracle_runs=oracle_runs, run_id=run_id, on_trial=on_trial)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, tasks))

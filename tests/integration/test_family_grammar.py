@@ -15,8 +15,8 @@ import jsonschema
 import openai
 import pytest
 
-from mindforge.discovery.families import load_families, reply_schema
-from mindforge.discovery.family_proposal import request_family_proposals
+from mindforge.discovery.families import load_families
+from mindforge.discovery.family_proposal import reply_schema, request_family_proposals
 from mindforge.discovery.proposal import PoolSummary
 from mindforge.hcp import load_contract
 from mindforge.settings import REPO_ROOT

@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from mindforge.discovery.checks import PoolIndex
-from mindforge.discovery.families import load_families, reply_schema
-from mindforge.discovery.family_proposal import parse_family_reply, render_family_prompt
+from mindforge.discovery.families import load_families
+from mindforge.discovery.family_proposal import parse_family_reply, render_family_prompt, reply_schema
 from mindforge.discovery.materialise import materialise
 from mindforge.discovery.proposal import PoolSummary
 from mindforge.discovery.records import PairInfo, ProposalBatch, ProposalVerdict, RejectReason, StagedProposal

@@ -325,3 +325,47 @@ def test_hash_known_value(tmp_path: Path) -> None:
         b"a.txt\0F" + (0).to_bytes(8, "big") + b"sub/f.txt\0F" + (3).to_bytes(8, "big") + b"abc"
     ).hexdigest()
     assert content_hash(tmp_path) == expected
+
+
+FAMILY_TOML = GOOD_TOML.replace('tags = ["bash"]', 'tags = ["bash"]\nfamily = "greeters"')
+MARKED = (
+    "FROM ubuntu:24.04\nWORKDIR /app\n"
+    "# mindforge: instance steps below run when the sandbox starts (one image per family)\n"
+    "COPY gen.py /tmp/gen.py\nRUN python3 /tmp/gen.py /app \\\n    && rm /tmp/gen.py\n"
+)
+
+
+def _instance(root: Path, name: str, gen: str, toml: str = FAMILY_TOML) -> Path:
+    task = make_task(root, name, toml)
+    (task / "environment" / "Dockerfile").write_text(MARKED)
+    (task / "environment" / "gen.py").write_text(gen)
+    return task
+
+
+def test_marker_splits_the_dockerfile_into_shared_image_and_instance_steps(tmp_path: Path) -> None:
+    one = load_task(_instance(tmp_path, "one", "print(1)\n"))
+    two = load_task(_instance(tmp_path, "two", "print(2)\n"))
+    assert [(s.kind, s.line) for s in one.instance_steps] == [("copy", 4), ("run", 5)]
+    assert one.instance_steps[1].command == "python3 /tmp/gen.py /app  && rm /tmp/gen.py"
+    assert one.shared_dockerfile == "FROM ubuntu:24.04\nWORKDIR /app\n"
+    # two instances of one family: one shared image (their own files differ, the head does not)
+    assert one.content_hash != two.content_hash and one.image_tag != two.image_tag
+    assert one.shared_image_tag == two.shared_image_tag == one.run_image
+    assert one.shared_image_tag == f"mindforge-family/greeters:{one.env_hash[:16]}"
+    # without [metadata] family the task id names the image
+    alone = load_task(_instance(tmp_path, "alone", "print(3)\n", GOOD_TOML))
+    assert alone.shared_image_tag == f"mindforge-family/alone:{alone.env_hash[:16]}"
+
+
+def test_task_without_marker_runs_its_own_image(tmp_path: Path) -> None:
+    task = load_task(make_task(tmp_path))
+    assert task.instance_steps == () and task.shared_image_tag is None and task.run_image == task.image_tag
+
+
+def test_marker_followed_by_other_instructions_is_an_input_error(tmp_path: Path) -> None:
+    task = _instance(tmp_path, "bad", "print(1)\n")
+    (task / "environment" / "Dockerfile").write_text(MARKED + "ENV LATE=1\n")
+    with pytest.raises(InputError) as err:
+        load_task(task)
+    assert err.value.path.endswith("environment/Dockerfile") and err.value.field == "line 7"
+    assert "only COPY and RUN" in err.value.reason
