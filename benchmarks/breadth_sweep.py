@@ -31,6 +31,8 @@ def search_facts(name: str, settings: Any) -> dict[str, Any] | None:
         if not jobs:
             return None
         state = load_state(session=s, job_id=jobs[0].id)
+        if state is None:
+            return None
         paths = {t.id: t.path for t in pool.list_pool_tasks(session=s, lineage_id=name)}
         solved: dict[str, set[str]] = {}
         for key, stats in state.cells.items():
@@ -38,7 +40,8 @@ def search_facts(name: str, settings: Any) -> dict[str, Any] | None:
             if stats.successes:
                 solved.setdefault(state.candidates[cand].contract_hash, set()).add(state.tasks[task].task_hash)
         best = max(sorted(solved), key=lambda h: len(solved[h]), default=None)
-        toml = registry.get_contract(session=s, content_hash=best).toml_text if best else ""
+        row = registry.get_contract(session=s, content_hash=best) if best else None
+        toml = row.toml_text if row is not None else ""
         return {
             "tasks": [paths[t.task_hash] for t in state.tasks],
             "spent": state.spent.attempts,

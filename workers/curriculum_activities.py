@@ -105,7 +105,7 @@ class CurriculumActivities:
             draws[name] = await asyncio.to_thread(self._draw, family, want, spec.seed, set(), out.warnings)
         for round_ in range(REDRAWS + 1):
             todo = [d for ds in draws.values() for d in ds if d.verdict is None]
-            await self._validate(inp.lineage_id, todo, out)
+            await self._validate(inp.lineage_id, spec.families_dir, todo, out)
             failed = {name: [d for d in ds if d.verdict is not None and not d.verdict.ok] for name, ds in draws.items()}
             if round_ == REDRAWS or not any(failed.values()):
                 break
@@ -156,7 +156,7 @@ class CurriculumActivities:
             ))
             for name, family in families.items()
         ]
-        await self._validate(inp.lineage_id, examples, None)
+        await self._validate(inp.lineage_id, inp.curriculum.families_dir, examples, None)
         for draw in examples:
             if draw.verdict is not None and not draw.verdict.ok:
                 why = "; ".join(draw.verdict.reasons) or draw.verdict.verdict
@@ -165,7 +165,9 @@ class CurriculumActivities:
                     f"family {draw.family!r}: its example does not validate ({draw.verdict.verdict}): {why}",
                 )
 
-    async def _validate(self, lineage_id: str, draws: Iterable[_Draw], out: PrepareCurriculumResult | None) -> None:
+    async def _validate(
+        self, lineage_id: str, families_dir: str, draws: Iterable[_Draw], out: PrepareCurriculumResult | None
+    ) -> None:
         """Give every draw its verdict: from the cache, else from a Ray task; counted in ``out``."""
         import ray
 
@@ -180,7 +182,8 @@ class CurriculumActivities:
                     out.cached += 1
                 continue
             payload = ValidateInstanceTaskInput(
-                task_path=str(draw.path), run_id=f"{lineage_id}/curriculum", sandbox=self.sandbox
+                task_path=str(draw.path), run_id=f"{lineage_id}/curriculum", sandbox=self.sandbox,
+                families_dir=families_dir,
             )
             todo[validate_instance_task.options(num_cpus=VALIDATE_CPUS).remote(payload)] = draw
         pending = list(todo)

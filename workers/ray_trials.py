@@ -191,6 +191,14 @@ def validate_instance_payload(payload: ValidateInstanceTaskInput) -> InstanceVer
         task, engine, artifact_root=Path(payload.sandbox.artifact_root), image_map=image_map,
         oracle_runs=payload.oracle_runs, run_id=payload.run_id,
     )
+    if not result.ok and payload.families_dir and (task.config.metadata.model_extra or {}).get("family"):
+        from mindforge.discovery.families import load_family
+        from mindforge.discovery.family_pool import family_reason
+
+        try:
+            result.reasons.insert(0, family_reason(load_family(Path(payload.families_dir) / task.family), task, result))
+        except InputError as exc:  # the family itself no longer loads: say that instead
+            result.reasons.insert(0, str(exc))
     return InstanceVerdict(
         task_hash=task.content_hash, verdict=result.verdict.value, reasons=result.reasons,
         seconds=time.monotonic() - started,

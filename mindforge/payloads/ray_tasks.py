@@ -182,12 +182,15 @@ class ValidateInstanceTaskInput(BaseModel):
         run_id: the run id of its validation trials.
         oracle_runs: reference-solution runs (at least 2: the verdict must be stable).
         sandbox: the worker's sandbox settings.
+        families_dir: the folder of the instance's family; a failed verdict's first reason
+            then names the family file at fault (:func:`mindforge.discovery.family_pool.family_reason`).
     """
 
     task_path: str
     run_id: str
     oracle_runs: int = Field(default=2, ge=2)
     sandbox: SandboxSettings
+    families_dir: str = ""
 
 
 class InstanceVerdict(BaseModel):

@@ -59,7 +59,8 @@ class CurriculumPick(BaseModel):
     Attributes:
         tasks: chosen task hashes, in draw order, at most the batch size.
         eligible_seen: tasks with a rate strictly between 0 and 1.
-        unseen: tasks with no trial yet under the contract (eligible).
+        unseen: tasks with too few trials to tell (none, or fewer than :data:`MIN_EVIDENCE`;
+            eligible).
         guided: tasks at rate 0 that have a guide (eligible, after the others).
         never_passed / always_passed: tasks set aside at rate 0 (without a guide) / rate 1.
     """
@@ -97,6 +98,10 @@ def _tiebreak(task_hash: str, salt: str) -> str:
     return hashlib.sha256(f"{salt}:{task_hash}".encode()).hexdigest()
 
 
+#: trials a task needs, all failed or all passed, before the curriculum sets it aside as never / always passed
+MIN_EVIDENCE = 2
+
+
 def pick_tasks(
     rates: dict[str, TaskRate],
     batch: int,
@@ -105,24 +110,26 @@ def pick_tasks(
     guided: Collection[str] = (),
     prior: Mapping[str, float] | None = None,
 ) -> CurriculumPick:
-    """The curriculum: up to ``batch`` tasks whose current pass rate lies strictly between 0 and 1.
+    """The curriculum: up to ``batch`` tasks whose pass rate under the training contract may lie between 0 and 1.
 
-    Seen tasks come first, most uncertain first (largest ``p (1 - p)``); unseen tasks fill
-    the remaining places - those with the most uncertain ``prior`` rate first (a family
-    instance's family's pooled rate, :func:`family_prior`: an unseen instance of a family
-    the contract sometimes passes is likely to give a group with contrast), then in an order
-    fixed by ``salt`` (the iteration), so successive iterations explore different ones;
-    then tasks at rate 0 that have a guide (``guided``), in the same salted order. Other
-    tasks at rate 0, and tasks at rate 1, are set aside: every group of theirs would
-    likely be flat.
+    A task is set aside only on evidence: at least :data:`MIN_EVIDENCE` trials, all failed
+    (``never_passed``; unless it has a guide, ``guided``) or all passed (``always_passed``):
+    every group of theirs would likely be flat. Every other task is eligible. Tasks seen to
+    both pass and fail come first, most uncertain first (largest ``p (1 - p)``); then tasks
+    seen once (one trial says little about a rate) or not at all, ranked by how uncertain
+    their outcome is: the largest ``q (1 - q)`` first, where ``q = (passes + 2 p0) / (trials + 2)``
+    shrinks the observed rate towards a prior ``p0`` (the task's ``prior``: a family
+    instance's family's pooled rate, :func:`family_prior`; else 0.5) with the weight of two
+    trials; ties in an order fixed by ``salt`` (the iteration), so successive iterations
+    explore different tasks. Tasks at rate 0 that have a guide come last, in the same
+    salted order.
 
     Args:
         rates: from :func:`pass_rates`.
         batch: most tasks to pick (B, >= 1).
         salt: varies the order among tasks of equal rank.
         guided: task hashes that have a guide (off-policy guidance; empty without it).
-        prior: task hash -> a prior pass rate for unseen tasks (none: all unseen tasks rank equal).
-
+        prior: task hash -> a prior pass rate (none: 0.5 for every task).
     Returns:
         the pick with the count each rule set aside.
 
@@ -131,29 +138,27 @@ def pick_tasks(
     """
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
+    prior = prior or {}
     pick = CurriculumPick()
-    seen, unseen, zero_guided = [], [], []
+    eligible, zero_guided = [], []
     for h, r in rates.items():
         p = r.rate
-        if p is None:
-            unseen.append(h)
-        elif p <= 0.0 and h in guided:
-            zero_guided.append(h)
-        elif p <= 0.0:
-            pick.never_passed += 1
-        elif p >= 1.0:
+        if p is not None and r.trials >= MIN_EVIDENCE and p <= 0.0:
+            if h in guided:
+                zero_guided.append(h)
+            else:
+                pick.never_passed += 1
+        elif p is not None and r.trials >= MIN_EVIDENCE and p >= 1.0:
             pick.always_passed += 1
+        elif p is not None and 0.0 < p < 1.0:
+            pick.eligible_seen += 1
+            eligible.append((0, -(p * (1.0 - p)), _tiebreak(h, salt), h))
         else:
-            seen.append((-(p * (1.0 - p)), _tiebreak(h, salt), h))
-    pick.eligible_seen, pick.unseen, pick.guided = len(seen), len(unseen), len(zero_guided)
-    prior = prior or {}
-
-    def unseen_rank(h: str) -> tuple[float, str]:
-        p = prior.get(h)
-        return (-(p * (1.0 - p)) if p is not None else 0.0, _tiebreak(h, salt))
-
-    ordered = [h for *_k, h in sorted(seen)] + sorted(unseen, key=unseen_rank)
-    ordered += sorted(zero_guided, key=lambda h: _tiebreak(h, salt))
+            q = (r.passes + 2 * prior.get(h, 0.5)) / (r.trials + 2)
+            eligible.append((1, -(q * (1.0 - q)), _tiebreak(h, salt), h))
+            pick.unseen += 1
+    pick.guided = len(zero_guided)
+    ordered = [h for *_k, h in sorted(eligible)] + sorted(zero_guided, key=lambda h: _tiebreak(h, salt))
     pick.tasks = ordered[:batch]
     return pick
 

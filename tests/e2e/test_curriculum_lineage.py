@@ -5,11 +5,12 @@ held out whole (the seeded rule picks it), the others give search, selection and
 instances; two micro tasks are pinned to the sealed split. Test double: a SCRIPTED POLICY
 behind the OpenAI-compatible HTTP API (the one double MindForge allows) plays a model that
 
-- in the *gain* world solves an instance of family F with probability 0.5 when the
-  conversation shows a worked example of F (the experience library's snapshot, which the
-  search's ``experience_snapshot`` edit moves the contract to), and always under the
-  generation-0 adapter's name; otherwise it finishes at once. It never solves a held-out
-  family's instance or a micro task (nothing of theirs is ever shown);
+- in the *gain* world solves an instance of family F on every other request (the first
+  included) when the conversation shows a worked example of F (the experience library's
+  snapshot, which the search's ``experience_snapshot`` edit moves the contract to), and
+  always under a registered adapter's name; shown nothing of F, it answers with prose the
+  JSON action format cannot use. It never solves a held-out family's instance or a micro task (nothing
+  of theirs is ever shown);
 - in the *no-gain* world solves every instance with probability 0.5 whatever the harness
   or the adapter.
 
@@ -82,7 +83,8 @@ def _script(model_id: str, lineage: str, held_out: str, gain: bool) -> dict:
     """Per instance: solve (one command line, then finish) by the world's rule; everything else finishes."""
     from mindforge.policy.handoff import versioned_adapter_name
 
-    adapter = versioned_adapter_name(lineage, 0, 0)
+    # a registered adapter of either generation (the iterations' own adapters behave as the base)
+    adapters = [versioned_adapter_name(lineage, g, r) for g in (0, 1) for r in (0, 1)]
     finish = _action("finish")
     rules: list[dict] = [{"match": {"last_message_contains": DONE}, "reply": finish}]
     # Discovery: one instance of the held-out family (never admitted) and one of a training family
@@ -97,13 +99,19 @@ def _script(model_id: str, lineage: str, held_out: str, gain: bool) -> dict:
             inst = family.render({"n": n})
             marker, solve = _marker(inst.instruction), _action("bash", command=_solve_line(inst.solve_sh))
             if not gain:
-                rules.append({"match": {"turn": 0, "last_message_contains": marker}, "reply": solve,
+                rules.append({"match": {"last_message_contains": marker}, "reply": solve,
                               "success_probability": 0.5, "on_failure": finish})
                 continue
-            rules.append({"match": {"turn": 0, "last_message_contains": marker, "model": adapter}, "reply": solve})
-            rules.append({"match": {"turn": 0, "last_message_contains": marker,
-                                    "conversation_contains": [f"{DONE}{name}"]},
-                          "reply": solve, "success_probability": 0.5, "on_failure": finish})
+            rules += [{"match": {"last_message_contains": marker, "model": a}, "reply": solve} for a in adapters]
+            # shown its family: every other request succeeds (no turn condition: the worked examples are
+            # earlier turns of the conversation)
+            rules.append({"match": {"last_message_contains": marker, "conversation_contains": [f"{DONE}{name}"]},
+                          "reply": solve, "alternate": True, "on_failure": finish})
+            # shown nothing of its family: prose the JSON action format cannot use (audited as a parse failure)
+            rules.append({"match": {"last_message_contains": marker}, "reply": {"content": "Let me think about it."}})
+    if gain:  # prose again after the harness says the reply could not be used: a parse failure to the audit
+        rules.append({"match": {"last_message_contains": "Your reply could not be used"},
+                      "reply": {"content": "Let me think about it."}})
     return {"rules": rules, "default": finish, "base_models": [model_id], "seed": 3, "return_token_ids": False}
 
 
@@ -132,7 +140,7 @@ def _spec(name: str, policy_url: str, contract: Path, generations: int) -> Linea
         stages=[Stage.DISCOVERY, Stage.EXPANSION, Stage.UPDATE],
         runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=8, heartbeat_timeout_sec=120),
         discovery=DiscoverySpec(count=2, attempts=1),
-        expansion=ExpansionSpec(attempts=1, search=SearchBudgetSpec(max_attempts=16, cells_per_step=8, seed=0)),
+        expansion=ExpansionSpec(attempts=1, search=SearchBudgetSpec(max_attempts=24, cells_per_step=8, seed=0)),
         update=UpdateSpec(
             base_model_path=str(ensure_tiny_model()), iterations=1, group_size=4, tasks_per_iteration=3,
             trainer=TrainerConfig(

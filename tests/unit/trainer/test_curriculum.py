@@ -68,5 +68,14 @@ def test_unseen_instances_of_a_family_the_contract_sometimes_passes_come_first()
     prior = curriculum.family_prior(rates, family_of)
     assert prior == {"f1-seen": 0.25, "f2-new": 0.25, "g1-seen": 0.0, "g2-new": 0.0}
     for salt in ("0", "1", "2"):
-        pick = curriculum.pick_tasks(rates, 3, salt=salt, prior=prior)
-        assert pick.tasks[:2] == ["f1-seen", "f2-new"]  # the seen one, then its unseen sibling before the others
+        pick = curriculum.pick_tasks(rates, 4, salt=salt, prior=prior)
+        # the seen one with both outcomes first; an unseen sibling of a family that sometimes passes before
+        # one of a family that never did (g1-seen, 0 of 4, is set aside)
+        assert pick.tasks[0] == "f1-seen" and pick.tasks[-1] == "g2-new" and "g1-seen" not in pick.tasks
+        assert pick.tasks.index("f2-new") < pick.tasks.index("g2-new")
+
+
+def test_one_trial_is_not_evidence_that_a_task_always_or_never_passes():
+    rates = curriculum.pass_rates([_trial("once-won", 1.0, 0), _trial("once-lost", 0.0, 0)], ["once-won", "once-lost"])
+    pick = curriculum.pick_tasks(rates, 4)
+    assert set(pick.tasks) == {"once-won", "once-lost"} and (pick.never_passed, pick.always_passed) == (0, 0)
