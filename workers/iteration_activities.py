@@ -97,7 +97,7 @@ class IterationActivities:
             search = _search_hashes(s, inp.lineage_id)
             rows = trials.list_trials(session=s, lineage_id=inp.lineage_id, generation_index=inp.generation)
             on_search = [r.to_record() for r in rows if r.stage in PRIOR_STAGES and r.task_hash in search]
-            best, ranked = curriculum.best_search_contract(on_search, preferred)
+            best, ranked = curriculum.best_search_contract(on_search, preferred, parent=inp.contract_hash)
             adapters = registry.list_adapters(session=s, lineage_id=inp.lineage_id)
             prefix = versioned_adapter_name(inp.lineage_id, inp.generation, 0)[:-1]
             mine = [a for a in adapters if a.name.startswith(prefix)]  # a rerun of this generation's Update
@@ -112,7 +112,8 @@ class IterationActivities:
                 )
                 note = (
                     f"trains under the best contract by search-split evidence ({which}): it passed {ev.passes} of "
-                    f"{ev.trials} search-split trials on {ev.tasks_passed} task(s)"
+                    f"{ev.trials} search-split trials, {ev.tasks_passed} search task(s) counting "
+                    f"{ev.inherited_tasks} the parent passed where it did not run"
                 )
             elif on_search:
                 note = f"no contract passed any of the generation's {len(on_search)} search-split trials: no signal"

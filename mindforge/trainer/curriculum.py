@@ -189,46 +189,58 @@ class ContractEvidence(BaseModel):
 
     Attributes:
         contract_hash: the contract.
-        tasks_passed: search tasks it passed at least once.
-        passes / trials: its passed trials and trials with a real reward.
+        tasks_passed: search tasks it passed at least once, counting the parent's result on
+            the tasks it did not run (``inherited_tasks`` of them).
+        inherited_tasks: tasks passed by the parent that this contract did not run.
+        passes / trials: its own passed trials and trials with a real reward.
     """
 
     contract_hash: str
     tasks_passed: int = 0
+    inherited_tasks: int = 0
     passes: int = 0
     trials: int = 0
 
 
 def best_search_contract(
-    records: Iterable[TrialRecord], preferred: Sequence[str] = ()
+    records: Iterable[TrialRecord], preferred: Sequence[str] = (), *, parent: str = ""
 ) -> tuple[str | None, list[ContractEvidence]]:
     """The contract with the best search-split evidence: the one an Update trains under.
 
-    Ranked by search tasks passed, then passed trials, then pass rate; ties go to the
-    first of ``preferred`` (Expansion's successor, then the parent), then the smaller hash.
-    Only contracts that passed at least one trial qualify: with none, nothing has the
+    The parent contract ran every search task (the base evaluation); a search candidate ran
+    only some of the tasks the parent failed. So a candidate is credited, on each task it did
+    not run, with the parent's result there (a candidate is the parent plus an edit): its
+    ``tasks_passed`` estimates how many search tasks it would pass. Contracts are ranked by
+    that, then by their own passed trials, then by their own pass rate; ties go to the first
+    of ``preferred`` (Expansion's successor, then the parent), then the smaller hash. Only a
+    contract that passed at least one trial of its own qualifies: with none, nothing has the
     contrast GRPO needs.
 
     Args:
         records: the generation's search-split trials (base evaluation, configuration
             search) under every contract.
         preferred: contract hashes in tie-break order.
+        parent: the parent's contract hash ("" credits nothing).
 
     Returns:
         ``(best contract or None, every contract's evidence, best first)``.
     """
     by: dict[str, ContractEvidence] = {}
     solved: dict[str, set[str]] = defaultdict(set)
+    ran: dict[str, set[str]] = defaultdict(set)
     for r in records:
         if not r.has_real_reward or not r.contract_hash:
             continue
         ev = by.setdefault(r.contract_hash, ContractEvidence(contract_hash=r.contract_hash))
         ev.trials += 1
+        ran[r.contract_hash].add(r.task_hash)
         if r.passed:
             ev.passes += 1
             solved[r.contract_hash].add(r.task_hash)
     for h, ev in by.items():
-        ev.tasks_passed = len(solved[h])
+        inherited = solved[parent] - ran[h] if parent and h != parent else set()
+        ev.inherited_tasks = len(inherited)
+        ev.tasks_passed = len(solved[h] | inherited)
     order = {h: i for i, h in enumerate(preferred)}
 
     def key(ev: ContractEvidence) -> tuple[int, int, float, int, str]:
@@ -236,7 +248,7 @@ def best_search_contract(
         return (-ev.tasks_passed, -ev.passes, -rate, order.get(ev.contract_hash, len(order)), ev.contract_hash)
 
     ranked = sorted(by.values(), key=key)
-    best = ranked[0].contract_hash if ranked and ranked[0].passes else None
+    best = next((ev.contract_hash for ev in ranked if ev.passes), None)
     return best, ranked
 
 

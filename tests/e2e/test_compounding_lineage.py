@@ -211,16 +211,19 @@ def _check_frozen_sealed(rows: list[dict], records, split_of: dict, names: dict)
     assert {names[h] for h in sealed} == set(SEALED)
     assert [sorted(r["sealed_tasks"]) for r in rows] == [sorted(sealed)] * GENERATIONS
     assert len({r["sealed_tasks_sha256"] for r in rows}) == 1 and {r["attempts"] for r in rows} == {1}
-    for g in range(GENERATIONS):
+    # a pair's sealed trials are run once per lineage and read by every later generation: generation 0
+    # runs its parent, its successor and the harness-only pair (contract and adapter both changed);
+    # each later generation runs only the pair it hands on (its parent and the root were read before)
+    for g, new_pairs in zip(range(GENERATIONS), (3, 1, 1), strict=True):
         ran = [r for r in records if r.generation_index == g and r.stage == "sealed"]
         assert {r.task_hash for r in ran} == sealed
         cells: dict[tuple[str, str], list] = defaultdict(list)
         for r in ran:
             cells[(r.contract_hash, r.adapter)].append((r.task_hash, r.attempt))
         assert all(sorted(c) == sorted((t, 0) for t in sealed) for c in cells.values()), cells
-        # parent and successor; then the harness-only pair in generation 0 (contract and adapter both
-        # changed), the root pair after it (the harness stayed, so no harness-only pair)
-        assert len(cells) == 3, sorted(cells)
+        assert len(cells) == new_pairs, sorted(cells)
+    every = [(r.contract_hash, r.adapter, r.task_hash, r.attempt) for r in records if r.stage == "sealed"]
+    assert len(every) == len(set(every))  # no pair re-read
     assert not {r.task_hash for r in records if r.stage != "sealed"} & sealed  # no other stage ran a sealed task
 
 
@@ -250,8 +253,8 @@ def _check_lifts(rows: list[dict], records) -> None:
     """Every pair's sealed score and lift, recomputed from the stored sealed trials, paired by task."""
     want = [0.0, 0.5, 0.75, 1.0]  # pair 0..3: the sealed tasks each pair's adapter level unlocks
     assert rows[0]["parent"]["score"] == want[0]
+    ran = [r for r in records if r.stage == "sealed"]  # every generation reads the lineage's sealed trials
     for g, row in enumerate(rows):
-        ran = [r for r in records if r.generation_index == g and r.stage == "sealed"]
         assert row["successor"]["score"] == want[g + 1] and row["parent"]["score"] == want[g]
         for key, base in (("lift_vs_prev", row["parent"]), ("lift_vs_root", row["root"] or row["parent"])):
             mean, n = _paired(ran, _pair(base), _pair(row["successor"]))
@@ -263,7 +266,6 @@ def _check_lifts(rows: list[dict], records) -> None:
             assert row["root"]["score"] == want[0] and row["lift_vs_root"]["baseline"] == "root"
     # attribution: generation 0's harness part (plan-first, base weights) and weights part (its adapter)
     harness, weights = rows[0]["attribution"]["harness"], rows[0]["attribution"]["weights"]
-    ran = [r for r in records if r.generation_index == 0 and r.stage == "sealed"]
     assert harness["status"] == weights["status"] == "measured"
     by_hand = _paired(ran, _pair(rows[0]["parent"]), _pair(rows[0]["harness"]))
     assert harness["lift"]["mean"] == pytest.approx(by_hand[0]) and harness["lift"]["n_tasks"] == by_hand[1]

@@ -59,6 +59,16 @@ def test_the_training_contract_is_the_best_by_search_evidence_and_none_passes_no
     assert curriculum.best_search_contract([_on("parent", "a", 0.0, 0)], preferred=["parent"])[0] is None
 
 
+def test_a_search_candidate_is_credited_with_the_parent_s_passes_where_it_did_not_run():
+    # the parent passes "easy" and fails "hard"; the candidate ran only "hard" (a failed task) and passed it
+    records = [_on("parent", "easy", 1.0, 0), _on("parent", "easy", 1.0, 1), _on("parent", "hard", 0.0, 0)]
+    records += [_on("cand", "hard", 1.0, 0), _on("cand", "hard", 0.0, 1)]
+    best, ranked = curriculum.best_search_contract(records, preferred=["parent"], parent="parent")
+    assert best == "cand" and (ranked[0].tasks_passed, ranked[0].inherited_tasks) == (2, 1)
+    # without the credit the parent (more passes on as many tasks) would win
+    assert curriculum.best_search_contract(records, preferred=["parent"])[0] == "parent"
+
+
 def test_unseen_instances_of_a_family_the_contract_sometimes_passes_come_first():
     records = [_trial("f1-seen", r, i) for i, r in enumerate([1.0, 0.0, 0.0, 0.0])]
     records += [_trial("g1-seen", 0.0, i) for i in range(4)]
