@@ -24,7 +24,7 @@ SEALED_FAMILIES_HELP = (
 )
 SELECTION_INSTANCES_HELP = (
     "Selection instances of each training family (default: sized so that the gates detect a lift of 0.10 with "
-    "80%% power over --power-baseline)."
+    "80% power over --power-baseline)."
 )
 POWER_BASELINE_HELP = (
     "The parent pass rate the selection split is sized against (0: a parent that passes nothing, as a root under "

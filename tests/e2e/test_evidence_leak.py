@@ -6,19 +6,21 @@ the OpenAI-compatible HTTP API, and it behaves differently on sealed tasks than 
 selection tasks:
 
 - under the baseline harness it never solves the search task ``log-5xx-report``, solves
-  ``fix-invoice-totals`` with probability 0.5 (the contrast training needs) and every
-  selection and sealed task;
+  ``fix-invoice-totals`` on every other request and every selection and sealed task;
 - with the plan-first hook (a harness edit configuration search can find) it solves
-  ``log-5xx-report`` and *both sealed tasks*, but none of the selection tasks: a
-  candidate contract that only wins where no decision may look;
-- as a newly trained adapter it solves every selection task and *no sealed task*.
+  ``log-5xx-report``, ``fix-invoice-totals`` on every other request (the contrast training
+  needs: the Update trains under plan-first, the best contract by search evidence) and
+  *both sealed tasks*, but none of the selection tasks: a candidate contract that only
+  wins where no decision may look;
+- as a newly trained adapter, under any harness, it solves every selection task and *no
+  sealed task*.
 
 Had the sealed split fed the successor choice, the plan-first candidate would have been
-promoted; had it fed the promotion gate, the adapter would have been rejected. Instead
-both lineages keep the parent contract and promote the adapter - identical decisions -
-and only the first reports a sealed lift (-1: the adapter fails every sealed task the
-parent solves), the second none. Each lineage gets its own scripted server (same script,
-same seed), so the two runs see the same draws.
+promoted; had it fed the pair gate, the trained pair would have been rejected. Instead
+both lineages keep the parent contract and hand on the trained pair (plan-first harness,
+new adapter) - identical decisions - and only the first reports a sealed lift (-1: the
+adapter fails every sealed task the parent solves), the second none. Each lineage gets its
+own scripted server (same script), so the two runs see the same replies.
 """
 
 from __future__ import annotations
@@ -55,24 +57,34 @@ LINEAGES = ("leak", "leak-nosealed")
 
 
 def _script() -> dict:
-    """Deterministic but for one rule (base weights on ``fix-invoice-totals``, p=0.5), so the
-    first four draws of seed 0 - two failures, two successes, in any order of requests - give
-    its Expansion group the contrast training needs."""
+    """Deterministic in counts: the two rules with a contrast (``fix-invoice-totals`` under the baseline
+    and under plan-first) succeed on every other request (``alternate``), so every group of its attempts
+    holds a success and a failure whatever the order of its requests."""
     rules: list[dict] = []
     solve_run = {"match": {"last_message_contains": "wrote"}, "reply": _action("bash", command="bash /tmp/solve.sh")}
     adapters = [f"{name}-g0-r0" for name in LINEAGES]
     for name in SEARCH + SELECTION + SEALED:
         marker = _marker(name)
+        # a new adapter, under any harness: every selection task, no sealed task
+        if name in SELECTION + SEALED:
+            reply = _solve(name) if name in SELECTION else _action("finish")
+            rules += [{"match": {"turn": 0, "last_message_contains": marker, "model": m}, "reply": reply} for m in adapters]
+            # under plan-first its first reply is the plan: it acts (solves, or gives up) on the next turns
+            rules += [{"match": {"turn": 1, "conversation_contains": [marker, PLAN], "model": m}, "reply": reply}
+                      for m in adapters]
+            if name in SELECTION:
+                rules += [{"match": {"conversation_contains": [marker, PLAN], "last_message_contains": "wrote",
+                                     "model": m}, "reply": solve_run["reply"]} for m in adapters]
         # the plan-first candidate: a plan, then the solution on search and sealed tasks; nothing on selection
         if name in SELECTION:
             rules.append({"match": {"conversation_contains": [marker, PLAN]}, "reply": _action("finish")})
         else:
             rules.append({"match": {"turn": 0, "conversation_contains": [marker, PLAN]}, "reply": {"content": "1. solve\n2. run"}})
-            rules.append({"match": {"turn": 1, "conversation_contains": [marker, PLAN]}, "reply": _solve(name)})
-        # a new adapter: every selection task, no sealed task
-        if name in SELECTION + SEALED:
-            reply = _solve(name) if name in SELECTION else _action("finish")
-            rules += [{"match": {"turn": 0, "last_message_contains": marker, "model": m}, "reply": reply} for m in adapters]
+            # fix-invoice-totals under plan-first: every other request (the Update, which trains under the
+            # best contract by search evidence - plan-first - needs a contrast)
+            mixed = name in SEARCH and name != HARD
+            rules.append({"match": {"turn": 1, "conversation_contains": [marker, PLAN]}, "reply": _solve(name),
+                          "alternate": mixed, **({"on_failure": _action("finish")} if mixed else {})})
         # base weights under the baseline harness: never the hard task, half of fix-invoice-totals, all the others
         if name == HARD:
             rules.append({"match": {"last_message_contains": marker}, "reply": _action("finish")})
@@ -80,7 +92,7 @@ def _script() -> dict:
             rules.append(
                 {
                     "match": {"turn": 0, "last_message_contains": marker},
-                    "reply": _solve(name), "success_probability": 0.5, "on_failure": _action("finish"),
+                    "reply": _solve(name), "alternate": True, "on_failure": _action("finish"),
                 }
             )
         else:
@@ -104,7 +116,9 @@ def _spec(name: str, tasks: list[str], policy_url: str, contract: str, sealed: b
         expansion=ExpansionSpec(attempts=4, search=SearchBudgetSpec(max_attempts=24, cells_per_step=8, seed=0)),
         update=UpdateSpec(
             base_model_path=str(ensure_tiny_model()),
-            iterations=0,  # one offline update on the Expansion trials
+            # one on-policy iteration: the training contract (plan-first, the best by search evidence) ran one
+            # search trial, so its rollouts, not the Expansion's trials, give the group with a contrast
+            iterations=1, group_size=4, tasks_per_iteration=2,
             trainer=TrainerConfig(
                 lora_rank=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], learning_rate=1e-3,
                 batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
