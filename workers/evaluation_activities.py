@@ -150,12 +150,36 @@ def lineage_sealed_records(session, lineage_id: str) -> tuple[list[Any], set[str
 
 
 def split_records(session, lineage_id: str, generation: int, split: PoolSplit) -> tuple[list[Any], set[str]]:
-    """The generation's evaluation trials on one split, and the split's task hashes."""
+    """The evaluation trials on one split that generation ``generation`` reads, and the split's task hashes.
+
+    The split is frozen and a trial's sampling seed depends on its task and attempt only
+    (:func:`mindforge.trials.seeds.paired_seed`), so a pair's trial of one task attempt
+    measures the same thing in whichever generation it ran: the generation reads every
+    trial of generations ``0..generation``, one per (contract, adapter, task, attempt)
+    (the earliest), and a pair measured before - the parent, handed on from the last
+    generation's gate - is not run again. Reusing the parent's trials from the gate that
+    chose it can only favour the parent (they won that gate), never a new candidate.
+    """
     tasks = split_tasks(session, lineage_id, split)
-    rows = trials.list_trials(
-        session=session, lineage_id=lineage_id, generation_index=generation, stage=STAGE_OF_SPLIT[split].value
-    )
-    return [r.to_record() for r in rows if r.task_hash in tasks], tasks
+    rows = trials.list_trials(session=session, lineage_id=lineage_id, stage=STAGE_OF_SPLIT[split].value)
+    first: dict[tuple[str, str, str, int], Any] = {}
+    for r in sorted(rows, key=lambda r: (r.generation_index if r.generation_index is not None else -1)):
+        if r.task_hash not in tasks or (r.generation_index or 0) > generation:
+            continue
+        first.setdefault((r.contract_hash or "", r.adapter, r.task_hash, r.attempt), r)
+    return [r.to_record() for r in first.values()], tasks
+
+
+def drop_read(batches: list[RunTrialsInput], records: list[Any]) -> list[RunTrialsInput]:
+    """``batches`` without the trials whose (contract, adapter, task, attempt) ``records`` hold; none left empty."""
+    read = {(r.contract_hash or "", r.adapter, r.task_hash, r.attempt) for r in records}
+    kept = [
+        b.model_copy(
+            update={"trials": [t for t in b.trials if (b.contract_hash, b.adapter, t.task_hash, t.attempt) not in read]}
+        )
+        for b in batches
+    ]
+    return [b for b in kept if b.trials]
 
 
 class EvaluationActivities:
@@ -191,14 +215,7 @@ class EvaluationActivities:
                 records, _tasks = lineage_sealed_records(s, inp.lineage_id)
             if not n:
                 return SealedPlan(note="the lineage has no sealed tasks")
-            read = {(r.contract_hash or "", r.adapter, r.task_hash, r.attempt) for r in records}
-            kept = [
-                b.model_copy(update={"trials": [
-                    t for t in b.trials if (b.contract_hash, b.adapter, t.task_hash, t.attempt) not in read
-                ]})
-                for b in batches
-            ]
-            return SealedPlan(batches=[b for b in kept if b.trials], tasks=n)
+            return SealedPlan(batches=drop_read(batches, records), tasks=n)
 
         try:
             return await asyncio.to_thread(work)

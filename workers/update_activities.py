@@ -50,7 +50,7 @@ from mindforge.store import engine as store_engine
 from mindforge.store import lineages, registry
 from mindforge.store.errors import ContractNotRegisteredError
 from mindforge.store.models import AdapterRevisionCreate
-from workers.evaluation_activities import pair_trial_batches, split_records
+from workers.evaluation_activities import drop_read, pair_trial_batches, split_records
 
 #: the trial stages training reads (on search-split tasks): base evaluation, search, rollouts
 TRAINED_STAGES = frozenset({TrialStage.EXPANSION.value, TrialStage.SEARCH.value, TrialStage.ROLLOUT.value})
@@ -208,7 +208,9 @@ class UpdateActivities:
     async def plan_promotion_trials(self, inp: PlanPromotionInput) -> PromotionPlan:
         """Selection trials of the trained pair and the parent pair (same tasks, same attempts).
 
-        The parent pair's trials are the successor race's (same ids), so they run once.
+        A pair's trials already read on selection (the parent pair's from the successor
+        race or from an earlier generation: :func:`workers.evaluation_activities.split_records`)
+        are not run again.
 
         Raises:
             ApplicationError: non-retryable ``OffContractError`` when the trained pair's
@@ -223,7 +225,8 @@ class UpdateActivities:
                 batches, n = pair_trial_batches(
                     s, inp.lineage_id, inp.generation, inp.runtime, inp.evaluation, PoolSplit.SELECTION, pairs
                 )
-            return PromotionPlan(batches=batches, tasks=n)
+                records, _tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
+            return PromotionPlan(batches=drop_read(batches, records), tasks=n)
 
         try:
             return await asyncio.to_thread(work)

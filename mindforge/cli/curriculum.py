@@ -23,8 +23,12 @@ SEALED_FAMILIES_HELP = (
     "sealed-families reading, never searched, trained on, put in the library or proposed by Discovery."
 )
 SELECTION_INSTANCES_HELP = (
-    "Selection instances of each training family (default: sized so that the gates detect a lift of 0.10 with "
-    "80% power over --power-baseline)."
+    "Selection instances of each training family (default: sized so that the gates detect a lift of --target-lift "
+    "with 80% power over --power-baseline)."
+)
+TARGET_LIFT_HELP = (
+    "The lift (in pass rate) the gates must detect with 80% power; the selection split is sized for it (smaller "
+    "lifts need more selection instances and more trials per gate)."
 )
 POWER_BASELINE_HELP = (
     "The parent pass rate the selection split is sized against (0: a parent that passes nothing, as a root under "
@@ -90,7 +94,7 @@ def curriculum_counts(curriculum) -> dict[str, int]:
     return {split.value: n for split, n in counts.items()}
 
 
-def size_curriculum_selection(spec, fixed_tasks: int, gates_at, *, baseline: float) -> str:
+def size_curriculum_selection(spec, fixed_tasks: int, gates_at, *, baseline: float, lift: float | None = None) -> str:
     """Set ``spec.curriculum.selection_instances`` by the gates' power; returns the line that says so.
 
     Args:
@@ -98,18 +102,19 @@ def size_curriculum_selection(spec, fixed_tasks: int, gates_at, *, baseline: flo
         fixed_tasks: hand-written tasks on the selection split.
         gates_at: the gates as configured, given the number of selection tasks.
         baseline: the parent pass rate to size against.
+        lift: the lift to detect (default :data:`mindforge.evaluation.sizing.TARGET_LIFT`, 0.10).
 
     Raises:
         InputError: no size reaches the power (naming ``--selection-instances``).
     """
     from mindforge.evaluation.power import GateCannotPassError
-    from mindforge.evaluation.sizing import size_selection
+    from mindforge.evaluation.sizing import TARGET_LIFT, size_selection
 
     cur = spec.curriculum
     try:
         size = size_selection(
             gates_at, families=len(cur.training_families), fixed_tasks=fixed_tasks, baseline=baseline,
-            seed=spec.evaluation.seed,
+            lift=TARGET_LIFT if lift is None else lift, seed=spec.evaluation.seed,
         )
     except GateCannotPassError as exc:
         raise InputError(exc.field, "evaluation.splits", exc.reason) from None

@@ -22,6 +22,7 @@ from mindforge.cli.curriculum import (
     SEALED_FAMILIES_HELP,
     SEALED_TASKS_HELP,
     SELECTION_INSTANCES_HELP,
+    TARGET_LIFT_HELP,
     curriculum_spec,
 )
 from mindforge.cli.lineage_status import lineage_row
@@ -109,7 +110,7 @@ def pool_counts(name: str, tasks: list[Path], splits) -> dict[str, int]:
 def build_spec(
     name, tasks, contract, generations, attempts, splits, seed, policy_url, stages, batch_size, base_model=None,
     search_attempts=None, audit_judge=False, update_loop=None, examples=None, say=None, experience=True,
-    curriculum=None, sealed_tasks=None, power_baseline=None, evaluation=None,
+    curriculum=None, sealed_tasks=None, power_baseline=None, evaluation=None, target_lift=None,
 ):
     """Validate CLI input into a :class:`LineageSpec` (paths made absolute, contract and split sizes checked).
 
@@ -133,9 +134,9 @@ def build_spec(
 
     ``curriculum`` is a :class:`mindforge.payloads.CurriculumSpec`
     (:func:`mindforge.cli.curriculum.curriculum_spec`), the family instances the pool draws;
-    with ``power_baseline`` set, its selection instances are sized by the gates' power
-    against a parent passing that share of its trials
-    (:func:`mindforge.cli.curriculum.size_curriculum_selection`). ``sealed_tasks`` are task
+    with ``power_baseline`` set, its selection instances are sized so that the gates detect
+    ``target_lift`` (default 0.10) with 80% power against a parent passing that share of its
+    trials (:func:`mindforge.cli.curriculum.size_curriculum_selection`). ``sealed_tasks`` are task
     folders pinned to the sealed split (the sealed-tasks reading). ``evaluation`` overrides
     :class:`mindforge.payloads.EvaluationSpec` fields (``attempts``, ``race_budget``,
     ``successor_candidates``); None values keep the defaults.
@@ -200,15 +201,20 @@ def build_spec(
         curriculum=curriculum,
         sealed_tasks=[str(p.resolve()) for p in sealed_tasks or []],
     )
-    lines = size_and_check(spec, tasks, [Path(p) for p in spec.sealed_tasks], power_baseline)
+    lines = size_and_check(spec, tasks, [Path(p) for p in spec.sealed_tasks], power_baseline, target_lift)
     if say is not None:
         for line in lines:
             say(line)
     return spec
 
 
-def size_and_check(spec, tasks: list[Path], sealed_tasks: list[Path], power_baseline: float | None) -> list[str]:
+def size_and_check(
+    spec, tasks: list[Path], sealed_tasks: list[Path], power_baseline: float | None, target_lift: float | None = None
+) -> list[str]:
     """Size a curriculum's selection split (when asked), check every split's size and every gate; the lines to print.
+
+    With ``power_baseline`` set, the selection instances are sized so that the gates detect
+    ``target_lift`` (default 0.10) over a parent passing that rate with 80% power.
 
     Raises:
         InputError: a task does not load, or a gate cannot pass (or no size reaches the power).
@@ -223,7 +229,7 @@ def size_and_check(spec, tasks: list[Path], sealed_tasks: list[Path], power_base
         if power_baseline is not None:
             fixed = pool_counts(spec.name, tasks, spec.evaluation.splits).get("selection", 0)
             gates = lambda k: planned_gates(spec, k)  # noqa: E731 - the gates at k selection tasks
-            lines.append(size_curriculum_selection(spec, fixed, gates, baseline=power_baseline))
+            lines.append(size_curriculum_selection(spec, fixed, gates, baseline=power_baseline, lift=target_lift))
         for key, n in curriculum_counts(spec.curriculum).items():
             extra[key] = extra.get(key, 0) + n
         cur = spec.curriculum
@@ -354,6 +360,7 @@ def start(
     sealed_families: int = typer.Option(2, "--sealed-families", min=0, help=SEALED_FAMILIES_HELP),
     selection_instances: int = typer.Option(None, "--selection-instances", min=1, help=SELECTION_INSTANCES_HELP),
     power_baseline: float = typer.Option(0.25, "--power-baseline", min=0.0, max=0.95, help=POWER_BASELINE_HELP),
+    target_lift: float = typer.Option(0.10, "--target-lift", min=0.01, max=0.9, help=TARGET_LIFT_HELP),
     sealed_tasks: list[Path] = typer.Option(None, "--sealed-tasks", help=SEALED_TASKS_HELP),
     generations: int = typer.Option(1, "--generations", min=1),
     attempts: int = typer.Option(2, "--attempts", min=1, help="Trials per task per generation (group size)."),
@@ -418,6 +425,7 @@ def start(
          "guidance": guidance},
         examples, say=console.print, experience=experience, curriculum=drawn, sealed_tasks=list(sealed_tasks or []),
         power_baseline=power_baseline if drawn is not None and selection_instances is None else None,
+        target_lift=target_lift,
     )
     wid = asyncio.run(start_lineage(spec, settings))
     console.print(f"started lineage [bold]{name}[/] ({wid})\nWeb UI: {ui_link(settings, wid)}")

@@ -48,6 +48,7 @@ from mindforge.cli.curriculum import (
     SEALED_FAMILIES_HELP,
     SEALED_TASKS_HELP,
     SELECTION_INSTANCES_HELP,
+    TARGET_LIFT_HELP,
 )
 from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console
 from mindforge.errors import InputError
@@ -110,6 +111,7 @@ def quickstart_command(
     sealed_families: int = typer.Option(2, "--sealed-families", min=0, help=SEALED_FAMILIES_HELP),
     selection_instances: int = typer.Option(None, "--selection-instances", min=1, help=SELECTION_INSTANCES_HELP),
     power_baseline: float = typer.Option(0.0, "--power-baseline", min=0.0, max=0.95, help=POWER_BASELINE_HELP),
+    target_lift: float = typer.Option(0.10, "--target-lift", min=0.01, max=0.9, help=TARGET_LIFT_HELP),
     sealed_tasks: list[Path] = typer.Option(
         None, "--sealed-tasks", help=SEALED_TASKS_HELP + " Default with the curriculum: 12 tasks of tasks/micro."
     ),
@@ -213,6 +215,7 @@ def quickstart_command(
         examples=examples, say=lambda line: console.print(line, highlight=False),
         curriculum=pool.curriculum, sealed_tasks=pool.sealed_tasks,
         power_baseline=power_baseline if pool.curriculum is not None and selection_instances is None else None,
+        target_lift=target_lift,
         evaluation={
             "attempts": selection_attempts, "sealed_attempts": sealed_attempts, "successor_candidates": race,
             "race_budget": race_budget,

@@ -41,3 +41,23 @@ def test_a_gate_that_cannot_pass_is_refused_naming_the_option_and_the_numbers(se
         _build(split_config(0.0, 0.25, 5, allow_small=True))
     # no gate runs without search and Update: nothing to refuse
     _build(split_config(0.0, 0.25, 5, allow_small=True), stages="discovery")
+
+
+def test_the_selection_split_is_sized_for_the_target_lift_and_says_so(settings):
+    require_module("transformers")
+    from mindforge.cli.curriculum import curriculum_spec
+
+    sized = {}
+    for lift in (0.10, 0.25):
+        lines: list[str] = []
+        drawn = curriculum_spec(
+            f"lift-{lift}", REPO / "tasks" / "families", instances=3, sealed_families=2, sealed_fraction=0.25,
+            selection_instances=None, seed=0,
+        )
+        spec = build_spec(
+            f"lift-{lift}", [], REPO / "hcp_contracts" / "tiny.toml", 1, 2, split_config(0.25, 0.25, 5), 0, None,
+            "expansion,update", 16, "tiny", say=lines.append, curriculum=drawn, power_baseline=0.0, target_lift=lift,
+        )
+        sized[lift] = spec.curriculum.selection_instances
+        assert lines[0].startswith("selection sized by power") and f"detects a lift of {lift:.2f} over" in lines[0]
+    assert sized[0.25] < sized[0.10]
