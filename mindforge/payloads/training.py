@@ -70,6 +70,12 @@ class TrainerConfig(BaseModel):
         batch_size: samples per optimizer step.
         micro_batch_size: samples per forward/backward (gradients accumulate over
             ``batch_size / micro_batch_size`` micro-batches); None = ``batch_size``.
+        micro_batch_positions: most logit positions one forward/backward computes (rows x
+            scored length): a micro-batch closes before it would exceed them, so memory
+            stays bounded when trajectories are long (a contract with a library of worked
+            examples in its prompt). Each position is a vocabulary-sized float row: about
+            0.8 MB for SmolLM2 with its copy and gradient, so the default 2,048 keeps the
+            logits near 1.6 GB. A longer single sample runs alone. None: no cap.
         clip_eps_low: PPO clip below: ratios under ``1 - clip_eps_low`` stop pushing.
         clip_eps_high: PPO clip above (DAPO's "clip-higher" when larger than low).
         kl_coef: weight of the k3 KL estimate to the base model (adapter disabled);
@@ -88,7 +94,11 @@ class TrainerConfig(BaseModel):
         max_seq_len: longest sample in tokens; longer samples are dropped.
         use_bf16: load the base in bfloat16 on CUDA when supported (CPU is always fp32).
         gradient_checkpointing: recompute activations in the backward pass (less memory
-            for long trajectories, about one more forward of time).
+            for long trajectories, about one more forward of time) in every micro-batch.
+        checkpoint_above_tokens: recompute activations in the backward pass of a
+            micro-batch longer than this many tokens (padded length), whatever
+            ``gradient_checkpointing`` says: attention weights grow with the square of the
+            length (a 3,000-token SmolLM2 trajectory held 13 GB without). None: never.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -104,6 +114,7 @@ class TrainerConfig(BaseModel):
     max_steps: int | None = Field(default=None, ge=1)
     batch_size: int = Field(default=8, ge=1)
     micro_batch_size: int | None = Field(default=None, ge=1)
+    micro_batch_positions: int | None = Field(default=2048, ge=1)
     clip_eps_low: float = Field(default=0.2, gt=0, lt=1)
     clip_eps_high: float = Field(default=0.28, gt=0)
     kl_coef: float = Field(default=0.0, ge=0)
@@ -116,6 +127,7 @@ class TrainerConfig(BaseModel):
     max_seq_len: int = Field(default=8192, ge=2)
     use_bf16: bool = True
     gradient_checkpointing: bool = False
+    checkpoint_above_tokens: int | None = Field(default=1024, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> TrainerConfig:

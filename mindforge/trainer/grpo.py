@@ -87,16 +87,26 @@ def reward_stats(samples: Sequence[TrainingSample]) -> RewardStats:
 
 @torch.no_grad()
 def fill_rollout_logprobs(
-    model: torch.nn.Module, samples: list[TrainingSample], pad_id: int, device: torch.device, micro: int
+    model: torch.nn.Module,
+    samples: list[TrainingSample],
+    pad_id: int,
+    device: torch.device,
+    micro: int,
+    max_positions: int | None = None,
 ) -> list[TrainingSample]:
-    """Give samples without recorded log-probs those of ``model`` (the start-of-training policy)."""
+    """Give samples without recorded log-probs those of ``model`` (the start-of-training policy).
+
+    Forwards run ``micro`` samples at most, and at most ``max_positions`` logit positions
+    (:func:`micro_batches`).
+    """
     out = list(samples)
     missing = [i for i, s in enumerate(samples) if not s.has_rollout_logprobs]
-    for start in range(0, len(missing), micro):
-        chunk = [samples[i] for i in missing[start : start + micro]]
+    chunks = [samples[i] for i in missing]
+    for start, end in micro_batches(["one"] * len(chunks), micro, extents_of(chunks), max_positions):
+        chunk = chunks[start:end]
         batch = collate(chunk, [0.0] * len(chunk), pad_id, device)
         logp = lora.per_token_logps(model, batch.input_ids, batch.attention_mask, batch.first)
-        for row, i in enumerate(missing[start : start + micro]):
+        for row, i in enumerate(missing[start:end]):
             n = len(samples[i].input_ids)
             values = (logp[row, :n] * batch.loss_mask[row, :n]).tolist()
             out[i] = samples[i].model_copy(update={"rollout_logprobs": values, "has_rollout_logprobs": True})
@@ -144,8 +154,11 @@ def grpo_step(
     micro = config.micro_batch_size or config.batch_size
     optimizer.zero_grad(set_to_none=True)
     loss_sum, tokens, masked, clipped, kl_sum = 0.0, 0, 0, 0, 0.0
-    for start, end in micro_batches([s.group_id for s in samples], micro):
+    spans = micro_batches([s.group_id for s in samples], micro, extents_of(samples), config.micro_batch_positions)
+    for start, end in spans:
         batch = collate(samples[start:end], advantages[start:end], pad_id, device)
+        long = config.checkpoint_above_tokens is not None and batch.input_ids.shape[1] > config.checkpoint_above_tokens
+        lora.set_checkpointing(model, config.gradient_checkpointing or long)
         parts = grpo_loss(model, batch, config)
         if parts.tokens:
             parts.loss_sum.backward()
@@ -169,20 +182,50 @@ def grpo_step(
     )
 
 
-def micro_batches(group_ids: Sequence[str], size: int) -> list[tuple[int, int]]:
+def micro_batches(
+    group_ids: Sequence[str],
+    size: int,
+    extents: Sequence[tuple[int, int]] | None = None,
+    max_positions: int | None = None,
+) -> list[tuple[int, int]]:
     """``(start, end)`` spans of at most ``size`` consecutive samples, each within one group's run.
+
+    With ``extents`` and ``max_positions``, a span also ends before its forward would hold
+    more than ``max_positions`` vocabulary-sized logit rows: a micro-batch of B samples
+    computes logits at B x (longest length - earliest first model token + 1) positions
+    (:func:`mindforge.trainer.lora.per_token_logps`), each a float row of the vocabulary
+    (49,152 for SmolLM2: about 0.8 MB with its float32 copy and gradient). A sample over
+    the cap runs alone.
 
     Args:
         group_ids: shape (N,), the group of each sample in step order.
         size: most samples per micro-batch (>= 1).
+        extents: shape (N,), each sample's (length in tokens, position of its first model token).
+        max_positions: most logit positions per micro-batch (None: no cap).
     """
     spans: list[tuple[int, int]] = []
     start = 0
+
+    def positions(a: int, b: int) -> int:
+        assert extents is not None
+        rows = extents[a:b]
+        return (b - a) * (max(n for n, _ in rows) - min(f for _, f in rows) + 1)
+
     for i in range(1, len(group_ids) + 1):
-        if i == len(group_ids) or group_ids[i] != group_ids[start] or i - start == size:
+        full = i - start == size
+        over = (
+            extents is not None and max_positions is not None and i < len(group_ids)
+            and positions(start, i + 1) > max_positions
+        )
+        if i == len(group_ids) or group_ids[i] != group_ids[start] or full or over:
             spans.append((start, i))
             start = i
     return spans
+
+
+def extents_of(samples: Sequence[TrainingSample]) -> list[tuple[int, int]]:
+    """Each sample's (length in tokens, position of its first model token), as :func:`micro_batches` takes them."""
+    return [(len(s.input_ids), s.loss_mask.index(1) if 1 in s.loss_mask else len(s.input_ids)) for s in samples]
 
 
 def group_order(group_ids: Sequence[str], generator: torch.Generator) -> list[int]:
@@ -317,7 +360,9 @@ def train_grpo(
     model = lora.wrap_lora(lora.load_base(base_model_path, device, dtype), config, parent_adapter)
     micro = config.micro_batch_size or config.batch_size
     model.eval()
-    train_samples = fill_rollout_logprobs(model, [samples[i] for i in used], tokenizer.pad_token_id, device, micro)
+    train_samples = fill_rollout_logprobs(
+        model, [samples[i] for i in used], tokenizer.pad_token_id, device, micro, config.micro_batch_positions
+    )
     totals = train_steps(
         model,
         train_samples,

@@ -219,6 +219,16 @@ def test_gradient_checkpointing_gives_the_same_update(yes_no_samples, tiny_model
     base = lora.load_base(tiny_model_dir, torch.device("cpu"), torch.float32)
     wrapped = lora.wrap_lora(base, config.model_copy(update={"gradient_checkpointing": True}))
     assert wrapped.get_base_model().model.gradient_checkpointing
+    lora.set_checkpointing(wrapped, False)
+    assert not wrapped.get_base_model().model.gradient_checkpointing
+    # long micro-batches (here: every one) checkpoint on their own, one row at a time: the same update
+    auto = train_grpo(
+        tiny_model_dir, yes_no_samples,
+        config.model_copy(update={"checkpoint_above_tokens": 1, "micro_batch_positions": 1}), tmp_path / "auto",
+    )
+    assert auto.losses == pytest.approx(plain.losses)
+    c = load_file(str(tmp_path / "auto" / "adapter_model.safetensors"))
+    assert max(float((a[k] - c[k]).abs().max()) for k in a) < 1e-4  # summed in another order
 
 
 def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_model_dir) -> None:
@@ -246,6 +256,19 @@ def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_mo
     (once, grads_once), (apart, grads_apart) = run(True), run(False)
     assert torch.allclose(once, apart, atol=1e-5)
     assert all(torch.allclose(grads_once[n], grads_apart[n], rtol=1e-4, atol=1e-7) for n in grads_once)
+
+
+def test_micro_batches_close_before_their_logits_pass_the_position_cap() -> None:
+    from mindforge.trainer.grpo import micro_batches
+
+    ids = ["a"] * 4 + ["b"] * 2
+    # four 1000-token samples whose model tokens start at 200: 801 positions each
+    extents = [(1000, 200)] * 4 + [(3000, 100), (500, 100)]
+    assert micro_batches(ids, 8, extents, None) == [(0, 4), (4, 6)]  # no cap: one span per group
+    assert micro_batches(ids, 8, extents, 1700) == [(0, 2), (2, 4), (4, 5), (5, 6)]  # 2 x 801 fits, 3 x 801 not
+    # a sample over the cap runs alone; the padded length of a span is its longest sample's
+    assert micro_batches(["c", "c"], 8, [(3000, 100), (500, 100)], 2000) == [(0, 1), (1, 2)]
+    assert micro_batches(["c", "c"], 8, [(500, 100), (3000, 100)], 2000) == [(0, 1), (1, 2)]
 
 
 def test_micro_batches_end_with_their_group_and_steps_keep_groups_together() -> None:
