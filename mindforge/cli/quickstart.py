@@ -18,8 +18,8 @@ the last pair, same pool and frozen sealed split) only when the time spent so fa
 the longest generation so far fits in ``--time-budget`` and fewer than ``--generations``
 ran. The budget is a prediction from measured generations, checked here between
 generations: no workflow reads a clock, and a generation that started always finishes.
-Two SmolLM2 generations of the default curriculum take about 26 minutes on 2 cores
-(16 to 20 rollouts a minute, bound by decoding at about 44 tokens a second per slot); the
+A SmolLM2 generation of the default curriculum took 6 to 20 minutes on 2 cores (16 to
+17 rollouts a minute, bound by decoding at about 44 tokens a second per slot); the
 selection split is sized for the gates to detect a lift of 0.25 with 80% power
 (``--target-lift``), which the harness gains of a worked-example library clear.
 
@@ -131,7 +131,7 @@ def quickstart_command(
         help="Seconds from this command's start (set-up included) after which no new generation starts: one starts "
         "when the time so far plus the longest generation so far fits (0: no budget, run all --generations). A "
         "started generation always finishes. The default fits two SmolLM2 generations of the default curriculum "
-        "on 2 cores (about 13 minutes each).",
+        "on 2 cores (6 to 20 minutes each, measured).",
     ),
     attempts: int = typer.Option(1, "--attempts", min=1, help="Base-evaluation trials per search task."),
     selection_attempts: int = typer.Option(
