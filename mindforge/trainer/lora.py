@@ -93,9 +93,7 @@ def wrap_lora(base: PreTrainedModel, config: TrainerConfig, parent_adapter: Path
     for name, param in model.named_parameters():  # only LoRA matrices learn
         param.requires_grad_("lora_" in name)
     if config.gradient_checkpointing:
-        # non-reentrant checkpointing needs no input that requires grad (the base is frozen)
-        base_model = cast(PreTrainedModel, model.get_base_model())  # the transformers model LoRA was injected into
-        base_model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        set_checkpointing(model, True)
     return model
 
 
@@ -111,7 +109,7 @@ def set_checkpointing(model: torch.nn.Module, on: bool) -> None:
     if _checkpointing(base) == on:
         return
     if on:
-        # as wrap_lora turns it on: non-reentrant, so no input needs to require grad
+        # non-reentrant checkpointing needs no input that requires grad (the base is frozen)
         base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     else:
         base.gradient_checkpointing_disable()
