@@ -89,6 +89,41 @@ def tool_schemas(allowed: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def action_schema(allowed: list[str]) -> dict[str, Any]:
+    """The JSON Schema of one ``json``-format action over the allowed tools.
+
+    One ``anyOf`` branch per tool: ``{"tool": NAME, "arguments": {...}}`` with that tool's
+    string arguments (required ones required, no others). Sent as the OpenAI
+    ``response_format`` ``{"type": "json_schema", ...}`` when the contract sets
+    ``tools.constrained_decoding``; llama.cpp turns it into a grammar, so a reply is
+    one action and ends where its object closes.
+
+    Args:
+        allowed: tool names the contract allows (keys of :data:`TOOL_SPECS`).
+
+    Returns:
+        the schema (a dict); ``{"anyOf": [...]}`` with one branch per allowed tool.
+    """
+    branches = []
+    for name in allowed:
+        _desc, props, required = TOOL_SPECS[name]
+        arguments = {
+            "type": "object",
+            "properties": {arg: {"type": spec["type"]} for arg, spec in props.items()},
+            "required": list(required),
+            "additionalProperties": False,
+        }
+        branches.append(
+            {
+                "type": "object",
+                "properties": {"tool": {"const": name}, "arguments": arguments},
+                "required": ["tool", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    return {"anyOf": branches}
+
+
 def _check(tool: Any, arguments: Any, allowed: list[str], call_id: str) -> Action:
     if not isinstance(tool, str) or not tool:
         raise ActionParseError('the action has no "tool" name')
@@ -123,7 +158,9 @@ def parse_json_action(text: str, allowed: list[str], call_id: str = "") -> Actio
         ActionParseError: no JSON object, unknown tool, missing or mistyped argument.
     """
     candidates = [m.group(1) for m in _FENCE.finditer(text)]
-    decoder = json.JSONDecoder()
+    # strict=False: a command string may hold a raw newline (a multi-line command), which
+    # a grammar-constrained reply can contain
+    decoder = json.JSONDecoder(strict=False)
     for i, ch in enumerate(text):
         if ch == "{":
             try:
@@ -134,7 +171,7 @@ def parse_json_action(text: str, allowed: list[str], call_id: str = "") -> Actio
             break
     for raw in candidates:
         try:
-            obj = json.loads(raw)
+            obj = json.loads(raw, strict=False)
         except json.JSONDecodeError:
             continue
         if isinstance(obj, dict) and ("tool" in obj or "name" in obj):

@@ -25,7 +25,7 @@ from typing import Any
 import openai
 
 from mindforge.agent import prompts
-from mindforge.agent.actions import Action, ActionParseError, parse_reply, tool_schemas
+from mindforge.agent.actions import Action, ActionParseError, action_schema, parse_reply, tool_schemas
 from mindforge.agent.atif_export import transcript_to_atif
 from mindforge.agent.base import Agent, AgentOutcome
 from mindforge.agent.endpoint import resolve_endpoint
@@ -164,6 +164,9 @@ class ModelAgent(Agent):
             kwargs["stop"] = list(opts.stop)
         if c.tools.action_format == "tool_calls":
             kwargs["tools"] = tool_schemas(list(c.tools.allow))
+        if c.tools.constrained_decoding:
+            schema = action_schema(list(c.tools.allow))
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "action", "schema": schema}}
         try:
             return client.chat.completions.create(**kwargs)
         except openai.APITimeoutError:

@@ -126,6 +126,12 @@ class HCPContract(BaseModel):
 
     def _check_action_format(self) -> None:
         fmt, allow = self.tools.action_format, list(self.tools.allow)
+        if self.tools.constrained_decoding and fmt != "json":
+            raise FieldProblem(
+                "tools.constrained_decoding",
+                f"constrained decoding samples replies under the json action format's schema; "
+                f"the {fmt} format has none",
+            )
         if fmt not in SHELL_FORMATS:
             return
         extra = [tool for tool in allow if tool not in SHELL_FORMAT_TOOLS]

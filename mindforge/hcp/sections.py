@@ -187,6 +187,12 @@ class ToolsSection(_Section):
             says how many bytes were left out.
         show_exit_code: show the command's exit code in each observation.
         show_turn_budget: end each observation with the ``[turn N/M; S s left]`` line.
+        constrained_decoding: in the ``json`` format, ask the endpoint to sample each
+            reply under the JSON schema of the allowed actions (OpenAI structured
+            outputs, ``response_format`` of type ``json_schema``; llama.cpp turns it into
+            a grammar), so every reply is one action object and ends where the object
+            closes. An engine without constrained decoding samples free text. Only the
+            ``json`` format may set it.
     """
 
     allow: list[ToolName] = Field(default_factory=lambda: list(KNOWN_TOOLS))
@@ -196,6 +202,7 @@ class ToolsSection(_Section):
     observation_truncation: Truncation = Field(default="head_tail", json_schema_extra=OMIT_AT_DEFAULT)
     show_exit_code: bool = Field(default=True, json_schema_extra=OMIT_AT_DEFAULT)
     show_turn_budget: bool = Field(default=True, json_schema_extra=OMIT_AT_DEFAULT)
+    constrained_decoding: bool = Field(default=False, json_schema_extra=OMIT_AT_DEFAULT)
 
     @field_validator("allow")
     @classmethod

@@ -41,9 +41,9 @@ RULE_AFFINITY: dict[str, dict[str, int]] = {
 #: failure class of the audited trial -> edit tag -> affinity level (the three unusable
 #: replies share the rule ``config.parse_failure``; the class tells them apart)
 CLASS_AFFINITY: dict[str, dict[str, int]] = {
-    # cut by max_tokens: a small model rambles past its action; a stop sequence ends the
-    # reply where the action does
-    "truncated_reply": {"stop": 2, "reply_tokens_raise": 1, "reply_tokens_lower": 1},
+    # cut by max_tokens: a small model rambles past its action; a stop sequence or an
+    # action grammar (constrained decoding) ends the reply where the action does
+    "truncated_reply": {"stop": 2, "constrained": 2, "reply_tokens_raise": 1, "reply_tokens_lower": 1},
     # empty: a stop sequence may fire first (remove it); examples show what to write
     "empty_reply": {"stop_off": 2, "examples": 2},
     "parse_error": {"format": 2, "examples": 2},

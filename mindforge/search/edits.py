@@ -8,9 +8,10 @@ into dotted-path changes for :func:`mindforge.hcp.derive` (:func:`edit_changes`)
 Every harness feature is reachable from the plain baseline by one edit or a chain of
 them: tools, hooks, skills from the shipped library (:mod:`mindforge.search.library`),
 worked examples the lineage was seeded with (``--examples DIR``; none by default: an
-example written from bundled tasks would carry test answers), the action format (all four), stop sequences
-(named presets), the reply length (``model.max_tokens`` up and down), sampling, the
-observation cap, truncation and what an observation shows (exit code, turn budget),
+example written from bundled tasks would carry test answers), the action format (all four),
+constrained decoding of ``json`` replies (a grammar of the allowed actions), stop
+sequences (named presets), the reply length (``model.max_tokens`` up and down),
+sampling, the observation cap, truncation and what an observation shows (exit code, turn budget),
 the turn limit and the mode (``multi_turn`` / ``single_command``).
 
 Task time limits and resources (agent/verifier/build timeouts, CPUs, memory, storage)
@@ -73,6 +74,7 @@ EditOp = Literal[
     "temperature",
     "top_p",
     "action_format",
+    "constrained_decoding",
     "append_prompt",
     "experience_k",
     "experience_snapshot",
@@ -118,6 +120,7 @@ _PATHS = {
     "temperature": "provider_options.temperature",
     "top_p": "provider_options.top_p",
     "action_format": "tools.action_format",
+    "constrained_decoding": "tools.constrained_decoding",
 }
 #: numeric op -> tag stem (the tag is ``<stem>_raise`` or ``<stem>_lower``)
 _DIRECTIONAL = {
@@ -229,6 +232,8 @@ class Edit(BaseModel):
             return frozenset({"exit_code"} if value else {"observation_terse"})
         if op == "show_turn_budget":
             return frozenset({"budget"} if value else {"observation_terse"})
+        if op == "constrained_decoding":
+            return frozenset({"format", "constrained"} if value else {"constrained_off"})
         if op == "mode":
             return frozenset({str(value)})
         current = _current(parent, op) if parent is not None else None
@@ -264,6 +269,8 @@ class Edit(BaseModel):
                 text += f" (a shell format offers bash and finish only: tools.allow drops {', '.join(dropped)})"
         if op == "action_format" and value == "command":
             text += "; one command per trial (workspace.mode single_command), replies stop at their newline"
+        if op == "constrained_decoding" and value:
+            text += " (each reply sampled under the JSON schema of the allowed actions)"
         return text
 
 
@@ -315,6 +322,8 @@ def edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
         return _format_changes(parent, value)
     if op in ("experience_k", "experience_snapshot"):
         return _experience_edit_changes(parent, edit)
+    if op == "constrained_decoding" and parent.tools.action_format != "json":
+        raise ValueError(f"constrained decoding needs the json action format, not {parent.tools.action_format!r}")
     if _current(parent, op) == value and type(_current(parent, op)) is type(value):
         raise ValueError(f"{_PATHS[op]} is already {value!r}")
     return {_PATHS[op]: value}
@@ -332,6 +341,8 @@ def _format_changes(parent: HCPContract, value: Any) -> dict[str, Any]:
     if value not in ACTION_FORMATS or value == parent.tools.action_format:
         raise ValueError(f"cannot switch the action format to {value!r} (now {parent.tools.action_format!r})")
     changes: dict[str, Any] = {"tools.action_format": value}
+    if parent.tools.constrained_decoding:
+        changes["tools.constrained_decoding"] = False  # only the json format has an action schema
     if value == "command":
         if not parent.provider_options.stop:
             changes["provider_options.stop"] = STOP_PRESETS["newline"]
@@ -449,9 +460,9 @@ def operator_edits(
     the observation cap x4 and /4, the other truncations, the exit-code and turn-budget
     lines toggled, the bash timeout x2 and /2, max turns x2 and /2, the other mode, max
     tokens per call x2 (below the context window), /2 and /4 (at least 32), the stop
-    presets other than the current one, other temperatures and top_p values, and every
-    other action format. Prompt edits are model-proposed (:mod:`mindforge.search.proposals`),
-    not listed here.
+    presets other than the current one, other temperatures and top_p values, constrained
+    decoding toggled (``json`` format only), and every other action format. Prompt edits
+    are model-proposed (:mod:`mindforge.search.proposals`), not listed here.
     """
     tools, hooks = contract.tools, contract.hooks
     offerable = SHELL_FORMAT_TOOLS if tools.action_format in SHELL_FORMATS else frozenset(KNOWN_TOOLS)
@@ -489,6 +500,8 @@ def operator_edits(
     out += [Edit(op="stop", value=name) for name, stops in STOP_PRESETS.items() if stops != list(opts.stop)]
     out += [Edit(op="temperature", value=t) for t in TEMPERATURES if t != opts.temperature]
     out += [Edit(op="top_p", value=p) for p in TOP_PS if p != opts.top_p]
+    if tools.action_format == "json":
+        out.append(Edit(op="constrained_decoding", value=not tools.constrained_decoding))
     can_shell = "bash" in tools.allow
     out += [
         Edit(op="action_format", value=f)

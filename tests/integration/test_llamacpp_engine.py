@@ -266,3 +266,23 @@ def test_unconvertible_adapters_are_refused_naming_the_field(server, hf_model, t
     assert resp.status_code == 400 and "use_rslora" in resp.json()["error"]["message"]
     names = [m["id"] for m in httpx.get(f"{url}/models").json()["data"]]
     assert "dora" not in names and "rs" not in names
+
+
+def test_replies_under_the_action_schema_are_one_action_each(client) -> None:
+    """``tools.constrained_decoding``: the grammar of the allowed actions makes every reply parse and end."""
+    from mindforge.agent.actions import action_schema, parse_json_action
+
+    allowed = ["bash", "finish"]
+    fmt = {"type": "json_schema", "json_schema": {"name": "action", "schema": action_schema(allowed)}}
+    messages = [{"role": "user", "content": "List the files in /app. Reply with a JSON action."}]
+    closed = 0
+    for seed in range(6):
+        reply = chat(client, "smol", messages=messages, max_tokens=96, temperature=0.9, seed=seed, response_format=fmt)
+        choice, text = reply.choices[0], reply.choices[0].message.content
+        assert text.lstrip().startswith("{"), text  # no prose before the action
+        if choice.finish_reason == "length":
+            continue  # a string ran to the cap: the grammar cut nothing, the reply is just long
+        assert choice.finish_reason == "stop", choice.finish_reason  # ended where the object closed
+        assert parse_json_action(text, allowed).tool in allowed
+        closed += 1
+    assert closed >= 3, f"{closed} of 6 replies closed their action object"

@@ -4,6 +4,7 @@ import pytest
 
 from mindforge.agent.actions import (
     ActionParseError,
+    action_schema,
     parse_command,
     parse_fenced_bash,
     parse_json_action,
@@ -132,3 +133,18 @@ def test_parse_reply_dispatches_on_the_format():
         parse_reply("json", "ls -la", [], ALLOWED, "c")  # a bare command is not a JSON action
     with pytest.raises(ValueError, match="unknown action format"):
         parse_reply("xml", "<ls/>", [], ALLOWED, "c")
+
+
+def test_action_schema_has_one_branch_per_allowed_tool():
+    schema = action_schema(["bash", "write_file", "finish"])
+    branches = {b["properties"]["tool"]["const"]: b["properties"]["arguments"] for b in schema["anyOf"]}
+    assert list(branches) == ["bash", "write_file", "finish"]
+    assert branches["bash"]["required"] == ["command"] and branches["finish"]["required"] == []
+    assert set(branches["write_file"]["properties"]) == {"path", "content"}
+    assert all(b["additionalProperties"] is False for b in schema["anyOf"])
+
+
+def test_a_command_string_with_a_raw_newline_parses():
+    # a grammar-constrained reply may carry a raw newline inside the command string
+    action = parse_json_action('{"arguments": {"command": "cd /app\nls"}, "tool": "bash"}', ALLOWED)
+    assert action.arguments == {"command": "cd /app\nls"}

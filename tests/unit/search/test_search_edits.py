@@ -42,6 +42,7 @@ NEW_FEATURES = {
     "show_turn_budget=False": ("tools.show_turn_budget", False),
     "mode=single_command": ("workspace.mode", "single_command"),
     "max_turns=15": ("workspace.max_turns", 15),
+    "constrained_decoding=True": ("tools.constrained_decoding", True),
 }
 
 
@@ -163,6 +164,8 @@ def _task(rule: str, cls: str, owner: str = "config") -> SearchTask:
         ("parse_error", Edit(op="stop", value="newline"), 1),
         ("parse_error", Edit(op="max_tokens", value=512), 1),
         ("truncated_reply", Edit(op="stop", value="newline"), 2),
+        ("truncated_reply", Edit(op="constrained_decoding", value=True), 2),
+        ("parse_error", Edit(op="constrained_decoding", value=True), 2),
         ("empty_reply", Edit(op="stop", value="none"), 2),
         ("empty_reply", EXAMPLE, 2),
         ("parse_error", Edit(op="hook_on", value="plan_first"), 0),
@@ -276,3 +279,14 @@ def test_the_stone_that_gets_past_the_failure_most_often_is_refined_first(monkey
     refined = [c for c in arms.potential if c.origin == "progress"]
     assert refined and all(c.edits[0] == command for c in refined)
     assert any(e.op == "add_example" for c in refined for e in c.edits[1:])
+
+
+def test_constrained_decoding_is_a_json_format_edit_that_a_format_switch_undoes():
+    on = child(ROOT, Edit(op="constrained_decoding", value=True))
+    assert "JSON schema of the allowed actions" in on.mindforge.edit
+    assert "constrained_decoding=False" in {e.key for e in operator_edits(on)}
+    fenced = child(on, Edit(op="action_format", value="fenced_bash"))
+    assert fenced.tools.constrained_decoding is False  # only the json format has an action schema
+    assert not any(e.op == "constrained_decoding" for e in operator_edits(fenced))
+    with pytest.raises(ValueError, match="needs the json action format"):
+        edit_changes(fenced, Edit(op="constrained_decoding", value=True))
