@@ -19,7 +19,7 @@ pass rate ``p`` on every task and ``a`` attempts a task shows a pass with probab
 ``q = 1 - (1 - p) ** a``, and the gate passes with the binomial tail
 ``P(Binomial(k, q) >= m*)`` (:func:`exact_power`). The expected lift is ``p`` (reward
 units), so the minimum detectable lift is the smallest ``p`` whose power reaches the
-target (:func:`min_detectable_lift`, bisection on the monotone tail). With finitely many
+target (:func:`min_detectable_lift`, Brent's root of the monotone tail). With finitely many
 resamples (``lift_resamples``) a case whose ``(z / k) ** k`` lies within Monte Carlo error
 of the threshold may go either way.
 
@@ -37,10 +37,10 @@ Pure: numpy and pydantic.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from pydantic import BaseModel
+from scipy import optimize
+from scipy import stats as sps
 
 #: power a gate should have at the lift it is said to detect
 TARGET_POWER = 0.8
@@ -154,8 +154,8 @@ def min_positive_tasks(tasks: int, margin: float = 0.0, confidence: float = 0.95
 
 
 def binomial_tail(n: int, q: float, m: int) -> float:
-    """``P(Binomial(n, q) >= m)``, summed exactly over ``math.comb``."""
-    return sum(math.comb(n, j) * q**j * (1 - q) ** (n - j) for j in range(max(m, 0), n + 1))
+    """``P(Binomial(n, q) >= m)`` (``scipy.stats.binom.sf``)."""
+    return float(sps.binom.sf(max(m, 0) - 1, n, q))
 
 
 def exact_power(rule: GateRule, rate: float) -> float:
@@ -181,11 +181,10 @@ def min_detectable_lift(rule: GateRule, power: float = TARGET_POWER) -> float:
         GateCannotPassError: the gate cannot pass at any lift (see :func:`check_gate`).
     """
     check_gate(rule)
-    lo, hi = 0.0, 1.0
-    for _ in range(60):  # the tail is increasing in the rate; 60 halvings reach float precision
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if exact_power(rule, mid) >= power else (mid, hi)
-    return hi
+    if exact_power(rule, 1.0) < power:
+        return 1.0
+    # the power rises with the rate: one root in (0, 1], found by Brent's method
+    return float(optimize.brentq(lambda rate: exact_power(rule, rate) - power, 0.0, 1.0, xtol=1e-12))
 
 
 def check_gate(rule: GateRule, field: str = "--min-split-tasks") -> None:

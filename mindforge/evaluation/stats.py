@@ -1,6 +1,9 @@
 """Interval statistics of evaluations: Wilson intervals of rates, paired bootstrap of lifts, trend slopes.
 
-Pure: numpy, scipy (Student's t quantiles) and pydantic.
+Pure: numpy, scipy and pydantic. scipy does the statistics where it has them (the
+Wilson interval, ``binomtest``; the percentile bootstrap, ``bootstrap``; the OLS slope,
+``linregress``); the within-task slope (task fixed effects) has no scipy counterpart and
+is fitted here (a test checks it against ``linregress`` on one task).
 """
 
 from __future__ import annotations
@@ -55,10 +58,9 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> Interval:
     if n == 0:
         return Interval(successes=0, n=0, rate=0.0, lo=0.0, hi=1.0)
     p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    lo, hi = max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+    level = 1 - 2 * float(sps.norm.sf(z))
+    ci = sps.binomtest(successes, n).proportion_ci(confidence_level=level, method="wilson")
+    lo, hi = max(0.0, min(p, float(ci.low))), min(1.0, max(p, float(ci.high)))
     return Interval(successes=successes, n=n, rate=p, lo=lo, hi=hi)
 
 
@@ -69,9 +71,9 @@ def bootstrap_lift(
 
     The unit resampled is the task (a cluster of attempts): each task contributes one
     paired difference of per-task scores, and ``n`` resamples draw tasks with
-    replacement (numpy ``default_rng(seed).integers(0, k, size=(n, k))``), so attempts of
-    one task never count as independent evidence (Efron & Tibshirani 1993, ch. 13; the
-    cluster bootstrap).
+    replacement (``scipy.stats.bootstrap``, percentile method, ``rng=default_rng(seed)``),
+    so attempts of one task never count as independent evidence (Efron & Tibshirani
+    1993, ch. 13; the cluster bootstrap). One task gives a zero-width interval.
 
     Args:
         parent: per-task scores of the parent, shape (k,) (e.g. mean reward per task).
@@ -93,11 +95,14 @@ def bootstrap_lift(
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     diffs = np.asarray(child, dtype=float) - np.asarray(parent, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = diffs[rng.integers(0, len(diffs), size=(n, len(diffs)))].mean(axis=1)
-    tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(means, [tail, 100 - tail])
-    return float(diffs.mean()), float(lo), float(hi)
+    mean = float(diffs.mean())
+    if len(diffs) == 1:
+        return mean, mean, mean
+    res = sps.bootstrap(
+        (diffs,), np.mean, n_resamples=n, confidence_level=confidence, method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return mean, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 class Slope(BaseModel):
@@ -148,8 +153,13 @@ def ols_slope(points: Sequence[tuple[float, float]], confidence: float = 0.95) -
     if len(points) < 3:
         return None
     xy = np.asarray(points, dtype=float)
-    x, y = xy[:, 0] - xy[:, 0].mean(), xy[:, 1] - xy[:, 1].mean()
-    return _slope(x, y, len(points) - 2, 1, confidence)
+    if float(np.ptp(xy[:, 0])) == 0.0:
+        return None
+    fit = sps.linregress(xy[:, 0], xy[:, 1])
+    df = len(points) - 2
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * float(fit.stderr)
+    slope = float(fit.slope)
+    return Slope(slope=slope, lo=slope - half, hi=slope + half, n=len(points), groups=1, df=df)
 
 
 def within_task_slope(points: Sequence[tuple[Hashable, float, float]], confidence: float = 0.95) -> Slope | None:

@@ -89,3 +89,21 @@ def test_ols_slope_by_hand() -> None:
     assert got.slope == pytest.approx(0.6)
     assert (got.lo, got.hi) == pytest.approx((0.6 - half, 0.6 + half), abs=1e-5)
     assert ols_slope([(0, 0.0), (1, 1.0)]) is None
+
+
+def test_the_within_task_slope_on_one_task_is_scipys_ols_slope() -> None:
+    """The one fit scipy has no counterpart for, checked against linregress where they coincide."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 6, 30).astype(float)
+    y = 0.2 * x + rng.normal(0, 0.5, 30)
+    ours = within_task_slope([("t", a, b) for a, b in zip(x, y, strict=True)])
+    fit = sps.linregress(x, y)
+    half = sps.t.ppf(0.975, 28) * fit.stderr
+    assert ours is not None and ours.df == 28
+    assert ours.slope == pytest.approx(fit.slope) and ours.lo == pytest.approx(fit.slope - half)
+
+
+def test_a_lift_over_one_task_has_a_zero_width_interval() -> None:
+    assert bootstrap_lift([0.0], [0.5]) == (0.5, 0.5, 0.5)
