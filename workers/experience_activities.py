@@ -33,7 +33,6 @@ from temporalio.exceptions import ApplicationError
 from mindforge.errors import InputError
 from mindforge.evaluation import PoolSplit
 from mindforge.experience import (
-    SEARCH_SPLIT,
     ExperienceEntry,
     ExperienceSnapshot,
     ReplayPlan,
@@ -65,18 +64,28 @@ class _Round:
 
 
 class _Tasks:
-    """The lineage's search-split tasks by content hash, loaded once per round."""
+    """The lineage's pool by content hash: search-split task paths, and every pool task's split.
+
+    Mining is handed each task's real split (``splits``), so its search-split check
+    (:func:`mindforge.experience.mining.check_search_split`) is a live second guard; the
+    first is the store, which refuses an expansion or search trial on a task of another
+    split when it is inserted (:class:`mindforge.evaluation.stages.StageSplitError`).
+    """
 
     def __init__(self, session, lineage_id: str) -> None:
-        rows = pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=PoolSplit.SEARCH)
-        self.paths = {row.id: row.path for row in rows}
+        self.splits: dict[str, str] = {}
+        self._all: dict[str, str] = {}
+        for split in PoolSplit:
+            for row in pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=split):
+                self.splits[row.id], self._all[row.id] = split.value, row.path
+        self.paths = {h: path for h, path in self._all.items() if self.splits[h] == PoolSplit.SEARCH}
         self._loaded: dict[str, Any] = {}
 
     def load(self, task_hash: str):
         from mindforge.tasks.loader import load_task
 
         if task_hash not in self._loaded:
-            self._loaded[task_hash] = load_task(Path(self.paths[task_hash]))
+            self._loaded[task_hash] = load_task(Path(self._all[task_hash]))
         return self._loaded[task_hash]
 
 
@@ -94,7 +103,7 @@ def _oracle_candidates(session, inp: GrowExperienceInput, tasks: _Tasks) -> list
             continue
         entry = mine_solution(
             task_id=task.id, task_hash=task_hash, instruction=task.instruction, solve_sh=solve_sh,
-            split=SEARCH_SPLIT, lineage=inp.lineage_id,
+            split=tasks.splits.get(task_hash), lineage=inp.lineage_id,
         )
         if entry is not None:
             out.append(entry.model_copy(update={"generation": inp.generation}))
@@ -123,7 +132,7 @@ def _model_candidates(session, inp: GrowExperienceInput, tasks: _Tasks) -> list[
         )
         for row in rows:
             record = row.to_record()
-            if not record.passed or row.task_hash not in tasks.paths:  # only search-split tasks are mined
+            if not record.passed or row.task_hash not in tasks.splits:  # a task outside the pool: not mined
                 continue
             events = _events(record)
             if events is None:
@@ -132,7 +141,7 @@ def _model_candidates(session, inp: GrowExperienceInput, tasks: _Tasks) -> list[
             entry = mine_trial(
                 trial_id=record.trial_id, passed=True, task_id=task.id, task_hash=row.task_hash,
                 instruction=task.instruction, contract_hash=record.contract_hash or "", generation=inp.generation,
-                events=events, split=SEARCH_SPLIT, lineage=inp.lineage_id,
+                events=events, split=tasks.splits[row.task_hash], lineage=inp.lineage_id,
             )
             if entry is not None:
                 out.append(entry)

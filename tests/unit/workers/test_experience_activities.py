@@ -113,3 +113,23 @@ def test_model_round_mines_passed_search_split_trials_only_and_records_rejection
         assert repo.rejection_counts(session=s, lineage_id=lineage_id, generation_index=0) == result.rejected
         assert repo.latest_snapshot(session=s, lineage_id=lineage_id) is None
     assert set(_record(engine, lineage_id)["experience"]) == {"model"}
+
+
+def test_no_search_stage_trial_on_a_selection_task_reaches_mining(stored, tmp_path) -> None:
+    """Two guards: the store refuses the trial (stage vs split), and mining gets each task's real split."""
+    from mindforge.evaluation.stages import StageSplitError
+    from mindforge.experience.mining import SplitRefused, check_search_split
+
+    acts, lineage_id, tasks, engine = stored
+    with pytest.raises(StageSplitError, match="runs on search tasks only"):
+        _passed_trial(engine, lineage_id, tasks[SELECTION_TASK], "expansion", "t-leak", ["true"], tmp_path)
+    with session_scope(engine) as s:
+        split = acts_splits(s, lineage_id)[tasks[SELECTION_TASK].content_hash]
+    with pytest.raises(SplitRefused, match="'selection' split"):
+        check_search_split(SELECTION_TASK, split, lineage_id)
+
+
+def acts_splits(session, lineage_id: str) -> dict[str, str]:
+    from workers.experience_activities import _Tasks
+
+    return _Tasks(session, lineage_id).splits
