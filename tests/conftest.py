@@ -55,7 +55,7 @@ def require_module(name: str, how: str = TRAIN_EXTRA):
 
 
 #: marker each test directory's tests get (declared in pyproject.toml; ``--strict-markers``)
-DIRECTORY_MARKERS = {"integration": "integration", "e2e": "e2e"}
+DIRECTORY_MARKERS = {"integration": "integration", "e2e": "e2e", "faults": "faults"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,0 +1,94 @@
+"""The Temporal dev server is SIGKILLed mid-run and restarted on its SQLite file: the run goes on.
+
+Real parts: the ``temporal`` dev server binary (started and restarted by the dev stack's
+own :class:`~mindforge.devstack.services.TemporalComponent` on one database file), a
+real worker, and MindForge's client connection (:func:`workflows.client.connect`). A
+workflow waits on a durable timer while the server is killed at a seeded random point
+and restarted a few seconds later; the worker and the waiting client must both ride
+out the gap (the client's RPC retries, Temporal's ``RetryConfig``), and the workflow
+completes once, with its one activity run once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import socket
+import uuid
+from datetime import timedelta
+
+import pytest
+from temporalio import activity, workflow
+from temporalio.worker import Worker
+
+from mindforge.devstack.services import TemporalComponent, _pid_alive
+from mindforge.settings import Settings
+from workflows.client import connect
+
+pytestmark = [pytest.mark.temporal, pytest.mark.slow]
+
+RUNS: list[str] = []
+#: seconds the server stays down (its restart adds its start-up time)
+GAP_SEC = 12.0
+
+
+@activity.defn
+async def note_run(token: str) -> str:
+    """Counts its executions, so a test can tell a replayed activity from a re-run one."""
+    RUNS.append(token)
+    return token
+
+
+@workflow.defn(sandboxed=False)
+class TimerWorkflow:
+    """Runs one activity, sleeps on a durable timer, returns the activity's result."""
+
+    @workflow.run
+    async def run(self, seconds: float) -> str:
+        token = await workflow.execute_activity(
+            note_run, workflow.info().workflow_id, start_to_close_timeout=timedelta(seconds=30)
+        )
+        await workflow.sleep(seconds)
+        return token
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_a_run_rides_out_a_killed_and_restarted_server(tmp_path, seed) -> None:
+    port, ui = _free_port(), _free_port()
+    settings = Settings(
+        data_dir=tmp_path, temporal_address=f"127.0.0.1:{port}", temporal_ui_url=f"http://127.0.0.1:{ui}"
+    )
+    comp = TemporalComponent(settings)
+    said: list[str] = []
+    pid_file = tmp_path / "temporal" / "server.pid"
+    kill_after = random.Random(seed).uniform(1.0, 4.0)  # seconds into the timer
+    RUNS.clear()
+
+    async def scenario() -> str:
+        client = await connect(settings.temporal_address, "default")
+        queue = f"faults-{uuid.uuid4().hex[:8]}"
+        async with Worker(client, task_queue=queue, workflows=[TimerWorkflow], activities=[note_run]):
+            handle = await client.start_workflow(TimerWorkflow.run, 12.0, id=f"timer-{seed}", task_queue=queue)
+            result = asyncio.create_task(handle.result())
+            await asyncio.sleep(kill_after)
+            pid = _pid_alive(pid_file)
+            assert pid, "the dev server is not running"
+            os.kill(pid, signal.SIGKILL)
+            await asyncio.sleep(GAP_SEC)
+            assert (await asyncio.to_thread(comp.up, said.append)).up, said
+            return await asyncio.wait_for(result, timeout=120)
+
+    try:
+        assert comp.up(said.append).up, said
+        assert asyncio.run(scenario()) == f"timer-{seed}"
+        assert RUNS == [f"timer-{seed}"]  # the activity ran once; the restart replayed it
+    finally:
+        comp.down(said.append)
