@@ -17,7 +17,7 @@ Call pair k the pair generation k starts from: pair 0 is the root, and generatio
 hand on pairs 1, 2, 3. It prints the compounding tables, one per sealed reading
 (:func:`mindforge.cli.results.compounding_lines`: each pair's sealed success, its paired
 lift over pair k-1 and over pair 0 with 95% bootstrap intervals and task counts, and the
-harness / weights parts of each lift), where each change came from, and the issue's two
+harness / weights parts of each lift), where each change came from, and its two
 targets as met / not met on each reading (the micro suite is hand-written tasks, so its
 one reading is *sealed tasks*):
 
@@ -38,7 +38,7 @@ job (``mindforge quickstart --generations 3`` on the full micro suite).
 
 ``--quick`` runs two generations (pairs 0..2) on the main job's 20 tasks with smaller
 budgets; its targets are read for the last pair it hands on (pair 2 over pair 0, pair 2
-above pair 1), a smoke check of the loop rather than the issue's figure.
+above pair 1), a smoke check of the loop rather than the full run's figure.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Benchmark: does a lineage's own experience library lift SmolLM2-135M on sealed tasks? (issue 17)
+"""Benchmark: does a lineage's own experience library lift SmolLM2-135M on sealed tasks?
 
 The full micro suite (``tasks/micro``) on three splits stratified by category
 (:func:`mindforge.evaluation.splits.assign_splits`, key ``bench-experience``), SmolLM2-135M-
@@ -21,7 +21,7 @@ Instruct served by llama.cpp behind the OpenAI-compatible API (as ``bench_real_m
 Printed per contract: the sealed success rate (Wilson 95% interval) and the paired lift
 over ``command`` (:func:`mindforge.evaluation.lift.paired_lift`, bootstrap 95% interval),
 with task and trial counts; and the library's entries by provenance and its rejections by
-reason. Target (issue 17): the experience library's sealed lift over no examples has a 95%
+reason. Target: the experience library's sealed lift over no examples has a 95%
 lower bound above 0 - reported as measured either way. Nothing here decides anything: the
 search split feeds the library, the sealed split only measures.
 
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             contracts[GROWN] = library.attach(command, k=args.k, provenance="any")
             print(f"  library: {oracle.summary()} -> after one generation: {library.summary()}", flush=True)
         else:
-            notes.append("the experience library (mindforge.experience, issue 17 items 1-6) is not in this tree: "
+            notes.append("the experience library (mindforge.experience) is not in this tree: "
                          f"the {ORACLE!r} and {GROWN!r} arms were not run")  # fmt: skip
         contracts[REFERENCE] = reference_contract(command)
         jobs = sealed_jobs(contracts, splits["sealed"], attempts)

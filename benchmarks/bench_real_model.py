@@ -9,8 +9,8 @@ OpenAI-compatible API), with the evidence kept on the splits it belongs to:
 2. **adaptive configuration search vs random search vs best single contract**, each at
    the same attempt budget, on the tasks the base contract failed: cumulative coverage,
    the best single contract's coverage, and the attempts adaptive search needed to reach
-   random search's final coverage. The best single contract is a real sweep, as DESIGN.md
-   and ``bench_search`` define it: every candidate that passed a trial in either search
+   random search's final coverage. The best single contract is a real sweep, as
+   ``bench_search`` defines it: every candidate that passed a trial in either search
    (the most favourable choice for it) runs on *all* failing tasks with the same attempts
    per task (``--sweep-attempts``, default the search budget spread over the tasks), and
    the one that covers most is it - not the best candidate inside the adaptive run, which

@@ -1,4 +1,4 @@
-"""Benchmark: rollouts per minute of SmolLM2-135M on llama.cpp, and where a trial's time goes (issue 18, item 5).
+"""Benchmark: rollouts per minute of SmolLM2-135M on llama.cpp, and where a trial's time goes.
 
 Real trials - ``run_trial`` with ``ModelAgent`` in Docker sandboxes against the embedded
 OpenAI-compatible server on llama.cpp (the main job's engine, 2 slots) - on the search
@@ -34,7 +34,7 @@ llama.cpp-style ``timings``) and the agent's HTTP round trip. It prints, per bat
 - the Docker floor (``benchmarks/bench_trial.py``'s plain ``docker`` CLI trial, no model)
   at the same concurrency, and the ratio of the rollout rate to it.
 
-Targets (issue 18): at concurrency 2, at least 3x the main job's 12-16 rollouts a minute
+Targets: at concurrency 2, at least 3x the main job's 12-16 rollouts a minute
 and at least 0.5x the Docker floor. Nothing here is tuned on the tasks: they are only
 timed. Run on demand (needs the ``llamacpp`` extra and ``mindforge dev up``)::
 

@@ -28,7 +28,7 @@ coverage at fixed attempt budgets, and the ratios. Run::
 
     python benchmarks/bench_search.py [--seeds 10] [--tasks 39] [--p 0.6]
 
-``--mode rankings`` (issue 17, item 8) measures the audit-fit rankings that were written
+``--mode rankings`` measures the audit-fit rankings that were written
 to put the coupled ``command`` format first for one model (``SearchConfig.audit_fit_ranking``:
 the fit sum ahead of measured progress in refinements and stepping stones, and the 1e-6
 tie-break) against the default, where measured progress (the posterior) decides. From

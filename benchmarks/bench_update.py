@@ -15,7 +15,7 @@ rightly, trained nothing.) The contract is fixed, so the lineage's training cont
 it and the generation's sealed lift is exactly (contract, new adapter) over (contract,
 base weights).
 
-**The contract.** The experience-library contract of issue 17, oracle-seeded, built with
+**The contract.** The experience-library contract, oracle-seeded, built with
 ``bench_experience``'s functions (the same code that benchmark measures): the SmolLM2 baseline
 with the ``command`` action format (:func:`benchmarks.bench_experience.command_contract`),
 carrying a snapshot of the lineage's own experience library - the reference solutions

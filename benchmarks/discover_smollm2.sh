@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One Discovery run of SmolLM2-135M-Instruct on llama.cpp with family proposals (issue 20):
+# One Discovery run of SmolLM2-135M-Instruct on llama.cpp with family proposals:
 # serves the bundled GGUF, runs `mindforge tasks discover` with hcp_contracts/smollm2.toml
 # (discovery_mode = "families") on the bundled pool, and prints the CLI's table and counts.
 # Heavy (the real model and Docker trials): run it under the shared lock, e.g.

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Set everything up and run the test suite: .venv, the quality gate (ruff and mypy, configured
-# in pyproject.toml, zero findings), the dev stack (Docker engine, base image, Temporal dev
+# Set everything up and run the test suite: .venv, the documentation site (mkdocs build
+# --strict: a broken link fails here), the quality gate (ruff and mypy, configured in
+# pyproject.toml, zero findings), the dev stack (Docker engine, base image, Temporal dev
 # server, Ray), the test tools (headless Chromium), then pytest. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
+# the docs (mkdocs.yml), first because it takes a second: strict, so a broken link or anchor, or a
+# page left out of the navigation, fails the run (not with --quiet, which hides the warnings strict
+# counts); the site goes to site/ (git-ignored). NO_MKDOCS_2_WARNING quiets Material's banner.
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir site
 # the quality gate: any finding fails the run before the stack starts
 # (tests/unit/test_quality_gate.py runs the same two commands under pytest)
 gated=(mindforge workflows workers benchmarks)

@@ -6,7 +6,7 @@ decide first (:func:`audit_trial`, ``judged_by = "rules"``); what rules cannot d
 flagged ``needs_judge`` and may go to an optional judge call on the policy endpoint
 (:func:`mindforge.audit_judge.judge_audit`, ``judged_by = "judge:<model>"``).
 
-The owners follow the Expansion issue:
+The owners:
 
 - ``infra``: the sandbox engine, the endpoint or the harness code failed;
 - ``task``: a verifier error or timeout, or a task known to be broken, flaky or trivially

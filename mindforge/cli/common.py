@@ -49,14 +49,14 @@ def load_task_dirs(paths: list[Path]):
 
 
 def task_progress(enabled: bool) -> Progress:
-    """A Rich progress bar for trial batches (disabled: prints nothing)."""
+    """A Rich progress bar for trial batches on stderr (disabled, or stderr not a terminal: prints nothing)."""
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-        disable=not enabled,
+        disable=not enabled or not console.is_terminal,
     )
 
 

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from mindforge.cli.curriculum import (
@@ -26,7 +25,7 @@ from mindforge.cli.curriculum import (
     curriculum_spec,
 )
 from mindforge.cli.lineage_status import lineage_row
-from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console, print_json
+from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console, print_json, status_line
 from mindforge.errors import InfraError, InputError
 
 app = typer.Typer(
@@ -313,7 +312,10 @@ async def start_lineage(spec, settings) -> str:
 async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worker_log: Path | None = None) -> dict:
     """Wait for a lineage workflow to finish, showing the query status; returns the final status.
 
+    The status is a spinner on a terminal and plain lines in a file or pipe (:func:`status_line`).
+
     Args:
+        show: show the status at all.
         worker: the worker process this command started, if any; its exit ends the wait.
         worker_log: that worker's log file, quoted when it exits.
 
@@ -324,8 +326,7 @@ async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worke
 
     client = await connect(settings)
     handle = client.get_workflow_handle(wid)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), disable=not show) as progress:
-        bar = progress.add_task(f"{wid}: starting")
+    with status_line(console, f"{wid}: starting", enabled=show) as set_status:
         result_task = asyncio.create_task(handle.result())
         while not result_task.done():
             await asyncio.sleep(2)
@@ -339,9 +340,7 @@ async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worke
             try:
                 st = await handle.query("status")
                 shown = min(st["generation"], st["generations"] - 1)  # indices from 0, as in the tables
-                progress.update(
-                    bar, description=f"{wid}: {st['state']} generation {shown} (of {st['generations']}, first is 0)"
-                )
+                set_status(f"{wid}: {st['state']} generation {shown} (of {st['generations']}, first is 0)")
             except Exception:  # noqa: BLE001 - between runs (continue-as-new) the query may miss
                 pass
         result = result_task.result()

@@ -63,7 +63,7 @@ def _exit(code: int | str | None) -> None:
     The Temporal client's Rust core keeps threads that may call into Python while the
     interpreter finalizes; the process then aborts (``Fatal Python error:
     PyGILState_Release``, status 134) after the command has done its work and printed its
-    output (temporalio/sdk-python issue 300). A script must be able to trust the exit
+    output (https://github.com/temporalio/sdk-python/issues/300). A script must be able to trust the exit
     status, so after such a command the streams are flushed and the process exits at
     once. Every ``finally`` block and context manager of the command has run by then;
     of the exit handlers that are skipped, the two that matter are run first: logging's

@@ -53,7 +53,7 @@ from mindforge.cli.curriculum import (
     SELECTION_INSTANCES_HELP,
     TARGET_LIFT_HELP,
 )
-from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console
+from mindforge.cli.output import EXAMPLES_HELP, GUIDANCE_HELP, make_console, quiet_progress_bars
 from mindforge.errors import InputError
 from mindforge.settings import REPO_ROOT
 
@@ -187,6 +187,7 @@ def quickstart_command(
 
     # SIGTERM runs the clean-up below (worker and policy server stopped), as Ctrl-C does
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    quiet_progress_bars()  # redirected to a file: plain lines, no tqdm bars (the GGUF conversion's)
     started = time.monotonic()
     settings = get_settings()
     dev_up(settings, say=lambda m: console.print(f"[dim]{m}[/]"))

@@ -2,7 +2,7 @@
 
 ``mindforge quickstart`` prints these after the lineage ends, then the compounding
 tables: every pair on each sealed reading (sealed instances, sealed families, sealed
-tasks), one block per reading, never pooled. The kinds of evidence stay apart (DESIGN.md,
+tasks), one block per reading, never pooled. The kinds of evidence stay apart (docs/design.md,
 "Three splits"): the base evaluation and the search-set coverage (search split; coverage
 is an upper bound across contracts, not skill), the decisions (selection split), and the
 sealed figures with their intervals and counts, each under its reading's name.

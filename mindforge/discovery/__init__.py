@@ -1,6 +1,6 @@
 """Discovery: the current pair proposes new tasks; only validated ones join the pool.
 
-Steps (DESIGN.md, "One generation = three stages"):
+Steps (docs/design.md, "One generation: three stages"):
 
 1. :func:`~mindforge.discovery.proposal.request_proposals` - the contract's discovery
    prompt plus a pool summary asks for K tasks in a strict JSON format; malformed

@@ -1,4 +1,4 @@
-"""Task families: templates whose parameters a small model can propose (issue 20).
+"""Task families: templates whose parameters a small model can propose.
 
 A family is data under ``tasks/families/<name>/``:
 

@@ -1,7 +1,7 @@
 """Family curricula: which families a lineage holds out, where each drawn instance goes, and the sealed readings.
 
 A lineage whose pool comes from task families (``--families DIR --instances N``) splits it
-once, at lineage start, and never again (DESIGN.md, "Three splits"):
+once, at lineage start, and never again (docs/design.md, "Three splits"):
 
 - **held-out families** (:func:`choose_sealed_families`): whole families the lineage never
   sees in search, selection, training, the experience library or Discovery; every one of

@@ -1,6 +1,6 @@
 """The three splits of a lineage's task pool, and how a task is assigned to one.
 
-Each lineage splits its pool once (DESIGN.md, "Three splits"):
+Each lineage splits its pool once (docs/design.md, "Three splits"):
 
 - ``search``: Expansion's base evaluation, the failure audit, configuration search and
   the GRPO training selection;
@@ -18,7 +18,7 @@ on the fractions too (stratified largest-remainder allocation). Tasks that join 
 (Discovery admissions) are assigned by the same function, given how many tasks of their
 category each split holds already; tasks already in the pool never move.
 
-The sealed split is frozen when the lineage starts (DESIGN.md, "Compounding, measured"):
+The sealed split is frozen when the lineage starts (docs/design.md, "Compounding"):
 every generation's pair runs the same sealed tasks, so a later task never joins it.
 Admitted tasks are placed with :func:`admission_config`: the lineage's selection fraction
 of the whole pool goes to selection, the rest to search, and none to sealed.

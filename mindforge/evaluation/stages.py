@@ -1,6 +1,6 @@
 """The one rule that ties a trial's stage to its task's split, and the error that enforces it.
 
-Evidence rests on it (DESIGN.md, "Three splits"): ``expansion``, ``search`` and
+Evidence rests on it (docs/design.md, "Three splits"): ``expansion``, ``search`` and
 ``rollout`` trials run on search tasks only (base evaluation, configuration search and
 the GRPO rollouts read nothing else), ``selection`` trials on selection tasks only (the
 decisions), ``sealed`` trials on sealed tasks only (the reported lift). Readers trust

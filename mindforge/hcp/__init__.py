@@ -3,7 +3,7 @@
 An HCP contract is a TOML file carrying everything the harness decides around the
 model (endpoint, model and adapter, prompts, tools, skills, hooks, workspace). The shape
 follows Mind Lab's draft HCP RFC-0002, plus MindForge's ``[mindforge]`` section for
-identity and lineage (see shared HCP.md).
+identity and lineage (docs/design.md, "The HCP contract").
 
 Typical use::
 

@@ -20,7 +20,7 @@ from mindforge.hcp.model import HCPContract
 from mindforge.hcp.sections import EmbeddedResource
 
 # task time limits and resources belong to the task, never to the harness: changing
-# them would make results incomparable with anyone else's (shared HCP.md)
+# them would make results incomparable with anyone else's (docs/design.md, "The HCP contract")
 _TASK_LIMIT_KEYS = frozenset(
     {
         "timeout_sec",

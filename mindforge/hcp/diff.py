@@ -1,6 +1,6 @@
 """Key-path diffs between two HCP contracts, as records and as readable text.
 
-Every contract in a lineage has a parent and a diff that explains it (shared HCP.md);
+Every contract in a lineage has a parent and a diff that explains it (docs/design.md);
 this module computes that diff over the full documents, unknown sections included.
 """
 

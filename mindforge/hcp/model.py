@@ -3,7 +3,7 @@
 The shape follows Mind Lab's draft HCP RFC-0002: a top-level integer ``version = 1`` and
 sections among ``run``, ``env``, ``model``, ``provider_options``, ``tools``, ``skills``,
 ``prompts``, ``resources``, ``workspace``, ``mcp``, ``hooks`` and ``session``, plus
-MindForge's own ``[mindforge]`` section (identity and lineage; see shared HCP.md).
+MindForge's own ``[mindforge]`` section (identity and lineage; see docs/design.md).
 
 Every section keeps keys it does not know and the contract keeps sections it does not
 know, so that rewriting a file loses nothing (an RFC rule). Values are validated

@@ -1,7 +1,7 @@
 """What a lineage runs: its spec, split by concern into the sub-specs each stage gets, and the stages.
 
 A :class:`LineageSpec` is fixed at ``lineage start``. Each stage is handed only its own
-slice (STYLE.md, "pass the sub-config a function needs"): Discovery gets
+slice (a function gets the sub-config it needs, not the root): Discovery gets
 :class:`DiscoverySpec`, Expansion :class:`ExpansionSpec`, Update :class:`UpdateSpec`; all
 get the :class:`RuntimeSpec` (where the policy is, how trials are batched) and the
 :class:`EvaluationSpec` (the splits and how selection and sealed trials run).

@@ -4,7 +4,7 @@ The endpoint loads LoRA adapters at run time with vLLM's API, which the embedded
 (:mod:`mindforge.policy.server.server`) implements too: ``POST /v1/load_lora_adapter``
 ``{"lora_name", "lora_path"}``, and ``GET /v1/models`` lists each loaded adapter with its
 path as ``root``. A vLLM started with ``--enable-lora`` and
-``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`` takes the same calls (``deploy/vllm.md``).
+``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`` takes the same calls (``docs/vllm.md``).
 
 Rules:
 

@@ -433,7 +433,7 @@ def library_entries(session: Session, content_hash: str) -> int | None:
     row = session.get(Contract, content_hash)
     if row is None:
         return None
-    try:  # the experience library (issue 17) may not be in this build
+    try:  # the experience library (mindforge.experience) may not be in this build
         describe_experience = importlib.import_module("mindforge.experience").describe_experience
     except (ImportError, AttributeError):
         return None

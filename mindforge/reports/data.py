@@ -4,7 +4,7 @@ Everything the HTML, Markdown and JSON renderers show comes from :class:`ReportD
 built by :func:`gather_report_data` from the store alone (lineage, generations, pool,
 trials, audits, search jobs, candidates, contracts).
 
-Three kinds of evidence, kept apart under their own names (DESIGN.md, "Three splits"):
+Three kinds of evidence, kept apart under their own names (docs/design.md, "Three splits"):
 
 - *search-set coverage*: the model trials on search-split tasks; the base evaluation is
   their subset under the generation's own contract, every other contract a search

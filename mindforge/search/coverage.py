@@ -1,6 +1,6 @@
 """The coverage ledger of configuration search: per (task x contract) cell attempts and successes.
 
-Two coverages, always side by side (DESIGN.md): *cumulative coverage* - tasks solved by
+Two coverages, always side by side (docs/design.md): *cumulative coverage* - tasks solved by
 at least one contract, an upper bound across configurations and not the skill of any one
 of them - and *single-contract coverage* - the most tasks any one contract solved. Only
 attempts with a real reward count as successes or in rates (``usable``); every attempt

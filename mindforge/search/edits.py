@@ -15,7 +15,7 @@ sampling, the observation cap, truncation and what an observation shows (exit co
 the turn limit and the mode (``multi_turn`` / ``single_command``).
 
 Task time limits and resources (agent/verifier/build timeouts, CPUs, memory, storage)
-are never edited: they belong to the task (shared HCP.md), ``derive`` refuses them, and
+are never edited: they belong to the task (docs/design.md), ``derive`` refuses them, and
 no operation here produces them.
 """
 

@@ -59,8 +59,8 @@ class AdapterImmutableError(StoreError):
 class SealedSplitFrozenError(StoreError):
     """A task that joins a lineage after it started was to go on the sealed split.
 
-    The sealed split is fixed when the lineage starts (DESIGN.md, "Compounding,
-    measured"): every generation's pair runs the same sealed tasks, so Discovery's
+    The sealed split is fixed when the lineage starts (docs/design.md,
+    "Compounding"): every generation's pair runs the same sealed tasks, so Discovery's
     admitted tasks go to search or selection only
     (:func:`mindforge.evaluation.splits.admission_config`).
     """

@@ -127,7 +127,7 @@ class Generation(SQLModel, table=True):
 
 
 class Contract(SQLModel, table=True):
-    """A registered, immutable HCP contract revision (see shared HCP.md).
+    """A registered, immutable HCP contract revision (see docs/design.md).
 
     Attributes:
         hash: the contract's content hash (hex), primary key.

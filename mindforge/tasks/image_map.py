@@ -1,8 +1,8 @@
 """The image map: public base-image references -> locally built images.
 
 Public task Dockerfiles start ``FROM`` registry images; a host without registry access
-builds them from local images instead (shared TASKS.md, "Base images on an air-gapped
-host"). The map is a TOML file (``deploy/image_map.toml``; schema in its comments)::
+builds them from local images instead (docs/tasks.md, "Base images and
+the image map"). The map is a TOML file (``deploy/image_map.toml``; schema in its comments)::
 
     [map]                         # exact references
     "ubuntu:24.04" = "mindforge/base:bookworm"

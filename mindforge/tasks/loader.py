@@ -1,4 +1,4 @@
-"""Load task directories in the Terminal-Bench 2 / Harbor layout (shared TASKS.md).
+"""Load task directories in the Terminal-Bench 2 / Harbor layout (docs/tasks.md).
 
 A task directory holds ``task.toml``, ``instruction.md``, ``environment/Dockerfile``
 (unless ``[environment].docker_image`` names a prebuilt image), ``tests/test.sh`` and

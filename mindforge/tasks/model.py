@@ -1,4 +1,4 @@
-"""Pydantic models of a task in the Terminal-Bench 2 / Harbor layout (see shared TASKS.md).
+"""Pydantic models of a task in the Terminal-Bench 2 / Harbor layout (see docs/tasks.md).
 
 Field names and defaults follow Harbor's ``task.toml`` (``src/harbor/models/task/config.py``),
 including the schema 1.3/1.4 additions. Unknown keys are kept in ``extra`` and warned

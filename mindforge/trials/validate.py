@@ -1,6 +1,6 @@
 """Task validity: does the environment build, does the oracle pass twice, does nop fail?
 
-Verdicts (shared TASKS.md, "Task validity"):
+Verdicts (docs/tasks.md, "Validity"):
 
 * ``valid`` - builds, the reference solution scores 1.0 on both runs, nop scores 0.0;
 * ``broken`` - the reference solution scores below 1 (or its verifier errors);

@@ -1,6 +1,6 @@
 """The verifier phase: copy ``tests/`` in after the agent, run ``test.sh``, read the reward.
 
-Verifier contract (Terminal-Bench 2 / Harbor, see shared TASKS.md): ``tests/`` is copied to
+Verifier contract (Terminal-Bench 2 / Harbor, see docs/tasks.md): ``tests/`` is copied to
 ``/tests`` only after the agent has finished, ``bash /tests/test.sh`` runs with
 ``/logs/verifier/`` present, and the reward is read from ``/logs/verifier/reward.txt`` (a
 number in 0..1) or ``reward.json`` (named sub-scores). Both directories are recreated

@@ -73,7 +73,7 @@ def test_schedule_from_cli_has_cron_and_overlap_skip(temporal_env, settings):
 
 def test_commands_that_talk_to_temporal_exit_zero(temporal_env, settings):
     """The Temporal client's threads used to abort interpreter teardown (status 134) in about
-    one run in four after the output was printed (temporalio/sdk-python issue 300)."""
+    one run in four after the output was printed (https://github.com/temporalio/sdk-python/issues/300)."""
     _env, address, _loop = temporal_env
     cli_env = {**os.environ, "MINDFORGE_TEMPORAL_ADDRESS": address, "MINDFORGE_DATA_DIR": str(settings.data_dir)}
     for _ in range(8):

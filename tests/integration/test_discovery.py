@@ -1,7 +1,7 @@
 """Discovery end to end on the real Docker engine, with fixed proposals.
 
 Test double: the policy is the scripted policy server (``mindforge.policy.doubles.scripted``)
-behind the real OpenAI-compatible HTTP API - the only double allowed (DESIGN.md). Its
+behind the real OpenAI-compatible HTTP API - the only double allowed (docs/design.md). Its
 script answers the Discovery prompt with fixed proposals, and answers the agent with
 ``finish`` at once, except on the task carrying ``TOO_EASY_MARKER``, which it solves.
 Everything else is real: proposals are parsed, written as task directories, built and

@@ -1,6 +1,6 @@
 """A scripted policy server — FOR TESTS ONLY, never for product runs.
 
-The only test double MindForge allows (DESIGN.md): a policy behind the real
+The only test double MindForge allows (docs/design.md, "Components"): a policy behind the real
 OpenAI-compatible HTTP API (``/v1/models``, ``/v1/chat/completions``,
 ``/v1/load_lora_adapter``, ``/v1/unload_lora_adapter``) whose replies follow a script,
 so that a test can make "the model" behave in a known way.

@@ -44,7 +44,7 @@ def test_unloadable_base_model_fails_at_start(settings, tmp_path: Path) -> None:
 
 
 def test_examples_folder_seeds_the_search_and_a_bad_file_is_named(settings, tmp_path: Path) -> None:
-    """``--examples DIR`` (issue 17): the folder's examples travel in the spec; none by default."""
+    """``--examples DIR``: the folder's examples travel in the spec; none by default."""
     from mindforge.errors import InputError
 
     assert _spec("baseline.toml", None).expansion.search.examples == []

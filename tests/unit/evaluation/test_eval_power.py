@@ -31,7 +31,7 @@ def test_power_matches_a_hand_computed_exact_binomial():
     assert min_positive_tasks(5) == 3
     assert exact_power(rule(), 0.1) == pytest.approx(by_hand, abs=1e-12)
     assert by_hand == pytest.approx(0.0505, abs=1e-4)
-    q = 1 - 0.75**2  # 25% of trials: the 38%
+    q = 1 - 0.75**2  # 25% of trials: power about 0.38
     assert exact_power(rule(), 0.25) == pytest.approx(10 * q**3 * (1 - q) ** 2 + 5 * q**4 * (1 - q) + q**5)
     mdl = min_detectable_lift(rule())
     assert exact_power(rule(), mdl) == pytest.approx(0.8, abs=1e-9)

@@ -23,20 +23,20 @@ from mindforge.store import make_engine, session_scope
 from tests.unit.reports.sealed_store import fill_sealed
 
 #: the shape of the reported failure: 12 sealed tasks, the first two with two attempts
-ISSUE_ROOT = [[0.0, 0.0]] * 2 + [[0.0]] * 10
-ISSUE_SUCCESSOR = [[0.0, 0.0]] * 2 + [[1.0]] * 4 + [[0.0]] * 6
+REPORTED_ROOT = [[0.0, 0.0]] * 2 + [[0.0]] * 10
+REPORTED_SUCCESSOR = [[0.0, 0.0]] * 2 + [[1.0]] * 4 + [[0.0]] * 6
 CASES = {
     "zeros": ([[0.0]] * 12, [[0.0]] * 12),  # 12 attempts of 0: the Wilson bound rounded above 0
     "ones": ([[1.0]] * 10, [[1.0]] * 10),  # 10 attempts of 1: the Wilson bound rounded below 1
     "lift-touches-zero": ([[0.0]] * 12, [[1.0]] + [[0.0]] * 11),
-    "issue": (ISSUE_ROOT, ISSUE_SUCCESSOR),
+    "reported-failure": (REPORTED_ROOT, REPORTED_SUCCESSOR),
 }
 
 
 def _gather(tmp_path: Path, name: str) -> ReportData:
     root, successor = CASES[name]
     db_url = f"sqlite:///{tmp_path / 'mindforge.db'}"
-    promotion = {"decided_on": "selection", "promoted": True, "reason": "issue shape", "lift": {
+    promotion = {"decided_on": "selection", "promoted": True, "reason": "reported failure shape", "lift": {
         "mean": -0.125, "lo": -0.298, "hi": 0.048, "n_tasks": 8, "parent_score": 0.25, "successor_score": 0.125,
     }}  # fmt: skip
     fill_sealed(db_url, name, root, successor, record={"update": {"promotion": promotion}})
@@ -62,9 +62,9 @@ def test_the_html_report_renders_every_section_at_the_interval_edges(tmp_path: P
     assert len(rates) == 2 and all(s.lo <= s.rate <= s.hi for s in rates)  # every interval holds its point
 
 
-def test_the_issue_shape_plots_two_different_quantities(tmp_path: Path) -> None:
+def test_the_reported_failure_shape_plots_two_different_quantities(tmp_path: Path) -> None:
     """Pooled pass rate and mean of per-task means differ here; each plot's interval is of its own point."""
-    data = _gather(tmp_path, "issue")
+    data = _gather(tmp_path, "reported-failure")
     by_adapter = {r["sealed"]["adapter"]: r["interval"] for r in reading_rates(data, "tasks")}
     assert (by_adapter[""].successes, by_adapter[""].n, by_adapter[""].rate, by_adapter[""].lo) == (0, 14, 0.0, 0.0)
     assert (by_adapter["gen0-lora"].successes, by_adapter["gen0-lora"].n) == (4, 14)

@@ -85,7 +85,7 @@ def test_a_shell_format_drops_the_file_tools_and_says_so():
 
 
 def test_no_example_edit_by_default_and_the_given_examples_once_each_up_to_the_limit():
-    assert not [e for e in operator_edits(ROOT) if e.op == "add_example"]  # nothing shipped (issue 17)
+    assert not [e for e in operator_edits(ROOT) if e.op == "add_example"]  # no worked example ships
     library = SIM_EXAMPLES
     assert len(library) > MAX_EXAMPLES  # the search chooses which examples a contract carries
     offered = [e for e in operator_edits(ROOT, library) if e.op == "add_example"]

@@ -1,4 +1,4 @@
-"""No test-derived worked examples by default (issue 17, item 7): none ship in the search space,
+"""No test-derived worked examples by default: none ship in the search space,
 a user's folder (``--examples DIR``) is checked with clear errors, and no example folder shipped
 for use restates a bundled task's reference solution (``tasks/**/solution/solve.sh``)."""
 
@@ -43,7 +43,7 @@ def test_no_shipped_example_shares_program_and_options_with_a_bundled_solution()
 
 
 def test_the_check_finds_what_the_old_library_restated():
-    """The check can fail: the hand-written library restates the tasks issue 17 names."""
+    """The check can fail: the hand-written library restates bundled tasks' reference solutions."""
     restated = restated_tasks(load_example_folder(REFERENCE), REPO / "tasks")
     assert restated["count_lines"] == ["micro/count-lines"]
     assert "micro/first-lines" in restated["head_lines"] and "micro/directory-mode" in restated["set_mode"]

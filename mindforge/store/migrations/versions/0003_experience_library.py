@@ -1,6 +1,6 @@
 """Experience library: entries, snapshots and rejections per lineage; trials name the entries shown.
 
-Issue 17: a lineage's worked examples come from its own validated search-split experience.
+Why: a lineage's worked examples come from its own validated search-split experience.
 ``experience_entries`` holds validated entries (search-split tasks only, enforced by
 ``mindforge.store.experience``), ``experience_snapshots`` the published, content-addressed
 snapshots, ``experience_rejections`` every rejected candidate with its reason, and
