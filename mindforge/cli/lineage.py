@@ -320,14 +320,16 @@ async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worke
         worker_log: that worker's log file, quoted when it exits.
 
     Raises:
-        InfraError: the worker this command started exited before the lineage finished.
+        InfraError: the worker this command started exited before the lineage finished, or
+            the Temporal server stopped answering for longer than the client's retry
+            window (the lineage stays on the server; the error says how to look at it).
     """
-    from mindforge.cli.temporal_client import connect
+    from mindforge.cli.temporal_client import connect, workflow_result
 
     client = await connect(settings)
     handle = client.get_workflow_handle(wid)
     with status_line(console, f"{wid}: starting", enabled=show) as set_status:
-        result_task = asyncio.create_task(handle.result())
+        result_task = asyncio.create_task(workflow_result(settings, handle))
         while not result_task.done():
             await asyncio.sleep(2)
             if worker is not None and worker.poll() is not None:

@@ -8,8 +8,9 @@ first connects, not when the CLI starts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from mindforge.errors import InfraError
 from mindforge.settings import Settings
 
 if TYPE_CHECKING:
@@ -58,3 +59,32 @@ def search_attributes(
     from workflows.options import search_attributes as build
 
     return build(lineage_id, generation, stage)
+
+
+async def workflow_result(settings: Settings, handle: Any) -> Any:
+    """The workflow's result, waited for through server restarts shorter than the retry window.
+
+    Args:
+        settings: the settings (the Temporal address, for the message).
+        handle: a ``temporalio.client.WorkflowHandle``.
+
+    Returns:
+        what the workflow returned.
+
+    Raises:
+        InfraError: the server stopped answering for longer than
+            :data:`workflows.client.RECONNECT_WINDOW_SEC`; the workflow is still on the
+            server, and the message says how to look at it and run it on.
+    """
+    from temporalio.service import RPCError
+
+    from workflows.client import RECONNECT_WINDOW_SEC
+
+    try:
+        return await handle.result()
+    except RPCError as exc:
+        raise InfraError(
+            f"Temporal at {settings.temporal_address} stopped answering for more than {RECONNECT_WINDOW_SEC} s "
+            f"({exc}); the workflow {handle.id} is still on the server: once it is back (`mindforge dev up`), "
+            "`mindforge lineage status NAME` shows it and a `mindforge worker` runs it on"
+        ) from None

@@ -92,3 +92,38 @@ def test_a_run_rides_out_a_killed_and_restarted_server(tmp_path, seed) -> None:
         assert RUNS == [f"timer-{seed}"]  # the activity ran once; the restart replayed it
     finally:
         comp.down(said.append)
+
+
+def test_a_server_gone_for_longer_than_the_window_ends_the_wait_with_a_way_back(tmp_path) -> None:
+    """Past the retry window the wait ends in an InfraError that names the workflow and how to go on."""
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.service import RetryConfig
+
+    from mindforge.cli.temporal_client import workflow_result
+    from mindforge.errors import InfraError
+
+    port, ui = _free_port(), _free_port()
+    settings = Settings(
+        data_dir=tmp_path, temporal_address=f"127.0.0.1:{port}", temporal_ui_url=f"http://127.0.0.1:{ui}"
+    )
+    comp = TemporalComponent(settings)
+    said: list[str] = []
+
+    async def scenario() -> None:
+        short = RetryConfig(max_elapsed_time_millis=2000, max_retries=50)  # the window, shortened for the test
+        client = await Client.connect(
+            settings.temporal_address, data_converter=pydantic_data_converter, retry_config=short
+        )
+        handle = await client.start_workflow(TimerWorkflow.run, 60.0, id="timer-gone", task_queue="nobody")
+        pid = _pid_alive(tmp_path / "temporal" / "server.pid")
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(InfraError, match="timer-gone is still on the server.*mindforge worker"):
+            await workflow_result(settings, handle)
+
+    try:
+        assert comp.up(said.append).up, said
+        asyncio.run(scenario())
+    finally:
+        comp.down(said.append)
