@@ -163,7 +163,7 @@ def quickstart_command(
     update_time_budget: float = typer.Option(
         120.0, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (per generation)."
     ),
-    guidance: bool = typer.Option(False, "--guidance/--no-guidance", help=GUIDANCE_HELP + "."),
+    guidance: bool = typer.Option(True, "--guidance/--no-guidance", help=GUIDANCE_HELP + "."),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),
 ) -> None:
     """Run a lineage end to end on this machine, as many generations as fit, and print what it found.
