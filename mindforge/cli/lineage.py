@@ -482,9 +482,25 @@ _JSON_HELP = "Print one JSON document instead of a table."
 def status(
     name: str = typer.Argument(..., help="Lineage name."),
     as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Then every figure in words, with its reason (what the main job used to print)."
+    ),
 ) -> None:
     """Show a lineage's generations and which stages ran."""
     _print_store_status(name, as_json)
+    if verbose and not as_json:
+        _print_results_text(name)
+
+
+def _print_results_text(name: str) -> None:
+    """The long account of each generation and sealed reading (:func:`mindforge.cli.results.results_lines`)."""
+    from mindforge.cli.results import results_lines
+    from mindforge.settings import get_settings
+    from mindforge.store import engine as se
+
+    with se.session_scope(se.init_db(get_settings().db_url)) as s:
+        for line in results_lines(s, name):
+            console.print(line, highlight=False)
 
 
 @app.command("list")

@@ -392,11 +392,12 @@ def _finish(name: str, settings, web_ui: str, started: float) -> None:
 
 
 def _print_results(name: str) -> None:
-    """What the generation(s) found, each figure under its own name.
+    """The last screen: a short table per generation and per sealed reading (:mod:`mindforge.cli.last_screen`).
 
-    See :func:`mindforge.cli.results.results_lines`.
+    The long account of each generation is ``mindforge lineage status NAME --verbose`` and
+    the report; the line after the tables says so.
     """
-    from mindforge.cli.results import results_lines
+    from mindforge.cli.last_screen import last_screen
     from mindforge.settings import get_settings
     from mindforge.store import engine as se
     from mindforge.store import lineages
@@ -406,8 +407,9 @@ def _print_results(name: str) -> None:
         lin = lineages.get_lineage(session=s, lineage_id=name)
         if lin is None:
             raise InputError("lineage", "name", f"no lineage {name!r} in the store")
-        for line in results_lines(s, lin.id):
-            console.print(line, highlight=False)
+        for table in last_screen(s, lin.id):
+            console.print(table)
+    console.print(f"every figure with its reason: .venv/bin/mindforge lineage status {name} --verbose, and the report")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -97,6 +97,8 @@ def test_quickstart_prints_its_summary_then_exits_3_when_its_report_is_incomplet
     assert ended.value.exit_code == REPORT_INCOMPLETE_EXIT
     out = capsys.readouterr().out
     page = settings.artifacts / "reports" / "old-record.html"
-    assert out.startswith("lineage old-record: completed\n") and "sealed lift over the parent pair (sealed tasks): +1.000" in out
+    # the last screen: the generations table, then the sealed readings table with the figure
+    assert out.index("lineage old-record: completed") < out.index("sealed readings, never pooled") < out.index("+1.000")
+    assert "lineage status old-record --verbose" in out
     assert f"report: {page}\n" in out and page.exists()
     assert f"warning: report {page} is incomplete: section training-reward failed to render ({FAILURE})" in out
