@@ -150,7 +150,7 @@ def show_document(contract: HCPContract, path: Path) -> dict[str, Any]:
 def diff(
     a: Annotated[Path, typer.Argument(help="The old contract.")],
     b: Annotated[Path, typer.Argument(help="The new contract.")],
-    identity: Annotated[bool, typer.Option(help="Include [mindforge] (name, revision, parent, edit).")] = True,
+    identity: Annotated[bool, typer.Option(help="Include \\[mindforge] (name, revision, parent, edit).")] = True,
 ) -> None:
     """Print what changed from A to B, one line per key path (+ added, - removed, ~ changed).
 

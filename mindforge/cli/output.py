@@ -19,7 +19,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 PIPE_WIDTH = 200
 #: help of ``--examples`` (lineage start, quickstart, schedule create): one wording everywhere
 EXAMPLES_HELP = (
-    "Folder of your own worked-example TOML files (instruction + [[steps]]) that configuration search may add "
+    "Folder of your own worked-example TOML files (instruction + \\[\\[steps]]) that configuration search may add "
     "to contracts; none by default. Examples written from the evaluated tasks void the sealed figure."
 )
 #: help of ``--guidance`` (lineage start, quickstart): one wording everywhere

@@ -130,8 +130,8 @@ def quickstart_command(
         1800.0, "--time-budget", min=0.0,
         help="Seconds from this command's start (set-up included) after which no new generation starts: one starts "
         "when the time so far plus the longest generation so far fits (0: no budget, run all --generations). A "
-        "started generation always finishes. The default fits two SmolLM2 generations of the default curriculum "
-        "on 2 cores (6 to 20 minutes each, measured).",
+        "started generation always finishes. On 2 cores a SmolLM2 generation of the default curriculum "
+        "takes 6 to 20 minutes (measured), so the default usually fits one; give more to run more.",
     ),
     attempts: int = typer.Option(1, "--attempts", min=1, help="Base-evaluation trials per search task."),
     selection_attempts: int = typer.Option(
