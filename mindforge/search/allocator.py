@@ -13,7 +13,7 @@ state always plans the same step: after a crash between plan and observe, re-pla
 from the last committed state yields the same cells with the same trial ids (found in
 the store rather than run again) and the same new candidates (added once, by hash).
 
-Which cells a step runs is decided in :mod:`.selection`: by default a Bayesian upper
+Which cells a step runs is decided in :mod:`.arms` (``pick_adaptive``): by default a Bayesian upper
 confidence bound over (task x candidate) cells, with priors from the tasks' audits and
 evidence shared within clusters of tasks whose audits agree (so promising cells are
 re-attempted, a candidate that solves a cluster spreads to its other tasks, and

@@ -81,7 +81,10 @@ def _base_info(base_gguf: Path) -> tuple[str, int, int, int, dict[str, tuple[int
     arch = str(reader.fields["general.architecture"].contents())
     if arch not in _SUPPORTED_ARCHS:
         raise AdapterConversionError(
-            base_gguf, "general.architecture", f"{arch!r} is not supported ({_SUPPORTED_ARCHS})"
+            base_gguf, "general.architecture",
+            f"{arch!r}: trained adapters convert to GGUF for llama-architecture bases only "
+            f"({sorted(_SUPPORTED_ARCHS)}, e.g. SmolLM2); serve this model with --engine transformers, "
+            "which loads PEFT adapters directly",
         )
 
     def num(key: str) -> int:
