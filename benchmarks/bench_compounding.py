@@ -8,7 +8,7 @@ the product code: the spec is built as ``mindforge lineage start`` builds it
 ``LineageWorkflow`` runs Expansion (base evaluation, audit, configuration search, the
 successor check on selection) and Update (on-policy GRPO iterations, the promotion gate on
 selection) in every generation on a Temporal dev server with in-process workers
-(:func:`benchmarks.bench_update.run_product_lineage`), trials as Ray tasks in Docker
+(:func:`benchmarks.product_lineage.run_product_lineage`), trials as Ray tasks in Docker
 sandboxes. Every generation runs its parent pair, its successor pair and the root pair on
 the same sealed tasks with the same attempts (and, where both the contract and the adapter
 changed, the harness-only pair for the attribution).
@@ -155,7 +155,7 @@ def report(name: str, db_url: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.bench_update import run_product_lineage
+    from benchmarks.product_lineage import run_product_lineage
     from mindforge.policy.engines.models import resolve_model
     from mindforge.policy.server.server import start_policy_server
     from mindforge.settings import get_settings

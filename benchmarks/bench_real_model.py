@@ -225,7 +225,7 @@ def update(server: Any, successor: Any, splits: dict[str, list[Any]], args: Any,
     import asyncio
     import tempfile
 
-    from benchmarks.bench_update import run_product_lineage
+    from benchmarks.product_lineage import run_product_lineage
     from mindforge.evaluation import PoolSplit, SplitConfig
     from mindforge.hcp import save_contract
     from mindforge.payloads import EvaluationSpec, LineageSpec, RuntimeSpec, Stage, UpdateSpec

@@ -112,34 +112,6 @@ def library_contract(name: str, out_dir: Path, base_url: str) -> tuple[Path, str
     return save_contract(contract, out_dir / "smollm2-bench-update.toml"), oracle.summary()
 
 
-async def run_product_lineage(spec: Any, settings: Any) -> None:
-    """Run ``spec``'s lineage to the end through Temporal (dev server) and Ray (local), workers in-process."""
-    from temporalio.contrib.pydantic import pydantic_data_converter
-    from temporalio.testing import WorkflowEnvironment
-
-    from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
-    from workers.lineage_activities import LineageActivities
-    from workers.main import build_workers, init_ray
-    from workflows.options import KEY_GENERATION, KEY_LINEAGE, KEY_STAGE, search_attributes
-
-    init_ray("local")
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(Path(sys.executable).parent / "temporal"),
-        search_attributes=[KEY_LINEAGE, KEY_GENERATION, KEY_STAGE], data_converter=pydantic_data_converter,
-        dev_server_log_level="error",
-    )
-    try:
-        acts = LineageActivities(settings.db_url)
-        orch, sandbox = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
-        async with orch, sandbox:
-            await env.client.execute_workflow(
-                "LineageWorkflow", LineageInput(lineage_id=spec.name, spec=spec), id=f"lineage-{spec.name}",
-                task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(spec.name),
-            )
-    finally:
-        await env.shutdown()
-
-
 def reward_slope(points: list[tuple[int, float]]) -> tuple[float, float, float] | None:
     """Least-squares slope of reward on iteration with its 95% interval (t, n - 2 df); None under 3 points."""
     from mindforge.evaluation import ols_slope
@@ -245,6 +217,7 @@ def sealed_reading(name: str, record: dict[str, Any], base_url: str, attempts: i
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.product_lineage import run_product_lineage
     from mindforge.evaluation import SplitConfig, within_task_slope
     from mindforge.payloads import (
         EvaluationSpec,

@@ -29,5 +29,12 @@ class InputError(MindForgeError):
         super().__init__(f"{where}: {reason}")
 
 
+class ModelSpecError(InputError):
+    """A ``--model`` value that names no loadable model: the spec (or path) and the reason."""
+
+    def __init__(self, spec: object, reason: str) -> None:
+        super().__init__(spec, "", reason)
+
+
 class InfraError(MindForgeError):
     """The sandbox engine or another piece of infrastructure failed; retrying may help."""

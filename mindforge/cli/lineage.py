@@ -309,6 +309,29 @@ async def start_lineage(spec, settings) -> str:
     return wid
 
 
+def extension_input(name: str, generations: int, settings):
+    """The ``LineageInput`` that adds ``generations`` to stored lineage ``name`` (its stored spec, ``extend`` set).
+
+    The worker's ``continue_lineage`` reads the pool, the next index and the pairs from
+    the store when the run starts; the spec here only makes the input whole.
+
+    Raises:
+        InputError: no lineage ``name`` in the store.
+    """
+    from mindforge.errors import InputError
+    from mindforge.payloads import LineageInput, LineageSpec
+    from mindforge.store import engine as se
+    from mindforge.store import lineages
+
+    eng = se.init_db(settings.db_url)
+    with se.session_scope(eng) as s:
+        lin = lineages.get_lineage(session=s, lineage_id=name)
+        if lin is None:
+            raise InputError("--name", "name", f"no lineage {name!r} in {settings.db_url} to continue")
+        spec = LineageSpec.model_validate({k: v for k, v in lin.spec.items() if k in LineageSpec.model_fields})
+    return LineageInput(lineage_id=name, spec=spec, extend=generations)
+
+
 async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worker_log: Path | None = None) -> dict:
     """Wait for a lineage workflow to finish, showing the query status; returns the final status.
 
@@ -443,7 +466,6 @@ def extend(
     wait: bool = typer.Option(False, "--wait", help="Wait for the run to finish, with progress."),
 ) -> None:
     """Add generations to an existing lineage: from its last pair, on the same splits and sealed tasks."""
-    from mindforge.cli.schedule import extension_input
     from mindforge.cli.temporal_client import connect, search_attributes
     from mindforge.payloads import ORCHESTRATION_QUEUE
     from mindforge.settings import get_settings

@@ -328,8 +328,7 @@ def run_generations(spec, settings, most: int, budget_sec: float, started: float
     Raises:
         InfraError: from ``wait``, when the worker exits before a run ends.
     """
-    from mindforge.cli.lineage import start_lineage, ui_link, workflow_id_for
-    from mindforge.cli.schedule import extension_input
+    from mindforge.cli.lineage import extension_input, start_lineage, ui_link, workflow_id_for
     from mindforge.cli.temporal_client import connect, search_attributes
     from mindforge.payloads import ORCHESTRATION_QUEUE
 

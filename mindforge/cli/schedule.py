@@ -62,29 +62,6 @@ async def create_schedule(spec, cron: str, settings) -> str:
     return sid
 
 
-def extension_input(name: str, generations: int, settings):
-    """The ``LineageInput`` that adds ``generations`` to stored lineage ``name`` (its stored spec, ``extend`` set).
-
-    The worker's ``continue_lineage`` reads the pool, the next index and the pairs from
-    the store when the run starts; the spec here only makes the input whole.
-
-    Raises:
-        InputError: no lineage ``name`` in the store.
-    """
-    from mindforge.errors import InputError
-    from mindforge.payloads import LineageInput, LineageSpec
-    from mindforge.store import engine as se
-    from mindforge.store import lineages
-
-    eng = se.init_db(settings.db_url)
-    with se.session_scope(eng) as s:
-        lin = lineages.get_lineage(session=s, lineage_id=name)
-        if lin is None:
-            raise InputError("--name", "name", f"no lineage {name!r} in {settings.db_url} to continue")
-        spec = LineageSpec.model_validate({k: v for k, v in lin.spec.items() if k in LineageSpec.model_fields})
-    return LineageInput(lineage_id=name, spec=spec, extend=generations)
-
-
 async def create_extend_schedule(name: str, generations: int, cron: str, settings) -> str:
     """Create a schedule whose every firing adds ``generations`` to stored lineage ``name``; returns its id.
 
@@ -103,7 +80,7 @@ async def create_extend_schedule(name: str, generations: int, cron: str, setting
         ScheduleSpec,
     )
 
-    from mindforge.cli.lineage import workflow_id_for
+    from mindforge.cli.lineage import extension_input, workflow_id_for
     from mindforge.cli.temporal_client import connect, search_attributes
     from mindforge.payloads import ORCHESTRATION_QUEUE
 

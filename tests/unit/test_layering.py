@@ -286,3 +286,50 @@ def test_no_package_cycle() -> None:
 )
 def test_a_broken_rule_is_caught(source: str, target: str, lazy: bool) -> None:
     assert _breaks(Import(source, target, 1, lazy)) is not None
+
+
+def module_cycles() -> list[list[str]]:
+    """Groups of modules of the shipped code and the benchmarks that import each other, in a circle.
+
+    Every import counts, inside functions too (a lazy import still ties the two modules);
+    a module importing a package that contains it (its ``__init__``) does not.
+    """
+    out: list[Import] = []
+    for folder in (*SHIPPED, "benchmarks"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            _walk(tree, _module_name(path), path.name == "__init__.py", False, out)
+    modules = {i.source for i in out}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for imp in out:
+        if imp.target in modules and imp.target != imp.source and not imp.source.startswith(imp.target + "."):
+            graph[imp.source].add(imp.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while (w := stack.pop()) != v:
+                group.append(w)
+            groups.append(sorted([v, *group]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(g for g in groups if len(g) > 1)
+
+
+def test_no_module_imports_itself_through_a_circle() -> None:
+    """E.g. cli.lineage -> cli.schedule -> cli.lineage, even when both imports sit inside functions."""
+    assert module_cycles() == []

@@ -24,8 +24,8 @@ import json
 import time
 from pathlib import Path
 
+from mindforge.errors import ModelSpecError
 from mindforge.policy.engines.build_once import build_once
-from mindforge.policy.engines.models import ModelSpecError
 
 GGUF_MAGIC = b"GGUF"
 #: bump when the conversion's output changes, so cached copies are rebuilt

