@@ -173,16 +173,8 @@ def quickstart_command(
     written with the error in that section's place, and a warning names the file and each
     failed section); 2 on an input or infrastructure error.
     """
-    from mindforge.cli.lineage import (
-        build_spec,
-        split_config,
-        ui_link,
-        wait_lineage,
-    )
+    from mindforge.cli.lineage import build_spec, split_config
     from mindforge.devstack import dev_up
-    from mindforge.hcp import load_contract
-    from mindforge.policy.engines.models import bundled_contract, resolve_model
-    from mindforge.policy.server.runner import PolicyServerProcess
     from mindforge.settings import get_settings
 
     # SIGTERM runs the clean-up below (worker and policy server stopped), as Ctrl-C does
@@ -193,17 +185,7 @@ def quickstart_command(
     dev_up(settings, say=lambda m: console.print(f"[dim]{m}[/]"))
     get_settings.cache_clear()
     settings = get_settings()
-    # the embedded server's model, resolved once here (a GGUF file is converted now): the
-    # server and the trainer reuse the copy; with --policy-url the contract's model.id rules
-    resolved = None if policy_url else resolve_model(model)
-    engine = choose_engine(engine, resolved) if resolved is not None else "external"
-    shipped = bundled_contract(resolved.name if resolved else model) or "baseline.toml"
-    contract = contract or REPO_ROOT / "hcp_contracts" / shipped
-    hcp = load_contract(contract)
-    if resolved is not None and hcp.model.id != resolved.name:
-        raise InputError(
-            contract, "model.id", f"is {hcp.model.id!r} but the embedded server will serve {resolved.name!r}"
-        )
+    resolved, engine, contract = root_model(model, engine, contract, policy_url)
     name = name or f"quickstart-{time.strftime('%Y%m%d-%H%M%S')}"
     splits = split_config(selection, sealed, min_split_tasks, allow_small_splits)
     pool = main_job_pool(
@@ -228,16 +210,70 @@ def quickstart_command(
             "race_budget": race_budget,
         },
     )
+    run_with_services(spec, settings, MainJobServices(model, engine, resolved), generations, time_budget, started)
+
+
+class MainJobServices:
+    """What the main job serves: ``--model`` (None with ``--policy-url``), the engine, the resolved model."""
+
+    def __init__(self, model: str, engine: str, resolved) -> None:
+        self.model, self.engine, self.resolved = model, engine, resolved
+
+
+def root_model(model: str, engine: str, contract: Path | None, policy_url: str | None):
+    """The embedded server's model, its engine and the root contract's path, checked against each other.
+
+    The model is resolved once here (a GGUF file is converted now): the server and the
+    trainer reuse the copy; with ``--policy-url`` the contract's ``model.id`` rules.
+
+    Returns:
+        ``(resolved model or None, engine name or "external", contract path)``.
+
+    Raises:
+        InputError: the contract's ``model.id`` is not the model the embedded server serves.
+        ModelSpecError: ``--model`` names no loadable model.
+    """
+    from mindforge.hcp import load_contract
+    from mindforge.policy.engines.models import bundled_contract, resolve_model
+
+    resolved = None if policy_url else resolve_model(model)
+    engine = choose_engine(engine, resolved) if resolved is not None else "external"
+    shipped = bundled_contract(resolved.name if resolved else model) or "baseline.toml"
+    path = contract or REPO_ROOT / "hcp_contracts" / shipped
+    hcp = load_contract(path)
+    if resolved is not None and hcp.model.id != resolved.name:
+        raise InputError(path, "model.id", f"is {hcp.model.id!r} but the embedded server will serve {resolved.name!r}")
+    return resolved, engine, path
+
+
+def run_with_services(
+    spec, settings, services: MainJobServices, generations: int, time_budget: float, started: float
+) -> None:
+    """Start the policy server (unless ``spec`` names an endpoint) and a worker, run the generations, finish.
+
+    The worker and the server are stopped at the end, on an error, on Ctrl-C and on
+    SIGTERM; their logs are under ``<data dir>/logs/``.
+
+    Raises:
+        InfraError: the worker exited before a run ended.
+    """
+    from mindforge.cli.lineage import ui_link, wait_lineage
+    from mindforge.policy.server.runner import PolicyServerProcess
+
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     server = None
     worker = None
+    name, policy_url = spec.name, spec.runtime.policy_url
     try:
-        if resolved is not None:  # no --policy-url: the embedded server
-            console.print(f"serving {model} as {resolved.name} on {engine} (log {logs / 'policy.log'}) ...")
+        if services.resolved is not None:  # no --policy-url: the embedded server
+            console.print(
+                f"serving {services.model} as {services.resolved.name} on {services.engine} "
+                f"(log {logs / 'policy.log'}) ..."
+            )
             server = PolicyServerProcess(
-                "mindforge.policy.server", ["--model", model, "--engine", engine], log_path=logs / "policy.log",
-                ready_timeout_sec=600,
+                "mindforge.policy.server", ["--model", services.model, "--engine", services.engine],
+                log_path=logs / "policy.log", ready_timeout_sec=600,
             ).start()
             policy_url = server.base_url
         spec.runtime.policy_url = policy_url

@@ -23,7 +23,6 @@ ALLOWED = {
     "mindforge/store/migrations/versions/0001_initial_schema.py:upgrade": (
         "an Alembic migration: one create_table per table, frozen once released"
     ),
-    "mindforge/cli/quickstart.py:quickstart_command": "not yet split into steps",
     "workflows/lineage.py:run": (
         "grew with `lineage extend`; splitting a workflow's run may change replay histories"
     ),
