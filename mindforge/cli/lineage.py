@@ -142,7 +142,8 @@ def build_spec(
 
     Raises:
         InputError: a missing path, an invalid contract, an unknown stage, a bad
-            worked-example file (naming the file and field), or a base model spec that
+            worked-example file (naming the file and field), a worked example that restates
+            a pool task's reference solution (:mod:`mindforge.cli.examples_check`), or a base model spec that
             names no loadable model (``ModelSpecError``).
         SplitTooSmallError: a split below the minimum (see :func:`check_pool_splits`).
         InputError: a gate that cannot pass at any lift (see :func:`check_gates`).
@@ -173,9 +174,16 @@ def build_spec(
         stage_list = [Stage(s.strip()) for s in stages.split(",") if s.strip()]
     except ValueError as exc:
         raise InputError("--stages", "stages", str(exc)) from None
+    from mindforge.cli.examples_check import check_contract, check_examples, pool_solutions
     from mindforge.search.library import load_example_folder
 
+    def solutions() -> dict[str, str]:
+        return pool_solutions([*tasks, *(sealed_tasks or [])], curriculum)
+
+    check_contract(contract, hcp, solutions)
     seeded = load_example_folder(Path(examples)) if examples is not None else []
+    if seeded:
+        check_examples(Path(examples), seeded, solutions())
     search = (
         SearchBudgetSpec(examples=seeded) if search_attempts is None
         else SearchBudgetSpec(enabled=False, examples=seeded) if search_attempts == 0

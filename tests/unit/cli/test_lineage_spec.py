@@ -72,3 +72,21 @@ def test_the_experience_library_grows_by_default_and_can_be_switched_off(setting
         "expansion", 16, None, search_attempts=0, experience=False,
     )
     assert spec.expansion.experience.enabled is False and spec.expansion.experience.replays == 2
+
+
+def test_an_example_that_restates_a_pool_task_is_refused_naming_file_and_task(settings, tmp_path: Path) -> None:
+    """Any pool task can be a selection or sealed task: an example carrying its answer is refused at start."""
+    from mindforge.errors import InputError
+
+    task = tmp_path / "pool" / "count-it"
+    (task / "solution").mkdir(parents=True)
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\nset -e\nwc -l < /app/notes.txt > /app/count.txt\n")
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "list_srv.toml").write_text('instruction = "List /srv."\n[[steps]]\ncommand = "ls /srv"\n')
+    (folder / "lines.toml").write_text('instruction = "Count lines."\n[[steps]]\ncommand = "wc -l < a.txt > n.txt"\n')
+    with pytest.raises(InputError, match=r"lines\.toml: steps: .*pool task\(s\) pool/count-it"):
+        build_spec(
+            "n", [*TASKS, tmp_path / "pool"], REPO / "hcp_contracts" / "baseline.toml", 1, 2,
+            split_config(0.0, 0.0, 1), 0, None, "expansion", 16, None, search_attempts=0, examples=folder,
+        )
