@@ -93,3 +93,24 @@ def check_contract(path: Path, contract: Any, solutions_of: Any) -> None:
             f"shares program and options with the reference solution of pool task(s) {shown}; any pool task can be a "
             "selection or sealed task, so the root contract would carry its answer: start from a contract without it",
         )
+
+
+def checked_seeds(contract_path: Path, contract: Any, examples: Path | None, task_paths: list, curriculum: Any) -> list:
+    """The user's ``--examples`` (none when None), after both checks against the pool.
+
+    Raises:
+        InputError: a bad example file (:func:`mindforge.search.library.load_example_folder`),
+            or an example or the root contract restating a pool task (:func:`check_examples`,
+            :func:`check_contract`).
+    """
+    from mindforge.search.library import load_example_folder
+
+    def solutions() -> dict[str, str]:
+        return pool_solutions(task_paths, curriculum)
+
+    check_contract(contract_path, contract, solutions)
+    if examples is None:
+        return []
+    seeded = load_example_folder(Path(examples))
+    check_examples(Path(examples), seeded, solutions())
+    return seeded

@@ -174,16 +174,9 @@ def build_spec(
         stage_list = [Stage(s.strip()) for s in stages.split(",") if s.strip()]
     except ValueError as exc:
         raise InputError("--stages", "stages", str(exc)) from None
-    from mindforge.cli.examples_check import check_contract, check_examples, pool_solutions
-    from mindforge.search.library import load_example_folder
+    from mindforge.cli.examples_check import checked_seeds
 
-    def solutions() -> dict[str, str]:
-        return pool_solutions([*tasks, *(sealed_tasks or [])], curriculum)
-
-    check_contract(contract, hcp, solutions)
-    seeded = load_example_folder(Path(examples)) if examples is not None else []
-    if seeded:
-        check_examples(Path(examples), seeded, solutions())
+    seeded = checked_seeds(contract, hcp, examples, [*tasks, *(sealed_tasks or [])], curriculum)
     search = (
         SearchBudgetSpec(examples=seeded) if search_attempts is None
         else SearchBudgetSpec(enabled=False, examples=seeded) if search_attempts == 0
