@@ -183,6 +183,9 @@ class TemporalComponent(Component):
                 if not _pid_alive(self.settings.data_dir / "temporal" / "server.pid"):
                     break
                 time.sleep(0.2)
+        elif (st := self.status()).up:
+            say(f"temporal: no dev server started from {self.settings.data_dir}; the one answering on "
+                f"{st.address} is left alone (stop it from the checkout that started it)")
         return self.status()
 
 
@@ -256,4 +259,6 @@ class RayComponent(Component):
             subprocess.run([_tool("ray"), "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             marker.unlink()
             write_setting(self.settings.settings_file, "ray_address", "local")
+        elif (st := self.status()).up:
+            say(f"ray: no head started from {self.settings.data_dir}; the one answering on {st.address} is left alone")
         return self.status()
