@@ -103,3 +103,20 @@ def docker_engine(engine_and_map):
 @pytest.fixture(scope="session")
 def image_map(engine_and_map):
     return engine_and_map[1]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def temporal_settings(data_dir: Path):
+    """Settings for a Temporal dev server of a test's own: ``data_dir``, free frontend and Web UI ports."""
+    from mindforge.settings import Settings
+
+    port, ui = free_port(), free_port()
+    return Settings(data_dir=data_dir, temporal_address=f"127.0.0.1:{port}", temporal_ui_url=f"http://127.0.0.1:{ui}")

@@ -15,7 +15,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import uuid
 from datetime import timedelta
 
@@ -24,7 +23,7 @@ from temporalio import activity, workflow
 from temporalio.worker import Worker
 
 from mindforge.devstack.services import TemporalComponent, _pid_alive
-from mindforge.settings import Settings
+from tests.conftest import temporal_settings
 from workflows.client import connect
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]
@@ -54,18 +53,10 @@ class TimerWorkflow:
         return token
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.mark.parametrize("seed", [0])
 def test_a_run_rides_out_a_killed_and_restarted_server(tmp_path, seed) -> None:
-    port, ui = _free_port(), _free_port()
-    settings = Settings(
-        data_dir=tmp_path, temporal_address=f"127.0.0.1:{port}", temporal_ui_url=f"http://127.0.0.1:{ui}"
-    )
+    settings = temporal_settings(tmp_path)
     comp = TemporalComponent(settings)
     said: list[str] = []
     pid_file = tmp_path / "temporal" / "server.pid"
@@ -103,10 +94,7 @@ def test_a_server_gone_for_longer_than_the_window_ends_the_wait_with_a_way_back(
     from mindforge.cli.temporal_client import workflow_result
     from mindforge.errors import InfraError
 
-    port, ui = _free_port(), _free_port()
-    settings = Settings(
-        data_dir=tmp_path, temporal_address=f"127.0.0.1:{port}", temporal_ui_url=f"http://127.0.0.1:{ui}"
-    )
+    settings = temporal_settings(tmp_path)
     comp = TemporalComponent(settings)
     said: list[str] = []
 

@@ -7,27 +7,17 @@ must not accept it: it restarts the server on a new file.
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from mindforge.devstack.services import TemporalComponent, _pid_alive
-from mindforge.settings import Settings
+from tests.conftest import temporal_settings
 
 pytestmark = pytest.mark.temporal
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def test_dev_up_restarts_a_server_whose_sqlite_file_is_gone(tmp_path) -> None:
-    port, ui = _free_port(), _free_port()
-    settings = Settings(
-        data_dir=tmp_path, temporal_address=f"127.0.0.1:{port}", temporal_ui_url=f"http://127.0.0.1:{ui}"
-    )
+    settings = temporal_settings(tmp_path)
     comp = TemporalComponent(settings)
     said: list[str] = []
     pid_file = tmp_path / "temporal" / "server.pid"

@@ -220,6 +220,11 @@ def package_cycles() -> list[list[str]]:
         a, b = _package(imp.source), _package(imp.target)
         if a != b and b.split(".")[0] in SHIPPED and a != "mindforge":
             graph[a].add(b)
+    return strongly_connected(graph)
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node of ``graph`` (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -304,30 +309,7 @@ def module_cycles() -> list[list[str]]:
     for imp in out:
         if imp.target in modules and imp.target != imp.source and not imp.source.startswith(imp.target + "."):
             graph[imp.source].add(imp.target)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    groups: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while (w := stack.pop()) != v:
-                group.append(w)
-            groups.append(sorted([v, *group]))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return sorted(g for g in groups if len(g) > 1)
+    return strongly_connected(graph)
 
 
 def test_no_module_imports_itself_through_a_circle() -> None:
