@@ -179,8 +179,11 @@ class ModelAgent(Agent):
             text = str(exc).lower()
             if "context" in text and ("length" in text or "window" in text or "maximum" in text):
                 raise _Stop(FailureClass.CONTEXT_OVERFLOW, str(exc)[:500], LimitFired.CONTEXT_WINDOW) from None
-            raise _Stop(FailureClass.ENDPOINT_ERROR, f"bad request: {str(exc)[:500]}") from None
+            # the endpoint answered and refused what the harness asked for: the harness's failure
+            raise _Stop(FailureClass.AGENT_ERROR, f"the endpoint refused the request: {str(exc)[:500]}") from None
         except openai.APIError as exc:
+            # no answer, a 5xx, or a model/adapter the endpoint does not serve (404): the
+            # endpoint failed, not the model; the trial has no reward and is run again
             raise _Stop(FailureClass.ENDPOINT_ERROR, f"{type(exc).__name__}: {str(exc)[:500]}") from None
 
     def _converse(

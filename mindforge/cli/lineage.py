@@ -333,7 +333,9 @@ def extension_input(name: str, generations: int, settings):
     return LineageInput(lineage_id=name, spec=spec, extend=generations)
 
 
-async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worker_log: Path | None = None) -> dict:
+async def wait_lineage(
+    settings, wid: str, show: bool = True, worker=None, worker_log: Path | None = None, policy=None
+) -> dict:
     """Wait for a lineage workflow to finish, showing the query status; returns the final status.
 
     The status is a spinner on a terminal and plain lines in a file or pipe (:func:`status_line`).
@@ -342,6 +344,10 @@ async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worke
         show: show the status at all.
         worker: the worker process this command started, if any; its exit ends the wait.
         worker_log: that worker's log file, quoted when it exits.
+        policy: the policy server this command started (a
+            :class:`~mindforge.policy.server.runner.PolicyServerProcess`), if any: this
+            command owns it, so when it exits (a crash, an out-of-memory kill) it is started
+            again on the same port; the trials it failed meanwhile have no reward and run again.
 
     Raises:
         InfraError: the worker this command started exited before the lineage finished, or
@@ -362,6 +368,13 @@ async def wait_lineage(settings, wid: str, show: bool = True, worker=None, worke
                 raise InfraError(
                     f"the worker exited with status {worker.returncode} before the lineage finished; "
                     f"log {worker_log}:\n" + "\n".join(tail)
+                )
+            if policy is not None and policy.exited() is not None:
+                began = time.monotonic()
+                code = await asyncio.to_thread(policy.revive)
+                console.print(
+                    f"the policy server exited (status {code}); started again on {policy.base_url} "
+                    f"in {time.monotonic() - began:.0f} s"
                 )
             try:
                 st = await handle.query("status")

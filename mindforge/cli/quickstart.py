@@ -287,7 +287,7 @@ def run_with_services(
         )
         wid = run_generations(
             spec, settings, generations, time_budget, started,
-            wait=lambda w: asyncio.run(wait_lineage(settings, w, worker=worker, worker_log=worker_log)),
+            wait=lambda w: asyncio.run(wait_lineage(settings, w, worker=worker, worker_log=worker_log, policy=server)),
         )
         _finish(name, settings, ui_link(settings, wid), started)
     finally:

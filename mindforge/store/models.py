@@ -291,6 +291,38 @@ class Trial(SQLModel, table=True):
         return TrialRecord(**data, timings=timings)
 
 
+class InfraAttempt(SQLModel, table=True):
+    """One run of a trial that an infrastructure fault ended, kept apart from the trials.
+
+    When a trial ends in a retryable infrastructure class (the sandbox engine, the policy
+    endpoint or the Ray worker failed: :data:`mindforge.trials.record.RETRYABLE_INFRA_CLASSES`),
+    the ``run_trials`` activity stores this row instead of the trial and fails its attempt,
+    so Temporal's retry policy runs the trial again; the ``trials`` row is written only by
+    the run that ends cleanly (or by the last attempt the policy allows, with no reward).
+    The key is (``trial_id``, ``activity_attempt``): a retried write stores nothing twice.
+
+    Attributes:
+        trial_id: the trial that will run again.
+        activity_attempt: the Temporal attempt (1-based) of the ``run_trials`` activity.
+        failure_class / failure_detail: what failed, in the trial record's words.
+        worker: where it ran (``host/ray-node-id/pid``; "" when the Ray worker itself died).
+    """
+
+    __tablename__ = "infra_attempts"
+    __table_args__ = (sa.ForeignKeyConstraint(["lineage_id", "generation_index"], list(_GENERATION_FK)),)
+
+    trial_id: str = Field(primary_key=True)
+    activity_attempt: int = Field(primary_key=True)
+    lineage_id: str = Field(foreign_key="lineages.id", index=True)
+    generation_index: int
+    stage: str
+    task_id: str
+    failure_class: FailureClass = Field(sa_type=str_enum(FailureClass))
+    failure_detail: str = Field(default="", sa_type=sa.Text)
+    worker: str = ""
+    created_at: datetime = _created_at()
+
+
 class Audit(SQLModel, table=True):
     """The audit verdict on one failed trial (at most one per trial).
 

@@ -22,8 +22,25 @@ NO_REWARD_CLASSES = frozenset(
         FailureClass.VERIFIER_TIMEOUT,
         FailureClass.VERIFIER_ERROR,
         FailureClass.INFRA_ERROR,
+        FailureClass.ENDPOINT_ERROR,
     }
 )
+
+#: no-reward classes that a fault outside the task and the pair causes (the sandbox engine,
+#: the policy endpoint, a lost worker): a trial that ends in one is run again
+#: (:func:`is_retryable_infra`), never scored
+RETRYABLE_INFRA_CLASSES = frozenset(
+    {
+        FailureClass.ENV_START_FAILED,
+        FailureClass.INFRA_ERROR,
+        FailureClass.ENDPOINT_ERROR,
+    }
+)
+
+
+def is_retryable_infra(record: TrialRecord) -> bool:
+    """True when the trial ended in an infrastructure fault and should run again (reward None)."""
+    return record.reward is None and record.failure_class in RETRYABLE_INFRA_CLASSES
 
 
 class PhaseTimings(BaseModel):

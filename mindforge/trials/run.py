@@ -190,6 +190,15 @@ def _agent_phase(
         (out / "agent" / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
         outcome = AgentOutcome(failure_class=FailureClass.AGENT_ERROR, failure_detail=f"{type(exc).__name__}: {exc}")
     timings.agent_sec = time.monotonic() - t0
+    if outcome.failure_class == FailureClass.ENDPOINT_ERROR:
+        # the policy endpoint failed (no answer, 5xx, adapter not served): no reward, and the
+        # verifier does not run, so an endpoint outage is never scored as the model's 0
+        rec.prompt_tokens, rec.completion_tokens, rec.num_turns = (
+            outcome.prompt_tokens, outcome.completion_tokens, outcome.num_turns
+        )
+        rec.artifacts.update(outcome.artifacts)
+        _fail(rec, FailureClass.ENDPOINT_ERROR, outcome.failure_detail)
+        return None
     rec.prompt_tokens = outcome.prompt_tokens
     rec.completion_tokens = outcome.completion_tokens
     rec.num_turns = outcome.num_turns

@@ -98,13 +98,21 @@ def test_hint_contract_solves_and_baseline_fails(task, docker_engine, settings):
         ({"content": "I am not sure what to do."}, FailureClass.PARSE_ERROR),
         ({"content": ""}, FailureClass.EMPTY_REPLY),
         ({"content": '{"tool": "bash", "argu', "finish_reason": "length"}, FailureClass.TRUNCATED_REPLY),
-        ({"content": "x", "http_status": 500}, FailureClass.ENDPOINT_ERROR),
     ],
 )
 def test_unusable_replies_have_their_own_class(reply, failure, task, docker_engine, settings):
     rec = _trial(task, BASELINE, {"rules": [], "default": reply}, docker_engine, settings, f"bad-{failure}")
     assert rec.failure_class == failure, rec.failure_detail
     assert rec.reward == 0.0  # the verifier still ran: the agent's failure is why it scored 0
+
+
+def test_an_endpoint_that_fails_is_no_score(task, docker_engine, settings):
+    """A 5xx from the policy endpoint is the endpoint's failure: no reward, no verifier run."""
+    reply = {"content": "x", "http_status": 500}
+    rec = _trial(task, BASELINE, {"rules": [], "default": reply}, docker_engine, settings, "bad-endpoint")
+    assert rec.failure_class == FailureClass.ENDPOINT_ERROR, rec.failure_detail
+    assert rec.reward is None and not rec.has_real_reward
+    assert rec.timings.verify_sec == 0.0
 
 
 def test_max_turns_fires(task, docker_engine, settings):

@@ -212,7 +212,7 @@ def test_a_passed_trial_is_not_audited() -> None:
         (dict(cls=FailureClass.MAX_TURNS, reward=0.0), AuditOwner.CONFIG, True, True),
         (dict(cls=FailureClass.INFRA_ERROR, reward=None), AuditOwner.INFRA, False, False),
         (dict(cls=FailureClass.VERIFIER_ERROR, reward=None), AuditOwner.TASK, False, False),
-        (dict(cls=FailureClass.ENDPOINT_ERROR, reward=0.0), AuditOwner.INFRA, False, False),
+        (dict(cls=FailureClass.ENDPOINT_ERROR, reward=None), AuditOwner.INFRA, False, False),
         (dict(cls=FailureClass.TASK_FAILED, reward=0.0), AuditOwner.TASK, False, False),  # known broken task
         (dict(cls=FailureClass.TASK_FAILED, reward=0.0, num_turns=0), None, True, False),  # no model turns
     ],

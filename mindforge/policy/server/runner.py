@@ -156,6 +156,30 @@ class PolicyServerProcess:
             raise
         return self
 
+    def exited(self) -> int | None:
+        """The child's exit code when it was started and has exited since, else None."""
+        return None if self.proc is None else self.proc.poll()
+
+    def revive(self) -> int | None:
+        """Start the child again on the same port when it has exited (a crash, an OOM kill).
+
+        The owner calls this from its own watch (``mindforge quickstart`` does, between
+        status polls). The new process serves the base model only: adapters loaded at run
+        time are loaded again by whoever needs them (``run_trials`` loads the pair's
+        registered adapter before its trials: :mod:`workers.trial_activities`).
+
+        Returns:
+            the exit code of the process that died, or None when it is running (nothing done).
+
+        Raises:
+            InfraError: the new process exited or did not answer within ``ready_timeout_sec``.
+        """
+        code = self.exited()
+        if code is None:
+            return None
+        self.start()
+        return code
+
     def stop(self, timeout_sec: float = 10.0) -> None:
         """Terminate the child (SIGTERM, then SIGKILL after ``timeout_sec`` seconds)."""
         if self.proc is None or self.proc.poll() is not None:

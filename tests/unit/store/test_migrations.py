@@ -31,6 +31,7 @@ TABLES = {
     "tasks",
     "pool_memberships",
     "trials",
+    "infra_attempts",
     "audits",
     "search_jobs",
     "search_candidates",
@@ -51,7 +52,7 @@ def test_upgrade_creates_every_table_and_is_repeatable(db_url: str, tmp_path: Pa
         assert names == TABLES | {"alembic_version"}
         with engine.connect() as connection:
             head = connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
-        assert head == "0003"
+        assert head == "0004"
     finally:
         engine.dispose()
 

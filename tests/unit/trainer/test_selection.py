@@ -43,9 +43,9 @@ def test_keeps_groups_with_signal_and_counts_every_drop():
         # task c: a selection/sealed task -> set aside even though it has signal
         trial("c", 0, 1.0),
         trial("c", 1, 0.0),
-        # task d: one usable attempt (the other's endpoint failed) -> singleton
+        # task d: one usable attempt (the agent code crashed in the other) -> singleton
         trial("d", 0, 1.0),
-        trial("d", 1, 0.0, failure=FailureClass.ENDPOINT_ERROR),
+        trial("d", 1, 0.0, failure=FailureClass.AGENT_ERROR),
         # task e: the model never acted, and a nop trial -> both dropped
         trial("e", 0, 0.0, turns=0),
         trial("e", 1, 1.0, agent="nop", contract=C2),

@@ -1,0 +1,96 @@
+"""A short lineage to inject faults into, and the counts every fault test checks.
+
+The lineage is Expansion only, on three bundled tasks, with the SCRIPTED POLICY behind
+the real OpenAI-compatible HTTP API (the one allowed double) served by a child process
+(:class:`~mindforge.policy.server.runner.PolicyServerProcess`), so a test can SIGKILL it;
+Temporal, Ray, Docker and SQLite are real. :func:`fault_counts` reads what the store
+holds afterwards: every planned trial stored once, none scored from a fault.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from mindforge.evaluation import SplitConfig
+from mindforge.payloads import (
+    EvaluationSpec,
+    ExpansionSpec,
+    LineageSpec,
+    RuntimeSpec,
+    SearchBudgetSpec,
+    Stage,
+)
+from mindforge.store import engine as se
+from mindforge.store import lineages, trials
+from mindforge.store.infra_attempts import list_infra_attempts
+from mindforge.trials.record import RETRYABLE_INFRA_CLASSES
+from tests.conftest import BUNDLED_TASKS, REPO
+
+TASKS = ["log-5xx-report", "fix-invoice-totals", "c-stats-make"]
+CONTRACT = REPO / "hcp_contracts" / "baseline.toml"
+
+
+def slow_finish_script(model_id: str, delay_sec: float) -> dict:
+    """A script whose every reply is ``finish`` after ``delay_sec`` seconds (trials stay in flight)."""
+    finish = json.dumps({"tool": "finish", "arguments": {}})
+    return {"rules": [], "default": {"content": finish, "delay_sec": delay_sec}, "base_models": [model_id]}
+
+
+def fault_spec(name: str, policy_url: str, contract: Path = CONTRACT, attempts: int = 2) -> LineageSpec:
+    """One generation of Expansion (no search, no splits) on :data:`TASKS`, ``attempts`` trials each."""
+    return LineageSpec(
+        name=name,
+        tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
+        contract_path=str(contract),
+        generations=1,
+        stages=[Stage.EXPANSION],
+        runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=len(TASKS) * attempts, heartbeat_timeout_sec=20),
+        expansion=ExpansionSpec(attempts=attempts, search=SearchBudgetSpec(enabled=False)),
+        evaluation=EvaluationSpec(splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1)),
+    )
+
+
+@dataclass
+class FaultCounts:
+    """What a faulted lineage left in the store.
+
+    Attributes:
+        status: the lineage's status.
+        planned: trials the lineage planned (tasks x attempts).
+        stored: trial rows stored; ``lost`` = planned ids with no row.
+        double_counted: rows beyond one per planned trial id.
+        infra_scored: rows with a fault class and a reward (a fault scored as the model's).
+        infra_unscored: rows that kept a fault class with no reward (the reruns ran out).
+        faults_recorded: infrastructure attempts stored (fault-ended runs, run again).
+    """
+
+    status: str | None
+    planned: int
+    stored: int
+    lost: int
+    double_counted: int
+    infra_scored: int
+    infra_unscored: int
+    faults_recorded: int
+
+
+def fault_counts(settings, lineage_id: str, planned: int) -> FaultCounts:
+    """Count what the store holds for ``lineage_id`` (see :class:`FaultCounts`)."""
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        rows = [r.to_record() for r in trials.list_trials(session=s, lineage_id=lineage_id)]
+        faults = list_infra_attempts(session=s, lineage_id=lineage_id)
+        lin = lineages.get_lineage(session=s, lineage_id=lineage_id)
+        status = str(lin.status) if lin else None
+    ids = [r.trial_id for r in rows]
+    return FaultCounts(
+        status=status,
+        planned=planned,
+        stored=len(rows),
+        lost=max(0, planned - len(set(ids))),
+        double_counted=len(ids) - len(set(ids)),
+        infra_scored=sum(1 for r in rows if r.failure_class in RETRYABLE_INFRA_CLASSES and r.reward is not None),
+        infra_unscored=sum(1 for r in rows if r.failure_class in RETRYABLE_INFRA_CLASSES and r.reward is None),
+        faults_recorded=len(faults),
+    )

@@ -1,0 +1,115 @@
+"""The policy server is SIGKILLed while trials are in flight: they are faults, run again, never scored 0.
+
+Who restarts it: the process that started it. Here that is the waiting side of the
+lineage, :func:`mindforge.cli.lineage.wait_lineage` with ``policy=`` (what ``mindforge
+quickstart`` calls with its embedded server), which starts it again on the same port. The
+restarted server knows its base model only: the pair's adapter is loaded again by the
+``run_trials`` activity before the next trials (:mod:`workers.trial_activities`).
+
+SCRIPTED POLICY behind the real HTTP API, in a child process; Temporal, Ray, Docker and
+SQLite are real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+
+import httpx
+import pytest
+
+from mindforge.hcp import derive, load_contract, save_contract
+from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
+from mindforge.policy.handoff import served_adapters
+from mindforge.policy.server.runner import PolicyServerProcess
+from mindforge.store import AdapterRevisionCreate
+from mindforge.store import engine as se
+from mindforge.store import registry
+from tests.faults.lineage_faults import CONTRACT, TASKS, fault_counts, fault_spec, slow_finish_script
+
+pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
+
+ADAPTER = "faults-import-r0"
+
+
+def _adapter_contract(tmp_path, settings) -> str:
+    """The baseline harness on an imported (registered, lineage-less) adapter ``ADAPTER``."""
+    adapter_dir = tmp_path / "adapter"
+    adapter_dir.mkdir()
+    (adapter_dir / "adapter_config.json").write_text("{}", encoding="utf-8")
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        if registry.get_adapter_by_name(session=s, name=ADAPTER) is None:
+            registry.register_adapter(
+                session=s,
+                adapter_in=AdapterRevisionCreate(
+                    name=ADAPTER, base_model=load_contract(CONTRACT).model.id, path=str(adapter_dir),
+                    sha256="0" * 64, rank=4, alpha=8.0,
+                ),
+            )
+    child = derive(load_contract(CONTRACT), revision="1.0.0-faults", edit=f"model.adapter -> {ADAPTER}",
+                   changes={"model.adapter": ADAPTER})
+    return str(save_contract(child, tmp_path / "adapter-pair.toml"))
+
+
+async def _kill_when_busy(server: PolicyServerProcess, rng: random.Random, killed: list[float]) -> None:
+    """SIGKILL the server a seeded moment after its third chat request (trials in flight then)."""
+    async with httpx.AsyncClient() as http:
+        while True:
+            seen = (await http.get(f"{server.base_url}/scripted/requests", timeout=5)).json()
+            if len([r for r in seen if "messages" in r or "model" in r]) >= 3:
+                break
+            await asyncio.sleep(0.2)
+    await asyncio.sleep(rng.uniform(0.0, 1.0))
+    assert server.proc is not None
+    os.kill(server.proc.pid, signal.SIGKILL)
+    killed.append(time.monotonic())
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_a_killed_policy_server_loses_no_trial_and_scores_no_fault(
+    temporal_env, ray_cluster, settings, tmp_path, seed
+) -> None:
+    from mindforge.cli.lineage import wait_lineage
+    from workers.lineage_activities import LineageActivities
+    from workers.main import build_workers
+    from workflows.options import search_attributes
+
+    env, address, loop = temporal_env
+    name = f"policy-kill-{seed}"
+    script = tmp_path / "script.json"
+    import json
+
+    script.write_text(json.dumps(slow_finish_script(load_contract(CONTRACT).model.id, delay_sec=1.5)))
+    server = PolicyServerProcess("mindforge.policy.doubles.scripted", ["--script", str(script)],
+                                 log_path=tmp_path / "policy.log").start()
+    spec = fault_spec(name, server.base_url, contract=_adapter_contract(tmp_path, settings))
+    killed: list[float] = []
+
+    async def scenario() -> None:
+        acts = LineageActivities(settings.db_url)
+        w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
+        async with w_orch, w_sand:
+            await env.client.start_workflow(
+                "LineageWorkflow", LineageInput(lineage_id=name, spec=spec), id=f"lineage-{name}",
+                task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name),
+            )
+            killer = asyncio.create_task(_kill_when_busy(server, random.Random(seed), killed))
+            waiting = settings.model_copy(update={"temporal_address": address})
+            await asyncio.wait_for(wait_lineage(waiting, f"lineage-{name}", show=False, policy=server), 300)
+            await killer
+
+    try:
+        loop.run_until_complete(scenario())
+        counts = fault_counts(settings, name, planned=len(TASKS) * 2)
+        assert killed, "the server was never killed"
+        assert counts.status == "completed"
+        assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored) == (0, 0, 0, 0), counts
+        assert counts.stored == counts.planned
+        assert counts.faults_recorded >= 1, "no trial was in flight when the server died"
+        # the restarted server got the pair's adapter back before its trials ran
+        assert ADAPTER in served_adapters(server.base_url)
+    finally:
+        server.stop()
