@@ -111,6 +111,9 @@ class TrialActivities:
                 ray.cancel(ref)
             raise
         if faulted:
+            # a Ray worker that died left its sandbox behind: its owner process is gone, so
+            # the engine's orphan clean-up (by owner pid and start time) removes it now
+            await asyncio.to_thread(self._reap_orphans)
             classes = sorted({str(r.failure_class) for r in faulted})
             raise ApplicationError(
                 f"{len(faulted)} of {len(todo)} trials met an infrastructure fault ({', '.join(classes)}; first: "
@@ -200,6 +203,16 @@ class TrialActivities:
                 return row.path
         trained = Path(self.sandbox.artifact_root) / "adapters" / lineage_id / name
         return str(trained) if (trained / TRAIN_RECORD).is_file() else None
+
+    def _reap_orphans(self) -> None:
+        """Remove this host's sandbox containers whose owner process is gone (best effort)."""
+        from mindforge.errors import InfraError
+        from mindforge.sandbox.docker import DockerEngine
+
+        try:
+            DockerEngine.from_settings(self.sandbox.to_settings(), reap=False).reap_orphans()
+        except InfraError as exc:  # the engine itself is down: the next attempt's trials will say so
+            activity.logger.warning("orphan clean-up skipped: %s", exc)
 
     def _store_fault(self, inp: RunTrialsInput, rec: TrialRecord, attempt: int) -> None:
         with store_engine.session_scope(self.engine) as s:

@@ -1,0 +1,98 @@
+"""A Ray worker process is SIGKILLed while it runs a trial: the trial is a fault, run again, its sandbox reaped.
+
+The trials' Ray tasks have ``max_retries=0`` (retries belong to Temporal): ``ray.get``
+raises for the lost task, ``run_trials`` records an infrastructure attempt and fails its
+attempt (retryable), and Temporal runs the lost trial again; finished trials are not run
+again. The dead worker's sandbox container has no owner process any more and is removed
+by the engine's orphan clean-up. SCRIPTED POLICY behind the real HTTP API; Temporal, a
+two-node Ray cluster, Docker and SQLite are real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+
+import docker
+import httpx
+import psutil
+import pytest
+
+from mindforge.hcp import load_contract
+from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
+from mindforge.policy.doubles.scripted import start_scripted_policy
+from mindforge.sandbox.owner import MANAGED, RUN_ID
+from tests.faults.lineage_faults import CONTRACT, TASKS, fault_counts, fault_spec, slow_finish_script
+
+pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
+
+#: the process title Ray gives a worker while it runs ``run_trial_task``
+TRIAL_TASK_TITLE = "ray::run_trial_task"
+
+
+def trial_workers() -> list[psutil.Process]:
+    """Ray worker processes running a trial right now (by process title)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if cmdline.startswith(TRIAL_TASK_TITLE):
+            found.append(proc)
+    return found
+
+
+async def kill_a_trial_worker(base_url: str, rng: random.Random, killed: list[int]) -> None:
+    """SIGKILL one Ray worker running a trial, a seeded moment after the policy's second request."""
+    async with httpx.AsyncClient() as http:
+        while len((await http.get(f"{base_url}/scripted/requests", timeout=5)).json()) < 2:
+            await asyncio.sleep(0.2)
+    await asyncio.sleep(rng.uniform(0.0, 0.5))
+    while not (busy := await asyncio.to_thread(trial_workers)):
+        await asyncio.sleep(0.1)
+    victim = rng.choice(busy)
+    victim.kill()
+    killed.append(victim.pid)
+
+
+def _containers(run_prefix: str) -> list:
+    client = docker.from_env()
+    found = client.containers.list(all=True, filters={"label": f"{MANAGED}=true"})
+    return [c for c in found if (c.labels.get(RUN_ID) or "").startswith(run_prefix)]
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_a_killed_ray_worker_loses_no_trial_and_leaves_no_sandbox(temporal_env, ray_cluster, settings, seed) -> None:
+    from workers.lineage_activities import LineageActivities
+    from workers.main import build_workers
+    from workflows.options import search_attributes
+
+    env, _address, loop = temporal_env
+    name = f"ray-kill-{seed}"
+    killed: list[int] = []
+    script = slow_finish_script(load_contract(CONTRACT).model.id, delay_sec=2.0)
+    with start_scripted_policy(script) as policy:
+        spec = fault_spec(name, policy.base_url)
+
+        async def scenario() -> None:
+            acts = LineageActivities(settings.db_url)
+            w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
+            async with w_orch, w_sand:
+                handle = await env.client.start_workflow(
+                    "LineageWorkflow", LineageInput(lineage_id=name, spec=spec), id=f"lineage-{name}",
+                    task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name),
+                )
+                killer = asyncio.create_task(kill_a_trial_worker(policy.base_url, random.Random(seed), killed))
+                await asyncio.wait_for(handle.result(), 300)
+                await killer
+
+        began = time.monotonic()
+        loop.run_until_complete(scenario())
+    counts = fault_counts(settings, name, planned=len(TASKS) * 2)
+    assert killed, "no Ray worker was killed"
+    assert counts.status == "completed"
+    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored) == (0, 0, 0, 0), counts
+    assert counts.stored == counts.planned
+    assert counts.faults_recorded >= 1, counts
+    assert _containers(f"{name}/") == [], "a sandbox outlived its Ray worker"
+    assert time.monotonic() - began < 300
