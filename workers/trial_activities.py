@@ -84,6 +84,8 @@ class TrialActivities:
             raise _non_retryable(exc) from exc
         if todo:
             await asyncio.to_thread(self._ensure_adapter_served, inp, toml_text)
+        if todo and activity.info().attempt > 1:  # sandboxes an earlier attempt's fault left behind
+            await asyncio.to_thread(self._clean_up, {t.trial_id for t in todo}, strict=True)
         payloads = [self._payload(inp, t, toml_text, self.sandbox) for t in todo]
         refs = [run_trial_ref(p) for p in payloads]
         by_ref = {ref: (payload, spec.task_hash) for ref, payload, spec in zip(refs, payloads, todo, strict=True)}
@@ -111,9 +113,7 @@ class TrialActivities:
                 ray.cancel(ref)
             raise
         if faulted:
-            # a Ray worker that died left its sandbox behind: its owner process is gone, so
-            # the engine's orphan clean-up (by owner pid and start time) removes it now
-            await asyncio.to_thread(self._reap_orphans)
+            await asyncio.to_thread(self._clean_up, {r.trial_id for r in faulted}, strict=False)
             classes = sorted({str(r.failure_class) for r in faulted})
             raise ApplicationError(
                 f"{len(faulted)} of {len(todo)} trials met an infrastructure fault ({', '.join(classes)}; first: "
@@ -204,15 +204,28 @@ class TrialActivities:
         trained = Path(self.sandbox.artifact_root) / "adapters" / lineage_id / name
         return str(trained) if (trained / TRAIN_RECORD).is_file() else None
 
-    def _reap_orphans(self) -> None:
-        """Remove this host's sandbox containers whose owner process is gone (best effort)."""
+    def _clean_up(self, trial_ids: set[str], *, strict: bool) -> None:
+        """Remove the sandboxes of these trials and this host's orphans.
+
+        A Ray worker that died left its sandbox with no owner process (the engine's orphan
+        clean-up, by owner pid and start time, finds it); an engine restart stopped a
+        sandbox whose owner lives on (found by its trial label).
+
+        Raises:
+            ApplicationError: retryable, when ``strict`` and the engine does not answer
+                (a sandbox of a trial about to run again must not outlive it).
+        """
         from mindforge.errors import InfraError
         from mindforge.sandbox.docker import DockerEngine
 
         try:
-            DockerEngine.from_settings(self.sandbox.to_settings(), reap=False).reap_orphans()
-        except InfraError as exc:  # the engine itself is down: the next attempt's trials will say so
-            activity.logger.warning("orphan clean-up skipped: %s", exc)
+            engine = DockerEngine.from_settings(self.sandbox.to_settings(), reap=False)
+            engine.reap_orphans()
+            engine.remove_trial_sandboxes(trial_ids)
+        except InfraError as exc:
+            if strict:
+                raise ApplicationError(f"sandbox clean-up before a rerun failed: {exc}", type="InfraError") from exc
+            activity.logger.warning("sandbox clean-up skipped until the next attempt: %s", exc)
 
     def _store_fault(self, inp: RunTrialsInput, rec: TrialRecord, attempt: int) -> None:
         with store_engine.session_scope(self.engine) as s:

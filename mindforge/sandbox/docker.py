@@ -140,6 +140,37 @@ class DockerEngine:
             logger.info("removed %d orphaned sandbox container(s)", len(removed))
         return removed
 
+    def remove_trial_sandboxes(self, trial_ids: set[str]) -> list[str]:
+        """Remove every MindForge container of these trials, whoever owns it.
+
+        For trials known to be over (an infrastructure fault ended them) or about to run
+        again: a sandbox the engine stopped when it restarted survives its owner's
+        clean-up (the engine was down then) and its owner still lives, so the orphan
+        clean-up would keep it.
+
+        Returns:
+            ids of the removed containers.
+
+        Raises:
+            InfraError: the engine failed.
+        """
+        try:
+            found = self.client.api.containers(all=True, filters={"label": f"{owner.MANAGED}=true"})
+        except docker.errors.APIError as exc:
+            raise InfraError(f"listing containers failed: {exc}") from exc
+        removed = []
+        for info in found:
+            if (info.get("Labels") or {}).get(owner.TRIAL_ID) not in trial_ids:
+                continue
+            try:
+                self.client.api.remove_container(info["Id"], force=True)
+            except docker.errors.NotFound:
+                continue
+            except docker.errors.APIError as exc:
+                raise InfraError(f"removing sandbox {info['Id'][:12]} failed: {exc}") from exc
+            removed.append(info["Id"])
+        return removed
+
     # ------------------------------------------------------------------ images
 
     def build_image(

@@ -9,11 +9,19 @@ The runner is the single place that turns phases into a :class:`TrialRecord`; it
 by ``mindforge tasks run|validate``, ``mindforge eval`` and, inside Ray tasks, by the
 lineage activities. It never raises for anything that happened inside the trial: every
 failure becomes a failure class in the record. Containers are always removed.
+
+A trial starts from an empty directory (files an earlier, fault-ended run of the same id
+left are removed first), and a trial whose files could not all be written (the artifact
+filesystem is full or failing) is an ``infra_error`` with no reward, so no half-written
+transcript or verifier output is ever read as a finished trial's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import shutil
 import time
 import traceback
 from pathlib import Path
@@ -73,8 +81,6 @@ def run_trial(
         the trial record (also written as ``record.json`` in the trial's directory).
     """
     out = trial_dir(artifact_root, run_id, trial_id)
-    (out / "agent").mkdir(parents=True, exist_ok=True)
-    (out / "verifier").mkdir(parents=True, exist_ok=True)
     rec = TrialRecord(
         trial_id=trial_id,
         run_id=run_id,
@@ -88,16 +94,55 @@ def run_trial(
     )
     timings = PhaseTimings()
     try:
+        _fresh_dir(out)
         _run_phases(task, agent, engine, rec, timings, out, image_map)
     except InfraError as exc:
         _fail(rec, FailureClass.INFRA_ERROR, str(exc))
+    except OSError as exc:
+        if not is_storage_failure(exc):
+            _unexpected(rec, out, exc)
+        else:
+            _fail(rec, FailureClass.INFRA_ERROR, storage_failure(exc))
     except Exception as exc:  # noqa: BLE001 - the record must say what happened, whatever it was
-        (out / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
-        _fail(rec, FailureClass.INFRA_ERROR, f"{type(exc).__name__}: {exc}")
+        _unexpected(rec, out, exc)
     rec.timings = timings
     rec.finished_at = utcnow()
-    (out / "record.json").write_text(rec.model_dump_json(indent=2), encoding="utf-8")
+    try:
+        (out / "record.json").write_text(rec.model_dump_json(indent=2), encoding="utf-8")
+    except OSError as exc:
+        # the store keeps the record, but the trial's files are incomplete: it has no reward
+        _fail(rec, FailureClass.INFRA_ERROR, storage_failure(exc))
     return rec
+
+
+#: errno values that say the artifact filesystem, not the trial, failed
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+
+
+def is_storage_failure(exc: BaseException) -> bool:
+    """True when ``exc`` is an ``OSError`` of a full, read-only or failing filesystem."""
+    return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
+
+
+def storage_failure(exc: OSError) -> str:
+    """The failure detail of a trial whose files could not be written, naming the path and reason."""
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return f"the artifact filesystem failed{where}: {exc.strerror or exc} (errno {exc.errno}); the trial has no reward"
+
+
+def _unexpected(rec: TrialRecord, out: Path, exc: Exception) -> None:
+    """Record an error no phase expected: an ``infra_error``, its traceback in ``error.txt`` if it can be written."""
+    with contextlib.suppress(OSError):
+        (out / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+    _fail(rec, FailureClass.INFRA_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _fresh_dir(out: Path) -> None:
+    """Empty the trial's directory (an earlier, fault-ended run may have left files) and make its parts."""
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "agent").mkdir(parents=True)
+    (out / "verifier").mkdir(parents=True)
 
 
 def _fail(rec: TrialRecord, cls: FailureClass, detail: str, limit: LimitFired | None = None) -> None:
@@ -187,7 +232,10 @@ def _agent_phase(
         return None
     except Exception as exc:  # noqa: BLE001 - an agent bug is the agent's failure, not the runner's
         timings.agent_sec = time.monotonic() - t0
-        (out / "agent" / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        if is_storage_failure(exc):  # the transcript could not be written: the filesystem's fault
+            raise
+        with contextlib.suppress(OSError):
+            (out / "agent" / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
         outcome = AgentOutcome(failure_class=FailureClass.AGENT_ERROR, failure_detail=f"{type(exc).__name__}: {exc}")
     timings.agent_sec = time.monotonic() - t0
     if outcome.failure_class == FailureClass.ENDPOINT_ERROR:

@@ -9,9 +9,12 @@ holds afterwards: every planned trial stored once, none scored from a fault.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
 
 from mindforge.evaluation import SplitConfig
 from mindforge.payloads import (
@@ -36,6 +39,13 @@ def slow_finish_script(model_id: str, delay_sec: float) -> dict:
     """A script whose every reply is ``finish`` after ``delay_sec`` seconds (trials stay in flight)."""
     finish = json.dumps({"tool": "finish", "arguments": {}})
     return {"rules": [], "default": {"content": finish, "delay_sec": delay_sec}, "base_models": [model_id]}
+
+
+async def wait_for_requests(base_url: str, count: int) -> None:
+    """Wait until the scripted policy at ``base_url`` has answered ``count`` chat requests."""
+    async with httpx.AsyncClient() as http:
+        while len((await http.get(f"{base_url}/scripted/requests", timeout=5)).json()) < count:
+            await asyncio.sleep(0.2)
 
 
 def fault_spec(name: str, policy_url: str, contract: Path = CONTRACT, attempts: int = 2) -> LineageSpec:

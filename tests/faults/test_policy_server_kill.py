@@ -13,22 +13,28 @@ SQLite are real.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import signal
 import time
 
-import httpx
 import pytest
 
 from mindforge.hcp import derive, load_contract, save_contract
 from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
 from mindforge.policy.handoff import served_adapters
 from mindforge.policy.server.runner import PolicyServerProcess
-from mindforge.store import AdapterRevisionCreate
+from mindforge.store import AdapterRevisionCreate, registry
 from mindforge.store import engine as se
-from mindforge.store import registry
-from tests.faults.lineage_faults import CONTRACT, TASKS, fault_counts, fault_spec, slow_finish_script
+from tests.faults.lineage_faults import (
+    CONTRACT,
+    TASKS,
+    fault_counts,
+    fault_spec,
+    slow_finish_script,
+    wait_for_requests,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
 
@@ -56,12 +62,7 @@ def _adapter_contract(tmp_path, settings) -> str:
 
 async def _kill_when_busy(server: PolicyServerProcess, rng: random.Random, killed: list[float]) -> None:
     """SIGKILL the server a seeded moment after its third chat request (trials in flight then)."""
-    async with httpx.AsyncClient() as http:
-        while True:
-            seen = (await http.get(f"{server.base_url}/scripted/requests", timeout=5)).json()
-            if len([r for r in seen if "messages" in r or "model" in r]) >= 3:
-                break
-            await asyncio.sleep(0.2)
+    await wait_for_requests(server.base_url, 3)
     await asyncio.sleep(rng.uniform(0.0, 1.0))
     assert server.proc is not None
     os.kill(server.proc.pid, signal.SIGKILL)
@@ -80,8 +81,6 @@ def test_a_killed_policy_server_loses_no_trial_and_scores_no_fault(
     env, address, loop = temporal_env
     name = f"policy-kill-{seed}"
     script = tmp_path / "script.json"
-    import json
-
     script.write_text(json.dumps(slow_finish_script(load_contract(CONTRACT).model.id, delay_sec=1.5)))
     server = PolicyServerProcess("mindforge.policy.doubles.scripted", ["--script", str(script)],
                                  log_path=tmp_path / "policy.log").start()

@@ -11,12 +11,10 @@ two-node Ray cluster, Docker and SQLite are real.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 
 import docker
-import httpx
 import psutil
 import pytest
 
@@ -24,7 +22,14 @@ from mindforge.hcp import load_contract
 from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
 from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.sandbox.owner import MANAGED, RUN_ID
-from tests.faults.lineage_faults import CONTRACT, TASKS, fault_counts, fault_spec, slow_finish_script
+from tests.faults.lineage_faults import (
+    CONTRACT,
+    TASKS,
+    fault_counts,
+    fault_spec,
+    slow_finish_script,
+    wait_for_requests,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
 
@@ -44,9 +49,7 @@ def trial_workers() -> list[psutil.Process]:
 
 async def kill_a_trial_worker(base_url: str, rng: random.Random, killed: list[int]) -> None:
     """SIGKILL one Ray worker running a trial, a seeded moment after the policy's second request."""
-    async with httpx.AsyncClient() as http:
-        while len((await http.get(f"{base_url}/scripted/requests", timeout=5)).json()) < 2:
-            await asyncio.sleep(0.2)
+    await wait_for_requests(base_url, 2)
     await asyncio.sleep(rng.uniform(0.0, 0.5))
     while not (busy := await asyncio.to_thread(trial_workers)):
         await asyncio.sleep(0.1)

@@ -1,0 +1,100 @@
+"""The Docker engine restarts while trials run: the lost sandboxes are faults, run again, and none is left.
+
+``dockerd`` gets SIGTERM (it stops every container, as ``systemctl restart docker``
+does) at a seeded moment while trials are in their agent phase, and is started again a
+few seconds later by the dev stack's own :class:`~mindforge.devstack.sandbox.DockerComponent`
+with the command line it had. The trials in flight end in ``infra_error`` (their exec
+stream broke), trials started meanwhile in ``env_start_failed`` or ``infra_error``;
+``run_trials`` records them as infrastructure attempts and Temporal runs them again once
+the engine answers. The stopped sandboxes are removed by their trial label before the
+reruns. SCRIPTED POLICY behind the real HTTP API; the engine, Temporal, Ray and SQLite are
+real. It restarts the engine every other Docker user on this host shares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+import time
+
+import docker
+import psutil
+import pytest
+
+from mindforge.devstack.sandbox import DockerComponent
+from mindforge.hcp import load_contract
+from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
+from mindforge.policy.doubles.scripted import start_scripted_policy
+from mindforge.sandbox.owner import MANAGED, RUN_ID
+from tests.faults.lineage_faults import (
+    CONTRACT,
+    TASKS,
+    fault_counts,
+    fault_spec,
+    slow_finish_script,
+    wait_for_requests,
+)
+
+pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
+
+#: seconds the engine stays down
+GAP_SEC = 3.0
+
+
+def _dockerd() -> psutil.Process:
+    found = [p for p in psutil.process_iter(["name"]) if p.info["name"] == "dockerd"]
+    assert len(found) == 1, f"expected one dockerd, found {len(found)}"
+    return found[0]
+
+
+async def restart_engine(base_url: str, settings, rng: random.Random, restarts: list[float]) -> None:
+    """SIGTERM dockerd a seeded moment after the policy's second request; start it again GAP_SEC later."""
+    await wait_for_requests(base_url, 2)
+    await asyncio.sleep(rng.uniform(0.0, 1.0))
+    proc = _dockerd()
+    argv = proc.cmdline()
+    began = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    await asyncio.to_thread(proc.wait, 60)
+    await asyncio.sleep(GAP_SEC)
+    said: list[str] = []
+    status = await asyncio.to_thread(DockerComponent(settings, dockerd_argv=argv).up, said.append)
+    assert status.up, said
+    restarts.append(time.monotonic() - began)
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_an_engine_restart_loses_no_trial_and_leaves_no_sandbox(temporal_env, ray_cluster, settings, seed) -> None:
+    from workers.lineage_activities import LineageActivities
+    from workers.main import build_workers
+    from workflows.options import search_attributes
+
+    env, _address, loop = temporal_env
+    name = f"dockerd-restart-{seed}"
+    restarts: list[float] = []
+    script = slow_finish_script(load_contract(CONTRACT).model.id, delay_sec=2.0)
+    with start_scripted_policy(script) as policy:
+        spec = fault_spec(name, policy.base_url)
+
+        async def scenario() -> None:
+            acts = LineageActivities(settings.db_url)
+            w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
+            async with w_orch, w_sand:
+                handle = await env.client.start_workflow(
+                    "LineageWorkflow", LineageInput(lineage_id=name, spec=spec), id=f"lineage-{name}",
+                    task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name),
+                )
+                fault = asyncio.create_task(restart_engine(policy.base_url, settings, random.Random(seed), restarts))
+                await asyncio.wait_for(handle.result(), 400)
+                await fault
+
+        loop.run_until_complete(scenario())
+    counts = fault_counts(settings, name, planned=len(TASKS) * 2)
+    assert restarts, "the engine was never restarted"
+    assert counts.status == "completed"
+    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored) == (0, 0, 0, 0), counts
+    assert counts.stored == counts.planned
+    assert counts.faults_recorded >= 1, counts
+    left = docker.from_env().containers.list(all=True, filters={"label": f"{MANAGED}=true"})
+    assert [c.name for c in left if (c.labels.get(RUN_ID) or "").startswith(f"{name}/")] == []
