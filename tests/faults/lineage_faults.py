@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,42 @@ async def wait_for_requests(base_url: str, count: int) -> None:
     async with httpx.AsyncClient() as http:
         while len((await http.get(f"{base_url}/scripted/requests", timeout=5)).json()) < count:
             await asyncio.sleep(0.2)
+
+
+@dataclass
+class Reads:
+    """What :func:`read_while_written` saw: each command line with its exit status and problem, if any."""
+
+    done: list[tuple[str, int, str]]
+
+    @property
+    def failed(self) -> list[tuple[str, int, str]]:
+        """The reads that exited non-zero or printed something that is not one whole JSON document."""
+        return [r for r in self.done if r[1] != 0 or r[2]]
+
+
+async def read_while_written(name: str, stop: asyncio.Event, reads: Reads) -> None:
+    """Run ``mindforge lineage status NAME --json`` and ``mindforge report NAME -f json`` in turn until ``stop``.
+
+    Each is a separate process, as a user's would be, reading the store the lineage's
+    workers write (SQLite in WAL mode). A read must exit 0 and print one whole JSON document.
+    """
+    cli = [sys.executable, "-m", "mindforge.cli.main"]
+    commands = [["lineage", "status", name, "--json"], ["report", name, "-f", "json"]]
+    turn = 0
+    while not stop.is_set():
+        args = commands[turn % 2]
+        turn += 1
+        proc = await asyncio.create_subprocess_exec(
+            *cli, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ}
+        )
+        out, err = await proc.communicate()
+        problem = ""
+        try:
+            json.loads(out)
+        except ValueError as exc:
+            problem = f"not JSON ({exc}); stderr: {err.decode(errors='replace')[-300:]}"
+        reads.done.append((" ".join(args), proc.returncode or 0, problem))
 
 
 def fault_spec(name: str, policy_url: str, contract: Path = CONTRACT, attempts: int = 2) -> LineageSpec:

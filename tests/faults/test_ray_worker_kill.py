@@ -5,7 +5,8 @@ raises for the lost task, ``run_trials`` records an infrastructure attempt and f
 attempt (retryable), and Temporal runs the lost trial again; finished trials are not run
 again. The dead worker's sandbox container has no owner process any more and is removed
 by the engine's orphan clean-up. SCRIPTED POLICY behind the real HTTP API; Temporal, a
-two-node Ray cluster, Docker and SQLite are real.
+two-node Ray cluster, Docker and SQLite are real. Meanwhile ``lineage status`` and
+``report`` run in other processes against the store being written.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from mindforge.sandbox.owner import MANAGED, RUN_ID
 from tests.faults.lineage_faults import (
     CONTRACT,
     TASKS,
+    Reads,
     fault_counts,
     fault_spec,
+    read_while_written,
     slow_finish_script,
     wait_for_requests,
 )
@@ -73,6 +76,7 @@ def test_a_killed_ray_worker_loses_no_trial_and_leaves_no_sandbox(temporal_env, 
     env, _address, loop = temporal_env
     name = f"ray-kill-{seed}"
     killed: list[int] = []
+    reads = Reads(done=[])
     script = slow_finish_script(load_contract(CONTRACT).model.id, delay_sec=2.0)
     with start_scripted_policy(script) as policy:
         spec = fault_spec(name, policy.base_url)
@@ -86,8 +90,13 @@ def test_a_killed_ray_worker_loses_no_trial_and_leaves_no_sandbox(temporal_env, 
                     task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name),
                 )
                 killer = asyncio.create_task(kill_a_trial_worker(policy.base_url, random.Random(seed), killed))
+                await wait_for_requests(policy.base_url, 1)  # the lineage's row exists by then
+                stop = asyncio.Event()
+                reader = asyncio.create_task(read_while_written(name, stop, reads))
                 await asyncio.wait_for(handle.result(), 300)
+                stop.set()
                 await killer
+                await reader
 
         began = time.monotonic()
         loop.run_until_complete(scenario())
@@ -98,4 +107,6 @@ def test_a_killed_ray_worker_loses_no_trial_and_leaves_no_sandbox(temporal_env, 
     assert counts.stored == counts.planned
     assert counts.faults_recorded >= 1, counts
     assert _containers(f"{name}/") == [], "a sandbox outlived its Ray worker"
+    # status and report, read from other processes while the lineage wrote: whole, no lock errors
+    assert len(reads.done) >= 2 and reads.failed == [], reads.failed
     assert time.monotonic() - began < 300
