@@ -13,9 +13,11 @@ import asyncio
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 
+import docker
 import httpx
 
 from mindforge.evaluation import SplitConfig
@@ -27,6 +29,7 @@ from mindforge.payloads import (
     SearchBudgetSpec,
     Stage,
 )
+from mindforge.sandbox.owner import MANAGED, RUN_ID
 from mindforge.store import engine as se
 from mindforge.store import lineages, trials
 from mindforge.store.infra_attempts import list_infra_attempts
@@ -100,6 +103,48 @@ def fault_spec(name: str, policy_url: str, contract: Path = CONTRACT, attempts: 
     )
 
 
+#: seeds of the fault points, comma-separated (``benchmarks/bench_faults.py`` sets several)
+SEEDS_ENV = "MINDFORGE_FAULT_SEEDS"
+#: a JSON-lines file each fault test appends its counts to, when set
+RESULTS_ENV = "MINDFORGE_FAULT_RESULTS"
+
+
+def fault_seeds() -> list[int]:
+    """The seeds to inject each fault at: ``$MINDFORGE_FAULT_SEEDS`` (e.g. ``0,1,2,3,4``), default ``[0]``."""
+    raw = os.environ.get(SEEDS_ENV, "0")
+    return [int(part) for part in raw.split(",") if part.strip()]
+
+
+def record_result(fault: str, seed: int, counts: FaultCounts | None, recovery_sec: float | None) -> None:
+    """Append one injection's outcome to ``$MINDFORGE_FAULT_RESULTS`` (nothing when it is unset)."""
+    path = os.environ.get(RESULTS_ENV)
+    if not path:
+        return
+    line = {"fault": fault, "seed": seed, "recovery_sec": recovery_sec, **(asdict(counts) if counts else {})}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def orphans(lineage_id: str) -> int:
+    """Containers with MindForge's label of one of ``lineage_id``'s runs that are still on the engine."""
+    found = docker.from_env().containers.list(all=True, filters={"label": f"{MANAGED}=true"})
+    return sum(1 for c in found if (c.labels.get(RUN_ID) or "").startswith(f"{lineage_id}/"))
+
+
+def recovery_sec(settings, lineage_id: str, injected_at: datetime) -> float | None:
+    """Seconds from the fault until the last trial it hit was stored whole (None: it hit none).
+
+    The trials it hit are those with an infrastructure attempt; each is whole again when
+    its row in ``trials`` (from the clean rerun) is stored.
+    """
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        hit = {f.trial_id for f in list_infra_attempts(session=s, lineage_id=lineage_id)}
+        rows = [r for r in trials.list_trials(session=s, lineage_id=lineage_id) if r.trial_id in hit]
+        if not rows:
+            return None
+        return (max(r.created_at for r in rows) - injected_at).total_seconds()
+
+
 @dataclass
 class FaultCounts:
     """What a faulted lineage left in the store.
@@ -112,6 +157,7 @@ class FaultCounts:
         infra_scored: rows with a fault class and a reward (a fault scored as the model's).
         infra_unscored: rows that kept a fault class with no reward (the reruns ran out).
         faults_recorded: infrastructure attempts stored (fault-ended runs, run again).
+        orphans: sandbox containers of the lineage left on the engine.
     """
 
     status: str | None
@@ -122,6 +168,7 @@ class FaultCounts:
     infra_scored: int
     infra_unscored: int
     faults_recorded: int
+    orphans: int
 
 
 def fault_counts(settings, lineage_id: str, planned: int) -> FaultCounts:
@@ -141,4 +188,5 @@ def fault_counts(settings, lineage_id: str, planned: int) -> FaultCounts:
         infra_scored=sum(1 for r in rows if r.failure_class in RETRYABLE_INFRA_CLASSES and r.reward is not None),
         infra_unscored=sum(1 for r in rows if r.failure_class in RETRYABLE_INFRA_CLASSES and r.reward is None),
         faults_recorded=len(faults),
+        orphans=orphans(lineage_id),
     )

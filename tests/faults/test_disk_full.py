@@ -20,6 +20,7 @@ import json
 import os
 import random
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,10 @@ from tests.faults.lineage_faults import (
     CONTRACT,
     TASKS,
     fault_counts,
+    fault_seeds,
     fault_spec,
+    record_result,
+    recovery_sec,
     slow_finish_script,
     wait_for_requests,
 )
@@ -66,12 +70,12 @@ def fill(root: Path) -> Path:
     return ballast
 
 
-async def fill_for_a_while(base_url: str, root: Path, rng: random.Random, filled: list[int]) -> None:
+async def fill_for_a_while(base_url: str, root: Path, rng: random.Random, filled: list[datetime]) -> None:
     """Fill ``root`` a seeded moment after the policy's second request; free it ``FULL_SEC`` later."""
     await wait_for_requests(base_url, 2)
     await asyncio.sleep(rng.uniform(0.0, 1.0))
     ballast = await asyncio.to_thread(fill, root)
-    filled.append(ballast.stat().st_size)
+    filled.append(datetime.now(UTC))
     await asyncio.sleep(FULL_SEC)
     ballast.unlink()
 
@@ -98,7 +102,7 @@ def _readable(path: Path) -> None:
         json.loads(text)
 
 
-@pytest.mark.parametrize("seed", [0])
+@pytest.mark.parametrize("seed", fault_seeds())
 def test_a_full_artifact_disk_loses_no_trial_and_leaves_nothing_half_written(
     temporal_env, ray_cluster, settings, small_artifacts, seed
 ) -> None:
@@ -108,7 +112,7 @@ def test_a_full_artifact_disk_loses_no_trial_and_leaves_nothing_half_written(
 
     env, _address, loop = temporal_env
     name = f"disk-full-{seed}"
-    filled: list[int] = []
+    filled: list[datetime] = []
     on_small_disk = settings.model_copy(update={"artifact_root": small_artifacts})
     script = slow_finish_script(load_contract(CONTRACT).model.id, delay_sec=2.0)
     with start_scripted_policy(script) as policy:
@@ -134,8 +138,11 @@ def test_a_full_artifact_disk_loses_no_trial_and_leaves_nothing_half_written(
         loop.run_until_complete(scenario())
     counts = fault_counts(settings, name, planned=len(TASKS) * 2)
     assert filled, "the disk was never filled"
+    record_result("artifact disk full", seed, counts, recovery_sec(settings, name, filled[0]))
     assert counts.status == "completed"
-    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored) == (0, 0, 0, 0), counts
+    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored, counts.orphans) == (
+        0, 0, 0, 0, 0
+    ), counts
     assert counts.stored == counts.planned
     with se.session_scope(se.init_db(settings.db_url)) as s:
         faults = list_infra_attempts(session=s, lineage_id=name)

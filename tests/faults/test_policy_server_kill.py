@@ -17,7 +17,7 @@ import json
 import os
 import random
 import signal
-import time
+from datetime import UTC, datetime
 
 import pytest
 
@@ -31,7 +31,10 @@ from tests.faults.lineage_faults import (
     CONTRACT,
     TASKS,
     fault_counts,
+    fault_seeds,
     fault_spec,
+    record_result,
+    recovery_sec,
     slow_finish_script,
     wait_for_requests,
 )
@@ -60,16 +63,16 @@ def _adapter_contract(tmp_path, settings) -> str:
     return str(save_contract(child, tmp_path / "adapter-pair.toml"))
 
 
-async def _kill_when_busy(server: PolicyServerProcess, rng: random.Random, killed: list[float]) -> None:
+async def _kill_when_busy(server: PolicyServerProcess, rng: random.Random, killed: list[datetime]) -> None:
     """SIGKILL the server a seeded moment after its third chat request (trials in flight then)."""
     await wait_for_requests(server.base_url, 3)
     await asyncio.sleep(rng.uniform(0.0, 1.0))
     assert server.proc is not None
     os.kill(server.proc.pid, signal.SIGKILL)
-    killed.append(time.monotonic())
+    killed.append(datetime.now(UTC))
 
 
-@pytest.mark.parametrize("seed", [0])
+@pytest.mark.parametrize("seed", fault_seeds())
 def test_a_killed_policy_server_loses_no_trial_and_scores_no_fault(
     temporal_env, ray_cluster, settings, tmp_path, seed
 ) -> None:
@@ -85,7 +88,7 @@ def test_a_killed_policy_server_loses_no_trial_and_scores_no_fault(
     server = PolicyServerProcess("mindforge.policy.doubles.scripted", ["--script", str(script)],
                                  log_path=tmp_path / "policy.log").start()
     spec = fault_spec(name, server.base_url, contract=_adapter_contract(tmp_path, settings))
-    killed: list[float] = []
+    killed: list[datetime] = []
 
     async def scenario() -> None:
         acts = LineageActivities(settings.db_url)
@@ -104,8 +107,11 @@ def test_a_killed_policy_server_loses_no_trial_and_scores_no_fault(
         loop.run_until_complete(scenario())
         counts = fault_counts(settings, name, planned=len(TASKS) * 2)
         assert killed, "the server was never killed"
+        record_result("policy server killed mid-trial", seed, counts, recovery_sec(settings, name, killed[0]))
         assert counts.status == "completed"
-        assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored) == (0, 0, 0, 0), counts
+        assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored, counts.orphans) == (
+            0, 0, 0, 0, 0
+        ), counts
         assert counts.stored == counts.planned
         assert counts.faults_recorded >= 1, "no trial was in flight when the server died"
         # the restarted server got the pair's adapter back before its trials ran

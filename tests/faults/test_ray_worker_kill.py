@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from datetime import UTC, datetime
 
 import docker
 import psutil
@@ -28,8 +29,11 @@ from tests.faults.lineage_faults import (
     TASKS,
     Reads,
     fault_counts,
+    fault_seeds,
     fault_spec,
     read_while_written,
+    record_result,
+    recovery_sec,
     slow_finish_script,
     wait_for_requests,
 )
@@ -50,7 +54,7 @@ def trial_workers() -> list[psutil.Process]:
     return found
 
 
-async def kill_a_trial_worker(base_url: str, rng: random.Random, killed: list[int]) -> None:
+async def kill_a_trial_worker(base_url: str, rng: random.Random, killed: list[datetime]) -> None:
     """SIGKILL one Ray worker running a trial, a seeded moment after the policy's second request."""
     await wait_for_requests(base_url, 2)
     await asyncio.sleep(rng.uniform(0.0, 0.5))
@@ -58,7 +62,7 @@ async def kill_a_trial_worker(base_url: str, rng: random.Random, killed: list[in
         await asyncio.sleep(0.1)
     victim = rng.choice(busy)
     victim.kill()
-    killed.append(victim.pid)
+    killed.append(datetime.now(UTC))
 
 
 def _containers(run_prefix: str) -> list:
@@ -67,7 +71,7 @@ def _containers(run_prefix: str) -> list:
     return [c for c in found if (c.labels.get(RUN_ID) or "").startswith(run_prefix)]
 
 
-@pytest.mark.parametrize("seed", [0])
+@pytest.mark.parametrize("seed", fault_seeds())
 def test_a_killed_ray_worker_loses_no_trial_and_leaves_no_sandbox(temporal_env, ray_cluster, settings, seed) -> None:
     from workers.lineage_activities import LineageActivities
     from workers.main import build_workers
@@ -75,7 +79,7 @@ def test_a_killed_ray_worker_loses_no_trial_and_leaves_no_sandbox(temporal_env, 
 
     env, _address, loop = temporal_env
     name = f"ray-kill-{seed}"
-    killed: list[int] = []
+    killed: list[datetime] = []
     reads = Reads(done=[])
     script = slow_finish_script(load_contract(CONTRACT).model.id, delay_sec=2.0)
     with start_scripted_policy(script) as policy:
@@ -102,11 +106,13 @@ def test_a_killed_ray_worker_loses_no_trial_and_leaves_no_sandbox(temporal_env, 
         loop.run_until_complete(scenario())
     counts = fault_counts(settings, name, planned=len(TASKS) * 2)
     assert killed, "no Ray worker was killed"
+    record_result("Ray worker killed mid-batch", seed, counts, recovery_sec(settings, name, killed[0]))
     assert counts.status == "completed"
-    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored) == (0, 0, 0, 0), counts
+    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored, counts.orphans) == (
+        0, 0, 0, 0, 0
+    ), counts
     assert counts.stored == counts.planned
     assert counts.faults_recorded >= 1, counts
-    assert _containers(f"{name}/") == [], "a sandbox outlived its Ray worker"
     # status and report, read from other processes while the lineage wrote: whole, no lock errors
     assert len(reads.done) >= 2 and reads.failed == [], reads.failed
     assert time.monotonic() - began < 300

@@ -15,6 +15,7 @@ import asyncio
 import os
 import random
 import signal
+import time
 import uuid
 from datetime import timedelta
 
@@ -24,6 +25,7 @@ from temporalio.worker import Worker
 
 from mindforge.devstack.services import TemporalComponent, _pid_alive
 from tests.conftest import temporal_settings
+from tests.faults.lineage_faults import fault_seeds, record_result
 from workflows.client import connect
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow]
@@ -54,7 +56,7 @@ class TimerWorkflow:
 
 
 
-@pytest.mark.parametrize("seed", [0])
+@pytest.mark.parametrize("seed", fault_seeds())
 def test_a_run_rides_out_a_killed_and_restarted_server(tmp_path, seed) -> None:
     settings = temporal_settings(tmp_path)
     comp = TemporalComponent(settings)
@@ -62,6 +64,8 @@ def test_a_run_rides_out_a_killed_and_restarted_server(tmp_path, seed) -> None:
     pid_file = tmp_path / "temporal" / "server.pid"
     kill_after = random.Random(seed).uniform(1.0, 4.0)  # seconds into the timer
     RUNS.clear()
+
+    recovered: list[float] = []
 
     async def scenario() -> str:
         client = await connect(settings.temporal_address, "default")
@@ -73,14 +77,17 @@ def test_a_run_rides_out_a_killed_and_restarted_server(tmp_path, seed) -> None:
             pid = _pid_alive(pid_file)
             assert pid, "the dev server is not running"
             os.kill(pid, signal.SIGKILL)
+            killed = time.monotonic()
             await asyncio.sleep(GAP_SEC)
             assert (await asyncio.to_thread(comp.up, said.append)).up, said
+            recovered.append(time.monotonic() - killed)  # down GAP_SEC, then the server's start-up
             return await asyncio.wait_for(result, timeout=120)
 
     try:
         assert comp.up(said.append).up, said
         assert asyncio.run(scenario()) == f"timer-{seed}"
         assert RUNS == [f"timer-{seed}"]  # the activity ran once; the restart replayed it
+        record_result("Temporal server killed", seed, None, recovered[0])
     finally:
         comp.down(said.append)
 

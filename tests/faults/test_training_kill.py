@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from datetime import UTC, datetime
 
 import psutil
 import pytest
@@ -32,16 +33,15 @@ from mindforge.store import engine as se
 from mindforge.store import lineages, registry
 from tests.conftest import BUNDLED_TASKS
 from tests.e2e.test_update import SEARCH, SELECTION, _pinned, _run, _script
-from tests.faults.lineage_faults import fault_counts
+from tests.faults.lineage_faults import fault_counts, fault_seeds, record_result
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
 
 TRAIN_TASK_TITLE = "ray::train_adapter_task"
-NAME = "train-kill"
 ATTEMPTS = 2
 
 
-async def kill_the_trainer(rng: random.Random, killed: list[int]) -> None:
+async def kill_the_trainer(rng: random.Random, killed: list[datetime]) -> None:
     """SIGKILL the Ray worker running ``train_adapter_task`` a seeded moment (0-2 s) after it starts."""
     while True:
         procs = psutil.process_iter(["cmdline"])
@@ -51,10 +51,10 @@ async def kill_the_trainer(rng: random.Random, killed: list[int]) -> None:
         await asyncio.sleep(0.1)
     await asyncio.sleep(rng.uniform(0.0, 2.0))
     found[0].kill()
-    killed.append(found[0].pid)
+    killed.append(datetime.now(UTC))
 
 
-@pytest.mark.parametrize("seed", [0])
+@pytest.mark.parametrize("seed", fault_seeds())
 def test_a_killed_trainer_trains_again_and_registers_only_a_whole_adapter(
     temporal_env, ray_cluster, settings, contract_path, seed
 ) -> None:
@@ -63,12 +63,13 @@ def test_a_killed_trainer_trains_again_and_registers_only_a_whole_adapter(
     from mindforge.trainer.validate_adapter import sha256_file
 
     env, _address, loop = temporal_env
-    killed: list[int] = []
+    killed: list[datetime] = []
+    name = f"train-kill-{seed}"
     tasks = SEARCH + SELECTION
-    adapter = f"{NAME}-g0-r0"
+    adapter = f"{name}-g0-r0"
     with start_scripted_policy(_script(tasks, adapters=(adapter,), selection=tuple(SELECTION))) as policy:
         spec = LineageSpec(
-            name=NAME,
+            name=name,
             tasks=[str(BUNDLED_TASKS / t) for t in tasks],
             contract_path=str(contract_path),
             stages=[Stage.EXPANSION, Stage.UPDATE],
@@ -94,15 +95,17 @@ def test_a_killed_trainer_trains_again_and_registers_only_a_whole_adapter(
         loop.run_until_complete(scenario())
 
     assert killed, "the trainer was never killed"
-    counts = fault_counts(settings, NAME, planned=len(SEARCH) * ATTEMPTS)
+    counts = fault_counts(settings, name, planned=len(SEARCH) * ATTEMPTS)
     assert counts.status == "completed"
-    assert (counts.double_counted, counts.infra_scored) == (0, 0), counts
+    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.orphans) == (0, 0, 0, 0), counts
     with se.session_scope(se.init_db(settings.db_url)) as s:
-        revisions = registry.list_adapters(session=s, lineage_id=NAME)
-        update = dict(lineages.get_generation(session=s, lineage_id=NAME, index=0).record)["update"]
+        revisions = registry.list_adapters(session=s, lineage_id=name)
+        update = dict(lineages.get_generation(session=s, lineage_id=name, index=0).record)["update"]
     assert [r.name for r in revisions] == [adapter], "one revision, registered once"
+    # recovered when the revision, trained again, was registered
+    record_result("trainer killed mid-Update", seed, counts, (revisions[0].created_at - killed[0]).total_seconds())
     (row,) = revisions
-    adapter_dir = settings.artifacts / "adapters" / NAME / adapter
+    adapter_dir = settings.artifacts / "adapters" / name / adapter
     assert row.path == str(adapter_dir) and (adapter_dir / "mindforge_train.json").is_file()
     # registered after validation passed, with the hash of the weights now in place
     assert row.sha256 == sha256_file(adapter_dir / "adapter_model.safetensors")
