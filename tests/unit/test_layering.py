@@ -59,6 +59,8 @@ RULES = {
     "mindforge.trainer": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
     "mindforge.experience": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
     "mindforge.trials.replay": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
+    "mindforge.scale.simulate": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
+    "mindforge.scale.nightly": NO_ORCHESTRATION + NO_STORE + NO_TORCH,
     "mindforge.store": NO_ORCHESTRATION + NO_TORCH,
     "mindforge.reports": NO_ORCHESTRATION + NO_TORCH,
     "mindforge.cli.main": NO_ORCHESTRATION + NO_TORCH,
