@@ -65,6 +65,8 @@ psql_admin -v role="$role" -v password="$password" >&2 <<'SQL'
 SELECT format('CREATE ROLE %I LOGIN CREATEDB', :'role')
   WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'role') \gexec
 ALTER ROLE :"role" WITH LOGIN CREATEDB PASSWORD :'password';
+-- DROP DATABASE ... WITH (FORCE) of a test's database must also end an autovacuum worker in it
+GRANT pg_signal_backend TO :"role";
 SQL
 psql_admin -v role="$role" -v db="$database" >&2 <<'SQL'
 SELECT format('CREATE DATABASE %I OWNER %I', :'db', :'role')
