@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Tools the test suite needs beyond the dev stack: headless Chromium renders the HTML
-# report in a test; PostgreSQL's server binaries run the store's tests against Postgres
-# too (a throwaway server per test session); iproute2's `ip` makes the bridge of the
-# private dockerd one dev-stack test starts. Idempotent; needs root (apt-get).
+# report in a test; iproute2's `ip` makes the bridge of the private dockerd one dev-stack
+# test starts (PostgreSQL for the store's tests: install_postgres.sh). Idempotent; needs
+# root (apt-get).
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if ((${#missing[@]})); then
   apt-get update -qq

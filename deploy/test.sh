@@ -2,7 +2,9 @@
 # Set everything up and run the test suite: .venv, the documentation site (mkdocs build
 # --strict: a broken link fails here), the quality gate (ruff and mypy, configured in
 # pyproject.toml, zero findings), the dev stack (Docker engine, base image, Temporal dev
-# server, Ray), the test tools (headless Chromium), then pytest. Extra arguments go to pytest.
+# server, Ray), the test tools (headless Chromium), a PostgreSQL server for the store's tests
+# (MINDFORGE_TEST_POSTGRES_URL, set here so those tests fail rather than skip when it is
+# missing), then pytest. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
@@ -17,4 +19,9 @@ gated=(mindforge workflows workers benchmarks)
 .venv/bin/mypy "${gated[@]}"
 .venv/bin/mindforge dev up
 bash deploy/install_test_tools.sh
+# a variable already set (a server elsewhere) is kept; the script's failure stops the run
+if [[ -z "${MINDFORGE_TEST_POSTGRES_URL:-}" ]]; then
+  MINDFORGE_TEST_POSTGRES_URL="$(bash deploy/install_postgres.sh)"
+fi
+export MINDFORGE_TEST_POSTGRES_URL
 exec .venv/bin/python -m pytest "$@"

@@ -88,6 +88,14 @@ def settings(session_data_dir):
 
 
 @pytest.fixture(scope="session")
+def postgres_admin():
+    """The Postgres test server's URL (``MINDFORGE_TEST_POSTGRES_URL``), checked to answer (tests/postgres.py)."""
+    from tests.postgres import postgres_admin_url
+
+    return postgres_admin_url()
+
+
+@pytest.fixture(scope="session")
 def engine_and_map(settings):
     """The real Docker engine (orphans reaped) and the image map."""
     from mindforge.trials.run import open_engine

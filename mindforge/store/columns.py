@@ -1,7 +1,8 @@
-"""Column types shared by the store's tables: aware UTC timestamps and string enums.
+"""Column types shared by the store's tables: aware UTC timestamps, string enums, NUL-free text.
 
-Both types are portable: SQLite and Postgres see a plain ``DATETIME``/``TIMESTAMP WITH
-TIME ZONE`` and a ``VARCHAR``, so adding an enum member never needs a migration.
+All are portable: SQLite and Postgres see a plain ``DATETIME``/``TIMESTAMP WITH TIME
+ZONE``, a ``VARCHAR`` (adding an enum member never needs a migration) and a ``TEXT``/
+``VARCHAR``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,31 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+#: what a NUL character in text from outside is stored as (U+FFFD REPLACEMENT CHARACTER)
+NUL_REPLACEMENT = "\ufffd"
+
+
+class NulFreeText(TypeDecorator[str]):
+    """``TEXT`` for text from outside the store (verifier output, model-written edits).
+
+    Postgres text cannot hold a NUL (0x00) character: psycopg refuses the whole INSERT
+    with ``DataError``, where SQLite stores it. So on every backend each NUL is stored as
+    :data:`NUL_REPLACEMENT`, and both stores hold the same text.
+    """
+
+    impl: type[sa.String] = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else value.replace("\x00", NUL_REPLACEMENT)
+
+
+class NulFreeString(NulFreeText):
+    """:class:`NulFreeText` as ``VARCHAR`` (columns the migrations made ``VARCHAR``)."""
+
+    impl = sa.String
+
+
 def str_enum(enum_cls: type[StrEnum]) -> sa.Enum:
     """A non-native enum column: ``VARCHAR(32)`` in the database, the enum member in Python.
 
@@ -89,6 +115,8 @@ def render_type(type_: Any) -> str | None:
     """
     if isinstance(type_, UTCDateTime):
         return "sa.DateTime(timezone=True)"
+    if isinstance(type_, NulFreeText):
+        return "sa.Text()" if isinstance(type_.impl, sa.Text) else "sa.String()"
     if isinstance(type_, sa.Enum) and not type_.native_enum:
         # the database sees only VARCHAR: enum members are checked in Python, and new
         # members need no migration

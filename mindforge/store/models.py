@@ -3,7 +3,9 @@ audits and configuration-search jobs.
 
 One schema serves SQLite (default) and Postgres: JSON columns use SQLAlchemy's ``JSON``,
 timestamps are aware UTC (:class:`~mindforge.store.columns.UTCDateTime`), status fields
-are string enums stored as ``VARCHAR``. Idempotency lives in keys, after SkyRL's
+are string enums stored as ``VARCHAR``, free text from outside (failure details, edits)
+keeps no NUL character, which Postgres text refuses (:class:`~mindforge.store.columns.NulFreeText`).
+Idempotency lives in keys, after SkyRL's
 ``tinker/db_models.py``: a trial's primary key is its deterministic ``trial_id``, so a
 retried activity cannot store one attempt twice. Tables are changed only through
 Alembic migrations (``mindforge/store/migrations``).
@@ -22,7 +24,7 @@ from sqlmodel import JSON, Field, SQLModel
 
 from mindforge.domain import AuditOwner, RunStatus, TaskSource
 from mindforge.evaluation.splits import PoolSplit
-from mindforge.store.columns import UTCDateTime, str_enum
+from mindforge.store.columns import NulFreeString, NulFreeText, UTCDateTime, str_enum
 from mindforge.trials.record import (
     FailureClass,
     LimitFired,
@@ -144,7 +146,7 @@ class Contract(SQLModel, table=True):
     name: str = Field(index=True)
     revision: str
     parent_hash: str | None = Field(default=None, foreign_key="contracts.hash")
-    edit: str = ""
+    edit: str = Field(default="", sa_type=NulFreeString)
     toml_text: str = Field(sa_type=sa.Text)
     created_at: datetime = _created_at()
 
@@ -256,7 +258,7 @@ class Trial(SQLModel, table=True):
     reward: float | None = None
     reward_details: dict[str, float] = _json_dict()
     failure_class: FailureClass | None = Field(default=None, sa_type=str_enum(FailureClass))
-    failure_detail: str = Field(default="", sa_type=sa.Text)
+    failure_detail: str = Field(default="", sa_type=NulFreeText)
     limit_fired: LimitFired | None = Field(default=None, sa_type=str_enum(LimitFired))
     build_sec: float = 0.0
     start_sec: float = 0.0
@@ -375,7 +377,7 @@ class SearchCandidate(SQLModel, table=True):
     job_id: str = Field(foreign_key="search_jobs.id", primary_key=True)
     contract_hash: str = Field(foreign_key="contracts.hash", primary_key=True)
     parent_hash: str | None = Field(default=None, foreign_key="contracts.hash")
-    edit: str = ""
+    edit: str = Field(default="", sa_type=NulFreeString)
     step: int = Field(default=0, ge=0)
     created_at: datetime = _created_at()
 

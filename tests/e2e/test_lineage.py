@@ -1,4 +1,4 @@
-"""Whole lineages on the real stack: Temporal dev server, two-node Ray cluster, Docker, SQLite.
+"""Whole lineages on the real stack: Temporal dev server, two-node Ray cluster, Docker, SQLite (one on Postgres too).
 
 The policy is a SCRIPTED POLICY behind the OpenAI-compatible HTTP API (the one allowed
 test double); every other part is real.
@@ -34,6 +34,7 @@ from mindforge.store import lineages, pool, trials
 from tests.conftest import BUNDLED_TASKS, REPO
 from tests.e2e.conftest import worker_env
 from tests.e2e.histories import HISTORY_DIR, expected_files, save_histories
+from tests.postgres import fresh_database
 
 pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
 
@@ -115,26 +116,40 @@ async def _run_in_process(env, settings, spec: LineageSpec):
         return result, found
 
 
-def test_two_generation_lineage(temporal_env, ray_cluster, settings, policy):
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_settings(request, settings):
+    """The session's settings, with the store on its SQLite file or on a fresh Postgres database (tests/postgres.py)."""
+    if request.param == "sqlite":
+        yield settings
+        return
+    with fresh_database(request.getfixturevalue("postgres_admin")) as url:
+        yield settings.model_copy(update={"database_url": url})
+
+
+def test_two_generation_lineage(temporal_env, ray_cluster, store_settings, policy):
     env, _address, loop = temporal_env
-    spec = _spec("two-gens", policy.base_url, generations=2, attempts=2, trial_batch_size=3)
+    settings = store_settings
+    # one name per store: workflow ids and trial artifacts are named after the lineage
+    name = "two-gens" if settings.db_url.startswith("sqlite") else "two-gens-pg"
+    spec = _spec(name, policy.base_url, generations=2, attempts=2, trial_batch_size=3)
     result, found = loop.run_until_complete(_run_in_process(env, settings, spec))
-    records, gens, status = _stored(settings, "two-gens")
+    records, gens, status = _stored(settings, name)
     assert status == "completed"
     assert len(records) == len(TASKS) * 2 * 2
     assert len({r.trial_id for r in records}) == len(records)
     assert [(g[0], g[1], g[2]) for g in gens] == [(0, "completed", ["expansion"]), (1, "completed", ["expansion"])]
     with se.session_scope(se.init_db(settings.db_url)) as s:  # the last generation's index, as the tables show it
-        assert lineages.get_lineage(session=s, lineage_id="two-gens").current_generation == 1
+        assert lineages.get_lineage(session=s, lineage_id=name).current_generation == 1
     assert gens[0][3]["expansion"]["trials"] == len(TASKS) * 2
     assert all(r.has_real_reward for r in records), [(r.failure_class, r.failure_detail) for r in records]
     # findable in the Web UI by search attribute: the lineage run(s) plus its generation and stage children
-    assert any(w == "lineage-two-gens" for w in found)
+    assert any(w == f"lineage-{name}" for w in found)
     assert any(w.endswith("-gen-1-expansion") for w in found)
     # trials ran on both Ray nodes
     nodes = {r.worker.split("/")[1] for r in records}
     assert len(nodes) == 2, nodes
-    loop.run_until_complete(save_histories(env, "two-gens"))
+    if name == "two-gens":  # the saved histories the replay test reads
+        loop.run_until_complete(save_histories(env, name))
 
 
 def _lineage_containers() -> list:

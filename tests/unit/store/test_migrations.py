@@ -143,3 +143,24 @@ def test_init_db_in_memory_keeps_its_schema() -> None:
             assert [x.name for x in list_lineages(session=session)] == ["in-memory"]
     finally:
         engine.dispose()
+
+
+def test_every_enum_value_fits_its_column() -> None:
+    # Postgres refuses a string longer than its VARCHAR; SQLite stores it: only Postgres runs would catch it
+    from mindforge.experience.entry import Provenance
+    from mindforge.experience.validation import RejectionReason
+
+    plain = {("experience_entries", "provenance"): Provenance, ("experience_rejections", "provenance"): Provenance,
+             ("experience_rejections", "reason"): RejectionReason}
+    checked = 0
+    for table in SQLModel.metadata.sorted_tables:
+        for column in table.columns:
+            if isinstance(column.type, sa.Enum):
+                values = list(column.type.enums)
+            elif (table.name, column.name) in plain:
+                values = [member.value for member in plain[table.name, column.name]]
+            else:
+                continue
+            assert max(map(len, values)) <= column.type.length, (table.name, column.name, values)
+            checked += 1
+    assert checked == 12

@@ -55,6 +55,18 @@ def test_register_contract_is_idempotent_and_keeps_lineage(engine: Engine, linea
         assert repo.contract_ancestry(session=session, content_hash="ff" * 32) == []
 
 
+def test_a_nul_in_a_model_written_edit_is_stored_as_a_replacement_character(engine: Engine, lineage_id: str) -> None:
+    # an edit a model proposed may hold a NUL, which Postgres text refuses
+    with session_scope(engine) as session:
+        repo.register_contract(
+            session=session, name="baseline", revision="1.0.2", content_hash=CHILD, toml_text="x = 1\n",
+            parent_hash=ROOT, edit="prompt.append '\x00'",
+        )
+    with session_scope(engine) as session:
+        row = repo.get_contract_by_name(session=session, name="baseline", revision="1.0.2")
+        assert row.edit == "prompt.append '\ufffd'"
+
+
 def test_require_contract_returns_the_row_or_names_the_missing_hash(engine: Engine, lineage_id: str) -> None:
     with session_scope(engine) as session:
         assert repo.require_contract(session=session, content_hash=ROOT).hash == ROOT

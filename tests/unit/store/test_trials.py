@@ -140,6 +140,15 @@ def test_trial_round_trips_every_record_field(engine: Engine, lineage_id: str) -
         assert row.to_record() == record
 
 
+def test_a_nul_in_failure_detail_is_stored_as_a_replacement_character(engine: Engine, lineage_id: str) -> None:
+    # verifier output may hold NUL bytes, which Postgres text refuses (the whole INSERT fails)
+    record = _record(lineage_id, "a", 0, 0.0, failure_detail="tests: b'\x00\x01' != b''")
+    with session_scope(engine) as session:
+        assert repo.insert_trial(session=session, record=record, lineage_id=lineage_id, generation_index=0)
+    with session_scope(engine) as session:
+        assert repo.get_trial(session=session, trial_id=record.trial_id).failure_detail == "tests: b'\ufffd\x01' != b''"
+
+
 def test_lineage_trial_needs_its_generation(engine: Engine, lineage_id: str) -> None:
     with pytest.raises(sa.exc.IntegrityError), session_scope(engine) as session:
         repo.insert_trial(
