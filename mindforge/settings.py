@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,6 +21,8 @@ from pydantic_settings import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: the environment variable of settings' ``policy_api_key``
+POLICY_API_KEY_ENV = "MINDFORGE_POLICY_API_KEY"
 
 
 def _default_data_dir() -> Path:
@@ -44,6 +46,13 @@ class Settings(BaseSettings):
         ray_address: ``auto``/``ray://...``/``host:port`` of a Ray cluster, or ``local``
             to start an in-process local cluster.
         policy_url: OpenAI-compatible base URL (``.../v1``) of the policy endpoint.
+        policy_api_key: the policy endpoint's API key (``MINDFORGE_POLICY_API_KEY``): the
+            policy server then answers only requests with ``Authorization: Bearer <key>``,
+            and MindForge's clients send it to the policy endpoint. Required to serve
+            beyond loopback. A ``SecretStr``: ``repr``, logs and dumps show ``**********``.
+        bind_host: the address the dev stack's Temporal dev server and Ray head listen on
+            (``MINDFORGE_BIND_HOST``); loopback unless set, e.g. ``0.0.0.0`` to reach them
+            from other machines.
     """
 
     model_config = SettingsConfigDict(env_prefix="MINDFORGE_", extra="ignore")
@@ -60,6 +69,8 @@ class Settings(BaseSettings):
     temporal_ui_url: str = "http://localhost:8233"
     ray_address: str = "local"
     policy_url: str = "http://127.0.0.1:8000/v1"
+    policy_api_key: SecretStr | None = None
+    bind_host: str = "127.0.0.1"
 
     @classmethod
     def settings_customise_sources(

@@ -19,8 +19,9 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from mindforge.listen import RAY_LOOPBACK_ENV, is_loopback
 from mindforge.payloads import ORCHESTRATION_QUEUE, SANDBOX_QUEUE
-from mindforge.settings import Settings, get_settings
+from mindforge.settings import POLICY_API_KEY_ENV, Settings, get_settings
 from workers.curriculum_activities import CurriculumActivities
 from workers.discovery_activities import DiscoveryActivities
 from workers.evaluation_activities import EvaluationActivities
@@ -62,18 +63,26 @@ def init_ray(address: str) -> None:
 
     The driver's ``MINDFORGE_*`` environment variables travel to the Ray workers in the
     job's runtime environment, so trials on any node use the same data dir, artifact root
-    and settings as this worker. Ray's token authentication is used when this machine has
-    a Ray token (``~/.ray/auth_token``) and ``RAY_AUTH_MODE`` is not set otherwise.
+    and settings as this worker; the policy API key does not (Ray logs a job's environment:
+    trials get it in their payload, :class:`mindforge.payloads.ray_tasks.SandboxSettings`).
+    Ray's token authentication is used when this machine has a Ray token
+    (``~/.ray/auth_token``) and ``RAY_AUTH_MODE`` is not set otherwise. A local cluster,
+    and a driver of a head on loopback, keep Ray's node address on loopback
+    (:data:`mindforge.listen.RAY_LOOPBACK_ENV`), as Ray reads it on import.
     """
     import sys
 
-    if address != "local" and "ray" not in sys.modules:
-        use_ray_token_if_present()
+    if "ray" not in sys.modules:
+        if address != "local":
+            use_ray_token_if_present()
+        if address == "local" or is_loopback(address.removeprefix("ray://").rpartition(":")[0] or address):
+            for name, value in RAY_LOOPBACK_ENV.items():
+                os.environ.setdefault(name, value)
     import ray
 
     if ray.is_initialized():
         return
-    env = {k: v for k, v in os.environ.items() if k.startswith("MINDFORGE_")}
+    env = {k: v for k, v in os.environ.items() if k.startswith("MINDFORGE_") and k != POLICY_API_KEY_ENV}
     runtime_env = {"env_vars": env} if env else None
     if address == "local":
         ray.init(address="local", include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)

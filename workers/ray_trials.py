@@ -66,7 +66,9 @@ def run_trial_payload(payload: RunTrialTaskInput) -> RunTrialTaskResult:
         from mindforge.hcp import loads_contract
 
         contract = loads_contract(payload.contract_toml, source=f"contract {payload.contract_hash}")
-        agent = ModelAgent(contract, base_url=payload.policy_url, seed=payload.seed)
+        agent = ModelAgent(
+            contract, base_url=payload.policy_url, seed=payload.seed, policy_key=payload.sandbox.policy_api_key
+        )
     elif kind == "oracle":
         agent = OracleAgent()
     else:
@@ -159,7 +161,7 @@ def check_proposal_task(payload: CheckProposalTaskInput) -> ProposalVerdict:
         engine,
         image_map,
         Path(payload.sandbox.artifact_root),
-        make_agent=lambda: ModelAgent(contract, base_url=payload.policy_url),
+        make_agent=lambda: ModelAgent(contract, base_url=payload.policy_url, policy_key=payload.sandbox.policy_api_key),
         attempts=payload.attempts,
         run_id=payload.run_id,
     )

@@ -262,7 +262,8 @@ class SearchActivities:
             if not inp.runtime.policy_url:
                 out.prompt_rejections.append("no policy endpoint for prompt proposals")
                 continue
-            proposal = propose_prompt_edit(root, request, base_url=inp.runtime.policy_url, model=model)
+            url, key = resolve_endpoint(root, inp.runtime.policy_url)
+            proposal = propose_prompt_edit(root, request, base_url=url, model=model, api_key=key)
             if proposal.edit is not None:
                 out.prompt_edits.append(proposal.edit)
             else:

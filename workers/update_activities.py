@@ -185,12 +185,14 @@ class UpdateActivities:
         from mindforge.settings import get_settings
 
         # the policy endpoint always gets it: the next rollouts and the evaluation trials ask it for the name
-        urls = list(dict.fromkeys([inp.runtime.policy_url or get_settings().policy_url, *inp.serving_urls]))
+        settings = get_settings()
+        urls = list(dict.fromkeys([inp.runtime.policy_url or settings.policy_url, *inp.serving_urls]))
+        key = settings.policy_api_key.get_secret_value() if settings.policy_api_key else None
         records = []
         for url in urls:
             activity.heartbeat({"endpoint": url})
             try:
-                records.append(await asyncio.to_thread(hand_off, url, inp.adapter_name, inp.adapter_dir))
+                records.append(await asyncio.to_thread(hand_off, url, inp.adapter_name, inp.adapter_dir, api_key=key))
             except EndpointUnavailableError as exc:
                 raise ApplicationError(str(exc), type=type(exc).__name__) from exc
             except ServingError as exc:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+from pydantic import SecretStr
 
 from mindforge.agent import prompts
 from mindforge.agent.actions import Action, ActionParseError, action_schema, parse_reply, tool_schemas
@@ -54,7 +55,10 @@ class ModelAgent(Agent):
         contract: the validated HCP contract (``mindforge.hcp.HCPContract``).
         base_url: endpoint base URL (``.../v1``); default: the env var named by
             ``model.base_url_env``, else settings' ``policy_url``.
-        api_key: default: the env var named by ``model.api_key_env``, else ``"EMPTY"``.
+        api_key: default: for the policy endpoint the policy API key (``policy_key``, else
+            settings' ``policy_api_key``), then the env var named by ``model.api_key_env``,
+            else ``"EMPTY"`` (:func:`mindforge.agent.endpoint.resolve_endpoint`).
+        policy_key: the policy endpoint's key where this process's settings lack it.
         request_timeout_sec: upper bound on one model call, in seconds.
         seed: the trial's sampling seed (:func:`mindforge.trials.seeds.paired_seed`), sent
             with every model call (the ``n``-th call of the trial gets ``seed + n``) unless
@@ -69,6 +73,7 @@ class ModelAgent(Agent):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
+        policy_key: SecretStr | None = None,
         request_timeout_sec: float = 600.0,
         seed: int | None = None,
     ) -> None:
@@ -77,7 +82,7 @@ class ModelAgent(Agent):
         self._calls = 0
         self.contract_hash = contract.content_hash
         self.adapter = contract.model.adapter or ""
-        self.base_url, self.api_key = resolve_endpoint(contract, base_url, api_key)
+        self.base_url, self.api_key = resolve_endpoint(contract, base_url, api_key, policy_key=policy_key)
         self.request_timeout_sec = request_timeout_sec
 
     # ------------------------------------------------------------------ run

@@ -22,7 +22,12 @@ def serve(
         help="'smollm2' (bundled SmolLM2-135M-Instruct), 'tiny' (offline random weights: exercises the loop, "
         "solves nothing), a local .gguf file, a local model directory, or a hub id.",
     ),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    host: str = typer.Option(
+        "127.0.0.1",
+        "--host",
+        help="Address to listen on. Beyond loopback (e.g. 0.0.0.0) it needs an API key, MINDFORGE_POLICY_API_KEY, "
+        "which clients then send as 'Authorization: Bearer <key>'.",
+    ),
     port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, help="TCP port."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA when available, else CPU), cpu, cuda, cuda:N."),
     served_model_name: str = typer.Option(
@@ -41,6 +46,7 @@ def serve(
     """Serve one base model and its LoRA adapters on /v1 (chat completions, models, load/unload adapter)."""
     from mindforge.errors import MindForgeError
     from mindforge.policy.engines.models import resolve_model
+    from mindforge.policy.server.auth import check_bind, settings_key
     from mindforge.policy.server.server import ENGINES
     from mindforge.policy.server.server import serve as run_server
 
@@ -50,6 +56,7 @@ def serve(
         console.print(f"[red]error:[/] {escape(why)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     try:
+        check_bind(host, settings_key())  # before the model is loaded
         resolved = resolve_model(model)  # converts a GGUF file on first use; the server reuses the copy
         if engine == "llamacpp" and not resolved.gguf_path:
             why = f"--engine llamacpp serves a GGUF file; --model {model!r} is not one"
@@ -64,7 +71,7 @@ def serve(
             soft_wrap=True,
         )
         run_server(model, host, port, device, served_model_name, engine)
-    except MindForgeError as exc:  # HubUnreachableError, ModelSpecError
+    except MindForgeError as exc:  # UnprotectedBindError, HubUnreachableError, ModelSpecError
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except ImportError as exc:

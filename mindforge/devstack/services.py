@@ -8,6 +8,10 @@
   settings file so workers connect to it. Skipped (only checked) when ``ray_address``
   names a remote cluster.
 
+Both listen on loopback (``127.0.0.1``) unless settings' ``bind_host``
+(``MINDFORGE_BIND_HOST``) says otherwise: Temporal through ``--ip``/``--ui-ip``, Ray by
+keeping its node address on loopback (:data:`RAY_LOOPBACK_ENV`).
+
 Each component answers ``status()`` quickly (a TCP connect) and ``up()`` is idempotent.
 """
 
@@ -30,6 +34,7 @@ from mindforge.devstack.base import (
     Say,
     write_setting,
 )
+from mindforge.listen import RAY_LOOPBACK_ENV, is_loopback, probe_host
 from mindforge.payloads import SA_GENERATION, SA_LINEAGE, SA_STAGE
 
 SEARCH_ATTRIBUTES = {SA_LINEAGE: "Keyword", SA_GENERATION: "Int", SA_STAGE: "Keyword"}
@@ -148,10 +153,11 @@ class TemporalComponent(Component):
         data.mkdir(parents=True, exist_ok=True)
         log_path = self.settings.data_dir / "logs" / "temporal.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        bind = self.settings.bind_host
         cmd = [
             _tool("temporal"), "server", "start-dev",
             "--db-filename", str(self.db_file),
-            "--ip", "127.0.0.1" if host in LOCAL_HOSTS else host,
+            "--ip", bind, "--ui-ip", bind,
             "--port", str(port),
             "--ui-port", str(self._ui_port()),
             "--namespace", self.settings.temporal_namespace,
@@ -159,7 +165,7 @@ class TemporalComponent(Component):
         ]
         for name, kind in SEARCH_ATTRIBUTES.items():
             cmd += ["--search-attribute", f"{name}={kind}"]
-        say(f"starting Temporal dev server on {host}:{port} (log: {log_path}) ...")
+        say(f"starting Temporal dev server on {bind}:{port} (log: {log_path}) ...")
         with log_path.open("ab") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         (data / "server.pid").write_text(str(proc.pid))
@@ -168,7 +174,7 @@ class TemporalComponent(Component):
             if proc.poll() is not None:
                 tail = log_path.read_text(errors="replace").splitlines()[-10:]
                 raise DevStackError("Temporal dev server exited:\n" + "\n".join(tail))
-            if tcp_answers("127.0.0.1", port):
+            if tcp_answers(probe_host(bind), port):
                 time.sleep(1.0)  # the frontend accepts before the namespace is ready
                 return self.status()
             time.sleep(0.5)
@@ -187,6 +193,35 @@ class TemporalComponent(Component):
             say(f"temporal: no dev server started from {self.settings.data_dir}; the one answering on "
                 f"{st.address} is left alone (stop it from the checkout that started it)")
         return self.status()
+
+
+def ray_head_command(bind_host: str, port: int, cpus: int) -> tuple[list[str], dict[str, str]]:
+    """``ray start --head`` for a head listening on ``bind_host``, and the environment it needs.
+
+    On loopback the node address stays ``127.0.0.1`` (:data:`RAY_LOOPBACK_ENV`), so every
+    socket of the head is on loopback; on ``0.0.0.0`` Ray picks the machine's address and
+    its GCS listens on every interface; any other address becomes the node address.
+    Ray's token authentication is always on (Ray turns it on by itself only when
+    ``~/.ray/auth_token`` exists, which made drivers' behaviour depend on history);
+    workers connect with the same token (``workers.main.init_ray``).
+
+    Args:
+        bind_host: settings' ``bind_host``.
+        port: the GCS port.
+        cpus: CPUs the head offers.
+
+    Returns:
+        ``(argv, env)``: the command, and the variables to add to this process's environment.
+    """
+    env = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    if is_loopback(bind_host):
+        env.update(RAY_LOOPBACK_ENV)
+    node = [] if probe_host(bind_host) != bind_host else ["--node-ip-address", bind_host]
+    argv = [
+        _tool("ray"), "start", "--head", *node, "--port", str(port), "--num-cpus", str(cpus),
+        "--include-dashboard", "false", "--dashboard-host", bind_host, "--disable-usage-stats",
+    ]
+    return argv, env
 
 
 class RayComponent(Component):
@@ -221,22 +256,17 @@ class RayComponent(Component):
         log_path = self.settings.data_dir / "logs" / "ray-start.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         cpus = os.cpu_count() or 2
-        say(f"starting Ray head on 127.0.0.1:{RAY_HEAD_PORT} with {cpus} CPUs (log: {log_path}) ...")
-        # Ray's token authentication, always on for this head (Ray turns it on by itself
-        # only when ~/.ray/auth_token exists, which made drivers' behaviour depend on
-        # history); workers connect with the same token (workers.main.init_ray)
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+        bind = self.settings.bind_host
+        say(f"starting Ray head on {bind}:{RAY_HEAD_PORT} with {cpus} CPUs (log: {log_path}) ...")
+        argv, extra = ray_head_command(bind, RAY_HEAD_PORT, cpus)
+        env = {**os.environ, **extra}
         with log_path.open("ab") as log:
             subprocess.run(
                 [_tool("ray"), "get-auth-token", "--generate"],
                 stdout=subprocess.DEVNULL, stderr=log, env=env, check=False,
             )
             proc = subprocess.run(
-                [
-                    _tool("ray"), "start", "--head", "--node-ip-address", "127.0.0.1",
-                    "--port", str(RAY_HEAD_PORT), "--num-cpus", str(cpus),
-                    "--include-dashboard", "false", "--disable-usage-stats",
-                ],
+                argv,
                 stdout=log, stderr=subprocess.STDOUT, env=env,
             )
         if proc.returncode != 0:

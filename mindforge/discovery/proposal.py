@@ -14,7 +14,6 @@ with the reason. Nothing is patched.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -325,11 +324,9 @@ def _validation_detail(index: int, exc: ValidationError) -> str:
 def _client(client: openai.OpenAI | str | None, contract: Any, timeout_sec: float) -> openai.OpenAI:
     if isinstance(client, openai.OpenAI):
         return client
-    from mindforge.settings import get_settings
+    from mindforge.agent.endpoint import resolve_endpoint
 
-    m = contract.model
-    base_url = client or os.environ.get(m.base_url_env or "", "") or get_settings().policy_url
-    api_key = os.environ.get(m.api_key_env or "", "") or "EMPTY"
+    base_url, api_key = resolve_endpoint(contract, client)
     return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=2, timeout=timeout_sec)
 
 

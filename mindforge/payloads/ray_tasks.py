@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from mindforge.payloads.training import AdapterReport, TrainerConfig
 from mindforge.settings import Settings
@@ -27,6 +27,9 @@ class SandboxSettings(BaseModel):
         artifact_root: where trial directories go (``runs/<run_id>/<trial_id>/``).
         image_map_file / image_map_enabled: the repo's image map and whether it is on.
         docker_pids_limit: the sandbox's process limit.
+        policy_api_key: the policy endpoint's API key, sent by the trial's model calls; it
+            travels here (pickled by Ray, masked in any dump) rather than in the Ray job's
+            environment, whose variables Ray writes to its logs.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -36,6 +39,7 @@ class SandboxSettings(BaseModel):
     image_map_file: str
     image_map_enabled: bool = True
     docker_pids_limit: int = 512
+    policy_api_key: SecretStr | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxSettings:
@@ -46,6 +50,7 @@ class SandboxSettings(BaseModel):
             image_map_file=str(settings.image_map_file),
             image_map_enabled=settings.image_map_enabled,
             docker_pids_limit=settings.docker_pids_limit,
+            policy_api_key=settings.policy_api_key,
         )
 
     def to_settings(self) -> Settings:
@@ -56,6 +61,7 @@ class SandboxSettings(BaseModel):
             image_map_file=self.image_map_file,
             image_map_enabled=self.image_map_enabled,
             docker_pids_limit=self.docker_pids_limit,
+            policy_api_key=self.policy_api_key,
         )
 
 

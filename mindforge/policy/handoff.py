@@ -14,7 +14,9 @@ Rules:
   (embedded server) once served with other weights, is refused with
   :class:`AdapterNameConflictError`;
 - handing off the same revision again (a retried activity) is a no-op;
-- after loading, a chat completion under the new name must answer (:func:`probe_adapter`).
+- after loading, a chat completion under the new name must answer (:func:`probe_adapter`);
+- with an ``api_key`` every call sends ``Authorization: Bearer <key>`` (the policy
+  server's ``MINDFORGE_POLICY_API_KEY``, vLLM's ``--api-key``).
 
 Pure HTTP (``httpx``), no torch.
 """
@@ -75,6 +77,11 @@ def versioned_adapter_name(lineage_id: str, generation: int, revision: int) -> s
     return f"{slug}-g{generation}-r{revision}"
 
 
+def _client(timeout_sec: float, api_key: str | None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return httpx.Client(timeout=timeout_sec, headers=headers)
+
+
 def _url(base_url: str, path: str) -> str:
     return base_url.rstrip("/") + path
 
@@ -99,7 +106,7 @@ def _request(client: httpx.Client, method: str, url: str, **kw) -> httpx.Respons
     return resp
 
 
-def served_adapters(base_url: str, *, timeout_sec: float = 30.0) -> dict[str, str]:
+def served_adapters(base_url: str, *, timeout_sec: float = 30.0, api_key: str | None = None) -> dict[str, str]:
     """Adapters the endpoint lists in ``/v1/models``: name -> path (``root``).
 
     Entries with a ``parent`` (vLLM's and the embedded server's LoRA cards) are adapters.
@@ -108,7 +115,7 @@ def served_adapters(base_url: str, *, timeout_sec: float = 30.0) -> dict[str, st
         EndpointUnavailableError: no answer or 5xx.
         ServingError: an answer that is not a model list.
     """
-    with httpx.Client(timeout=timeout_sec) as http:
+    with _client(timeout_sec, api_key) as http:
         resp = _request(http, "GET", _url(base_url, "/models"))
     if resp.status_code != 200:
         raise ServingError(f"GET {base_url}/models: HTTP {resp.status_code}: {_error_text(resp)}")
@@ -120,7 +127,7 @@ def served_adapters(base_url: str, *, timeout_sec: float = 30.0) -> dict[str, st
 
 
 def load_adapter(
-    base_url: str, name: str, path: Path | str, *, timeout_sec: float = 300.0
+    base_url: str, name: str, path: Path | str, *, timeout_sec: float = 300.0, api_key: str | None = None
 ) -> Literal["loaded", "already_loaded"]:
     """Load the adapter at ``path`` under ``name``, refusing to rebind a name.
 
@@ -129,6 +136,7 @@ def load_adapter(
         name: the versioned serving name.
         path: the PEFT adapter directory, as the endpoint's host sees it.
         timeout_sec: HTTP timeout of each call, seconds.
+        api_key: the endpoint's API key (``Authorization: Bearer``); None sends none.
 
     Returns:
         ``loaded``, or ``already_loaded`` when the endpoint serves ``name`` from ``path``.
@@ -140,7 +148,7 @@ def load_adapter(
         EndpointUnavailableError: no answer or 5xx (retryable).
     """
     path = str(path)
-    served = served_adapters(base_url, timeout_sec=timeout_sec)
+    served = served_adapters(base_url, timeout_sec=timeout_sec, api_key=api_key)
     if name in served:
         if served[name] == path:
             return "already_loaded"
@@ -148,7 +156,7 @@ def load_adapter(
             f"{base_url}: adapter name {name!r} is already served from {served[name]!r}, not {path!r}; "
             "a name is never reused for other weights"
         )
-    with httpx.Client(timeout=timeout_sec) as http:
+    with _client(timeout_sec, api_key) as http:
         resp = _request(http, "POST", _url(base_url, "/load_lora_adapter"), json={"lora_name": name, "lora_path": path})
     if resp.status_code == 200:
         return "loaded"
@@ -158,7 +166,9 @@ def load_adapter(
     raise AdapterLoadError(f"{base_url}: cannot load {name!r} from {path!r}: HTTP {resp.status_code}: {text}")
 
 
-def probe_adapter(base_url: str, name: str, *, max_tokens: int = 8, timeout_sec: float = 300.0) -> dict:
+def probe_adapter(
+    base_url: str, name: str, *, max_tokens: int = 8, timeout_sec: float = 300.0, api_key: str | None = None
+) -> dict:
     """One greedy chat completion under ``name``; it must answer as that model.
 
     Args:
@@ -166,6 +176,7 @@ def probe_adapter(base_url: str, name: str, *, max_tokens: int = 8, timeout_sec:
         name: the model (adapter) name to ask.
         max_tokens: completion cap, tokens.
         timeout_sec: HTTP timeout, seconds.
+        api_key: the endpoint's API key; None sends none.
 
     Returns:
         the ``chat.completion`` body.
@@ -175,7 +186,7 @@ def probe_adapter(base_url: str, name: str, *, max_tokens: int = 8, timeout_sec:
         EndpointUnavailableError: no answer or 5xx (retryable).
     """
     body = {"model": name, "messages": PROBE_MESSAGES, "max_tokens": max_tokens, "temperature": 0.0}
-    with httpx.Client(timeout=timeout_sec) as http:
+    with _client(timeout_sec, api_key) as http:
         resp = _request(http, "POST", _url(base_url, "/chat/completions"), json=body)
     if resp.status_code != 200:
         raise ProbeError(f"{base_url}: probe of {name!r}: HTTP {resp.status_code}: {_error_text(resp)}")
@@ -190,16 +201,22 @@ def probe_adapter(base_url: str, name: str, *, max_tokens: int = 8, timeout_sec:
     return out
 
 
-def hand_off(base_url: str, name: str, path: Path | str, *, timeout_sec: float = 300.0) -> HandoffRecord:
+def hand_off(
+    base_url: str, name: str, path: Path | str, *, timeout_sec: float = 300.0, api_key: str | None = None
+) -> HandoffRecord:
     """Load an adapter revision under its versioned name and probe that it answers.
+
+    Args:
+        base_url / name / path / timeout_sec: see :func:`load_adapter`.
+        api_key: the endpoint's API key; None sends none. The record never holds it.
 
     Raises:
         AdapterNameConflictError, AdapterLoadError, ProbeError: not retryable.
         EndpointUnavailableError: retryable.
     """
     began = time.monotonic()
-    state = load_adapter(base_url, name, path, timeout_sec=timeout_sec)
-    out = probe_adapter(base_url, name, timeout_sec=timeout_sec)
+    state = load_adapter(base_url, name, path, timeout_sec=timeout_sec, api_key=api_key)
+    out = probe_adapter(base_url, name, timeout_sec=timeout_sec, api_key=api_key)
     return HandoffRecord(
         base_url=base_url,
         name=name,

@@ -37,9 +37,10 @@ from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 
-from mindforge.errors import InputError
+from mindforge.errors import InputError, MindForgeError
+from mindforge.policy.server.auth import as_secret, settings_key
 from mindforge.policy.server.protocol import (
     AdapterRegistry,
     ChatCompletionRequest,
@@ -55,7 +56,7 @@ from mindforge.policy.server.protocol import (
     model_not_found,
     tool_names,
 )
-from mindforge.policy.server.runner import ServerHandle
+from mindforge.policy.server.runner import ServerHandle, serve_app
 
 
 class ScriptedToolCall(BaseModel):
@@ -333,13 +334,24 @@ def create_scripted_app(script: PolicyScript) -> FastAPI:
     return app
 
 
-def start_scripted_policy(script: PolicyScript | dict | Path, host: str = "127.0.0.1", port: int = 0) -> ServerHandle:
+def start_scripted_policy(
+    script: PolicyScript | dict | Path,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    api_key: SecretStr | str | None = None,
+) -> ServerHandle:
     """Serve a script from a background thread of this process.
+
+    It listens under the embedded server's rules (:mod:`mindforge.policy.server.auth`):
+    beyond loopback only with an API key, and with a key every request must carry it.
 
     Args:
         script: the script, its dict form, or a JSON file.
         host: address to listen on.
         port: TCP port; 0 picks a free one.
+        api_key: the key clients must send (``Authorization: Bearer``); None: settings'
+            ``policy_api_key``.
 
     Returns:
         a handle with ``.base_url`` (``http://host:port/v1``), ``.stop()``, and
@@ -347,20 +359,23 @@ def start_scripted_policy(script: PolicyScript | dict | Path, host: str = "127.0
 
     Raises:
         InputError: a script file that cannot be read or validated.
+        UnprotectedBindError: ``host`` is beyond loopback and there is no key.
     """
     if isinstance(script, Path):
         script = PolicyScript.from_file(script)
     elif isinstance(script, dict):
         script = PolicyScript.model_validate(script)
-    return ServerHandle(create_scripted_app(script), host, port)
+    key = as_secret(api_key) if api_key is not None else settings_key()
+    return ServerHandle(create_scripted_app(script), host, port, api_key=key)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mindforge.policy.doubles.scripted --script FILE [--host H] --port N``."""
+    """``python -m mindforge.policy.doubles.scripted --script FILE [--host H] --port N``.
+
+    The API key comes from settings (``MINDFORGE_POLICY_API_KEY``), as for the embedded server.
+    """
     import argparse
     import sys
-
-    import uvicorn
 
     parser = argparse.ArgumentParser(prog="python -m mindforge.policy.doubles.scripted")
     parser.add_argument("--script", type=Path, required=True)
@@ -368,11 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     ns = parser.parse_args(argv)
     try:
-        script = PolicyScript.from_file(ns.script)
-    except InputError as exc:
+        app = create_scripted_app(PolicyScript.from_file(ns.script))
+        serve_app(app, ns.host, ns.port, settings_key(), log_level="warning")
+    except MindForgeError as exc:  # InputError, UnprotectedBindError
         print(exc, file=sys.stderr)
         return 2
-    uvicorn.run(create_scripted_app(script), host=ns.host, port=ns.port, log_level="warning", access_log=False)
     return 0
 
 

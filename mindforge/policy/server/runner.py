@@ -1,7 +1,9 @@
 """Run a policy server in-process (uvicorn in a thread) or as a subprocess, and wait for it.
 
 Both the embedded server (:mod:`mindforge.policy.server.server`) and the scripted test policy
-(:mod:`mindforge.policy.doubles.scripted`) are FastAPI apps; this module starts either one.
+(:mod:`mindforge.policy.doubles.scripted`) are FastAPI apps; this module starts either one, and
+puts each behind the same listening rules (:func:`mindforge.policy.server.auth.protect`):
+loopback unless told otherwise, an API key beyond it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from pathlib import Path
 
 import httpx
 import uvicorn
+from pydantic import SecretStr
 
 from mindforge.errors import InfraError
+from mindforge.policy.server.auth import as_secret, bearer_headers, protect, settings_key
+from mindforge.settings import POLICY_API_KEY_ENV
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -27,24 +32,28 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until_ready(base_url: str, timeout_sec: float, proc: subprocess.Popen | None = None) -> None:
+def wait_until_ready(
+    base_url: str, timeout_sec: float, proc: subprocess.Popen | None = None, api_key: SecretStr | str | None = None
+) -> None:
     """Poll ``{base_url}/models`` until it answers 200.
 
     Args:
         base_url: the server's OpenAI base URL, ending in ``/v1``.
         timeout_sec: how long to wait, in seconds.
         proc: the server process, if any; its early exit ends the wait.
+        api_key: the server's API key, sent as ``Authorization: Bearer``; None sends none.
 
     Raises:
         InfraError: the server did not answer in time, or its process exited.
     """
     deadline = time.monotonic() + timeout_sec
     last = "no answer"
+    headers = bearer_headers(api_key)
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise InfraError(f"policy server exited with code {proc.returncode} before {base_url} answered")
         try:
-            resp = httpx.get(f"{base_url}/models", timeout=2.0)
+            resp = httpx.get(f"{base_url}/models", headers=headers, timeout=2.0)
             if resp.status_code == 200:
                 return
             last = f"HTTP {resp.status_code}"
@@ -54,16 +63,52 @@ def wait_until_ready(base_url: str, timeout_sec: float, proc: subprocess.Popen |
     raise InfraError(f"policy server at {base_url} did not answer within {timeout_sec:.0f} s ({last})")
 
 
+def serve_app(app, host: str, port: int, api_key: SecretStr | str | None, *, log_level: str = "info") -> None:
+    """Serve ``app`` with uvicorn in the foreground until interrupted, behind :func:`protect`.
+
+    Args:
+        app: a FastAPI app.
+        host / port: where to listen.
+        api_key: the key clients must send (``Authorization: Bearer``); None or empty for none.
+        log_level: uvicorn's log level (the access log stays off).
+
+    Raises:
+        UnprotectedBindError: ``host`` is beyond loopback and there is no key.
+    """
+    protect(app, host, api_key)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+
+
 class ServerHandle:
     """A FastAPI app served by uvicorn in a background thread.
+
+    Args:
+        app: the app to serve.
+        host: address to listen on (loopback by default; beyond it ``api_key`` is required).
+        port: TCP port; 0 picks a free one.
+        api_key: the key clients must send (``Authorization: Bearer``); None or empty for none.
+        ready_timeout_sec: how long to wait for uvicorn to start, in seconds.
 
     Attributes:
         app: the served app.
         host / port: where it listens (the real port when 0 was asked for).
         base_url: the OpenAI base URL, ``http://host:port/v1``.
+
+    Raises:
+        UnprotectedBindError: ``host`` is beyond loopback and there is no key.
+        InfraError: uvicorn did not start in time.
     """
 
-    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, *, ready_timeout_sec: float = 30.0) -> None:
+    def __init__(
+        self,
+        app,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        api_key: SecretStr | str | None = None,
+        ready_timeout_sec: float = 30.0,
+    ) -> None:
+        protect(app, host, api_key)
         self.app = app
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -112,6 +157,8 @@ class PolicyServerProcess:
         ready_timeout_sec: how long :meth:`start` waits for ``/v1/models``, in seconds.
         log_path: file for the child's stdout and stderr.
         env: extra environment variables for the child.
+        api_key: the key the child requires and :meth:`start` sends (it reaches the child
+            in its environment, never on its command line); None: settings' ``policy_api_key``.
     """
 
     def __init__(
@@ -124,6 +171,7 @@ class PolicyServerProcess:
         ready_timeout_sec: float = 120.0,
         log_path: Path | None = None,
         env: dict[str, str] | None = None,
+        api_key: SecretStr | str | None = None,
     ) -> None:
         self.module = module
         self.args = list(args)
@@ -133,6 +181,7 @@ class PolicyServerProcess:
         self.ready_timeout_sec = ready_timeout_sec
         self.log_path = log_path
         self.env = dict(env or {})
+        self._api_key = as_secret(api_key) if api_key is not None else settings_key()
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> PolicyServerProcess:
@@ -142,15 +191,18 @@ class PolicyServerProcess:
             InfraError: it exited or did not answer within ``ready_timeout_sec``.
         """
         cmd = [sys.executable, "-m", self.module, *self.args, "--host", self.host, "--port", str(self.port)]
+        env = {**os.environ, **self.env}
+        if self._api_key is not None:
+            env[POLICY_API_KEY_ENV] = self._api_key.get_secret_value()
         log = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115 - closed below, once the child has it
         out = log if log is not None else subprocess.DEVNULL
         try:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
         finally:
             if log is not None:
                 log.close()
         try:
-            wait_until_ready(self.base_url, self.ready_timeout_sec, self.proc)
+            wait_until_ready(self.base_url, self.ready_timeout_sec, self.proc, self._api_key)
         except InfraError:
             self.stop()
             raise

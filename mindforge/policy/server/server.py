@@ -23,8 +23,10 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import SecretStr
 
 from mindforge.errors import MindForgeError
+from mindforge.policy.server.auth import as_secret, check_bind, settings_key
 from mindforge.policy.server.protocol import (
     ChatCompletionRequest,
     LoadLoRAAdapterRequest,
@@ -33,7 +35,7 @@ from mindforge.policy.server.protocol import (
     install_error_handlers,
     model_card,
 )
-from mindforge.policy.server.runner import ServerHandle
+from mindforge.policy.server.runner import ServerHandle, serve_app
 
 DEFAULT_MODEL = "smollm2"
 TINY = "tiny"
@@ -178,51 +180,68 @@ def start_policy_server(
     device: str = "auto",
     served_name: str | None = None,
     engine: str = "transformers",
+    api_key: SecretStr | str | None = None,
 ) -> ServerHandle:
     """Load ``model`` and serve it from a background thread of this process.
 
     Args:
         model: see :func:`load_engine`.
-        host: address to listen on.
+        host: address to listen on; beyond loopback only with an API key.
         port: TCP port; 0 picks a free one (read it from the handle).
         device: see :func:`load_engine`.
         served_name: the base model's name in requests; default the resolved name (see
             :func:`load_engine`).
         engine: see :func:`load_engine`.
+        api_key: the key clients must send (``Authorization: Bearer``); None: settings'
+            ``policy_api_key`` (:mod:`mindforge.policy.server.auth`).
 
     Returns:
         a handle with ``.base_url`` (``http://host:port/v1``), ``.app.state.engine`` and
         ``.stop()``.
 
     Raises:
+        UnprotectedBindError: ``host`` is beyond loopback and there is no key (checked
+            before the model is loaded).
         HubUnreachableError, ModelSpecError: see :func:`load_engine`.
     """
-    return ServerHandle(create_app(load_engine(model, device, served_name, engine)), host, port)
+    key = as_secret(api_key) if api_key is not None else settings_key()
+    check_bind(host, key)
+    return ServerHandle(create_app(load_engine(model, device, served_name, engine)), host, port, api_key=key)
 
 
 def serve(
-    model: str, host: str, port: int, device: str = "auto", served_name: str | None = None, engine: str = "transformers"
+    model: str,
+    host: str,
+    port: int,
+    device: str = "auto",
+    served_name: str | None = None,
+    engine: str = "transformers",
+    api_key: SecretStr | str | None = None,
 ) -> None:
     """Load ``model`` and serve it in the foreground until interrupted.
 
     Args:
+        host: address to listen on; beyond loopback only with an API key.
         served_name: the base model's name in requests and ``/v1/models`` (vLLM's
             ``--served-model-name``); default the resolved name (see :func:`load_engine`).
         engine: ``transformers`` or ``llamacpp`` (see :func:`load_engine`).
+        api_key: the key clients must send; None: settings' ``policy_api_key``.
 
     Raises:
+        UnprotectedBindError: ``host`` is beyond loopback and there is no key (checked
+            before the model is loaded).
         HubUnreachableError, ModelSpecError: see :func:`load_engine`.
     """
-    import uvicorn
-
-    app = create_app(load_engine(model, device, served_name, engine))
-    uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+    key = as_secret(api_key) if api_key is not None else settings_key()
+    check_bind(host, key)
+    serve_app(create_app(load_engine(model, device, served_name, engine)), host, port, key)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m mindforge.policy.server --model M --host H --port P [options]``.
 
-    Options: ``--device D``, ``--served-model-name N``, ``--engine E``.
+    Options: ``--device D``, ``--served-model-name N``, ``--engine E``. The API key comes
+    from settings (``MINDFORGE_POLICY_API_KEY``), never from the command line.
     """
     import argparse
     import sys
@@ -237,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     try:
         serve(ns.model, ns.host, ns.port, ns.device, ns.served_model_name, ns.engine)
-    except MindForgeError as exc:  # HubUnreachableError, ModelSpecError
+    except MindForgeError as exc:  # UnprotectedBindError, HubUnreachableError, ModelSpecError
         print(exc, file=sys.stderr)
         return 2
     return 0
