@@ -16,8 +16,6 @@ with ``unsupported``.
 from __future__ import annotations
 
 import logging
-import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from mindforge.errors import InputError
 from mindforge.tasks.dockerfile import InstanceSplit, shared_env_hash, split_instance_steps
 from mindforge.tasks.hashing import content_hash
 from mindforge.tasks.model import EnvironmentMode, NetworkMode, Task, TaskConfig
+from mindforge.tomlfile import read_toml
 
 logger = logging.getLogger(__name__)
 
@@ -39,44 +38,9 @@ SOLVE_SH = "solution/solve.sh"
 
 # Sections whose extra keys are part of the format, not typos.
 _FREE_FORM_SECTIONS = frozenset({"metadata"})
-_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse a TOML file, turning every failure into an :class:`InputError`.
-
-    Args:
-        path: the file.
-
-    Returns:
-        The parsed table.
-
-    Raises:
-        InputError: the file is missing, unreadable, not UTF-8, or malformed TOML (the
-            reason gives line and column).
-    """
-    if not path.is_file():
-        raise InputError(path, "", "missing file")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, "", f"not UTF-8 text (byte {exc.start})") from exc
-    except OSError as exc:
-        raise InputError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        match = _TOML_POS.search(message)
-        if match:
-            detail = _TOML_POS.sub("", message).strip()
-            reason = f"malformed TOML at line {match[1]}, column {match[2]}: {detail}"
-        else:
-            reason = f"malformed TOML: {message}"
-        raise InputError(path, "", reason) from exc
 
 
 def dotted(loc: Sequence[int | str]) -> str:
@@ -111,10 +75,16 @@ def input_error_from_validation(path: Path, exc: ValidationError, prefix: str = 
     if first["type"] in ("model_type", "dict_type"):
         reason = "expected a table"
     if first["type"] != "missing" and "input" in first:
-        reason += f" (got {first['input']!r})"
+        reason += f" (got {_short(first['input'])})"
     if len(errors) > 1:
         reason += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
     return InputError(path, field, reason)
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters: a hostile file's megabyte value is not echoed."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
 def _unknown_keys(model: BaseModel, prefix: str = "") -> list[str]:
@@ -139,7 +109,7 @@ def _pre_validate(toml_path: Path, data: dict[str, Any], warnings: list[str]) ->
         allow = env.pop("allow_internet")
         if not isinstance(allow, bool):
             raise InputError(
-                toml_path, "environment.allow_internet", f"expected true or false (got {allow!r})"
+                toml_path, "environment.allow_internet", f"expected true or false (got {_short(allow)})"
             )
         mapped = NetworkMode.PUBLIC if allow else NetworkMode.NO_NETWORK
         if "network_mode" not in env:
@@ -147,12 +117,12 @@ def _pre_validate(toml_path: Path, data: dict[str, Any], warnings: list[str]) ->
         elif env["network_mode"] != mapped.value:
             warnings.append(
                 f"{TASK_TOML}: 'environment.allow_internet' ignored: "
-                f"'environment.network_mode' = {env['network_mode']!r} wins"
+                f"'environment.network_mode' = {_short(env['network_mode'])} wins"
             )
     steps = data.pop("steps", None)
     if steps is not None:
         if not isinstance(steps, list):
-            raise InputError(toml_path, "steps", f"expected an array of tables (got {steps!r})")
+            raise InputError(toml_path, "steps", f"expected an array of tables (got {_short(steps)})")
         if steps:
             raise InputError(
                 toml_path, "steps", f"unsupported: multi-step tasks ({len(steps)} steps given)"
@@ -160,7 +130,7 @@ def _pre_validate(toml_path: Path, data: dict[str, Any], warnings: list[str]) ->
     artifacts = data.pop("artifacts", None)
     if artifacts is not None:
         if not isinstance(artifacts, list):
-            raise InputError(toml_path, "artifacts", f"expected an array (got {artifacts!r})")
+            raise InputError(toml_path, "artifacts", f"expected an array (got {_short(artifacts)})")
         if artifacts:
             warnings.append(
                 f"{TASK_TOML}: 'artifacts' ignored: artifact collection not supported yet"
