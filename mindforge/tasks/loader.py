@@ -16,6 +16,7 @@ with ``unsupported``.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from mindforge.errors import InputError
 from mindforge.tasks.dockerfile import InstanceSplit, shared_env_hash, split_instance_steps
-from mindforge.tasks.hashing import content_hash
+from mindforge.tasks.hashing import content_hash, iter_task_files
 from mindforge.tasks.model import EnvironmentMode, NetworkMode, Task, TaskConfig
 from mindforge.tomlfile import read_toml
 
@@ -35,6 +36,8 @@ INSTRUCTION_MD = "instruction.md"
 DOCKERFILE = "environment/Dockerfile"
 TEST_SH = "tests/test.sh"
 SOLVE_SH = "solution/solve.sh"
+#: the largest instruction.md loaded (bytes): an instruction is read by a model whole
+MAX_INSTRUCTION_BYTES = 1 << 20
 
 # Sections whose extra keys are part of the format, not typos.
 _FREE_FORM_SECTIONS = frozenset({"metadata"})
@@ -210,14 +213,22 @@ def load_task(path: Path) -> Task:
         The task, with its content hash and warnings (also logged at WARNING).
 
     Raises:
-        InputError: a missing or bad file, a wrong or unsupported value; the error names
-            the file, the key path and the reason.
+        InputError: a missing or bad file, a wrong or unsupported value, a symbolic link
+            pointing outside the folder, a file name that is not UTF-8, or an
+            instruction over :data:`MAX_INSTRUCTION_BYTES`; the error names the file,
+            the key path and the reason.
     """
     root = Path(path).expanduser().resolve()
     if not root.is_dir():
         raise InputError(root, "", "not a task directory (no such directory)")
+    _check_links(root)
     config, warnings = load_task_config(root / TASK_TOML)
 
+    size = (root / INSTRUCTION_MD).stat().st_size if (root / INSTRUCTION_MD).is_file() else 0
+    if size > MAX_INSTRUCTION_BYTES:
+        raise InputError(
+            root / INSTRUCTION_MD, "", f"{size} bytes; an instruction holds at most {MAX_INSTRUCTION_BYTES} bytes"
+        )
     instruction = _read_text(root / INSTRUCTION_MD)
     if not instruction.strip():
         raise InputError(root / INSTRUCTION_MD, "", "empty instruction")
@@ -246,6 +257,29 @@ def load_task(path: Path) -> Task:
         shared_dockerfile=split.head if split else "",
         env_hash=shared_env_hash(split.head, root / "environment") if split else "",
     )
+
+
+def _check_links(root: Path) -> None:
+    """Refuse symbolic links in the task folder that point outside it (or loop).
+
+    A link such as ``instruction.md -> ~/.ssh/id_rsa`` would hand a host file to the
+    model, the image build or the verifier; links inside the folder are fine.
+
+    Raises:
+        InputError: naming the link and its target.
+    """
+    for _rel, entry in iter_task_files(root):
+        if not entry.is_symlink():
+            continue
+        target = os.readlink(entry)
+        try:
+            resolved = (entry.parent / target).resolve(strict=False)
+        except (RuntimeError, OSError):  # a loop of links (3.11 raises RuntimeError)
+            raise InputError(entry, "", f"a symbolic link loop (-> {target!r})") from None
+        if not resolved.is_relative_to(root):
+            raise InputError(
+                entry, "", f"a symbolic link pointing outside the task folder (-> {target!r}); copy the file in"
+            )
 
 
 def _instance_split(root: Path) -> InstanceSplit | None:
