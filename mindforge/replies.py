@@ -38,8 +38,10 @@ def load_json_object(text: str) -> dict[str, Any]:
         raise ReplyFormatError("empty reply")
     try:
         obj = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise ReplyFormatError(f"not one JSON object: {exc}") from None
+    except ValueError as exc:  # JSONDecodeError, or a number past Python's digit limit
+        raise ReplyFormatError(f"not one JSON object: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise ReplyFormatError("not one JSON object: nested too deep") from None
     if not isinstance(obj, dict):
         raise ReplyFormatError(f"a JSON {type(obj).__name__}, not an object")
     return obj

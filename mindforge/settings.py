@@ -9,16 +9,18 @@ win over it.
 from __future__ import annotations
 
 import functools
-import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, TypeAdapter, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from mindforge.errors import InputError
+from mindforge.tomlfile import read_toml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: the environment variable of settings' ``policy_api_key``
@@ -63,7 +65,7 @@ class Settings(BaseSettings):
     base_image: str = "mindforge/base:bookworm"
     image_map_file: Path = REPO_ROOT / "deploy" / "image_map.toml"
     image_map_enabled: bool = True
-    docker_pids_limit: int = 512
+    docker_pids_limit: int = Field(default=512, gt=0)
     temporal_address: str = "localhost:7233"
     temporal_namespace: str = "default"
     temporal_ui_url: str = "http://localhost:8233"
@@ -106,17 +108,49 @@ class _FileSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
+        """The file's settings, each checked against its field.
+
+        Raises:
+            InputError: the file is unreadable, not UTF-8 or not TOML, names an unknown
+                setting, or gives one a value of the wrong type or range (naming the key).
+        """
         import os
 
         data_dir = Path(os.environ.get("MINDFORGE_DATA_DIR") or _default_data_dir())
         path = data_dir / "settings.toml"
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             return {}
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        data = read_toml(path)
+        fields = self.settings_cls.model_fields
+        for key, value in data.items():
+            if key not in fields:
+                raise InputError(path, key[:80], f"unknown setting; the settings are {', '.join(sorted(fields))}")
+            try:
+                adapter: TypeAdapter[Any] = TypeAdapter(Annotated[fields[key].annotation, fields[key]])  # type: ignore[arg-type]  # a runtime annotation, as pydantic takes it
+                adapter.validate_python(value)
+            except ValidationError as exc:
+                raise InputError(path, key, _reason(exc)) from None
+        return data
+
+
+def _reason(exc: ValidationError) -> str:
+    """The first error of ``exc`` in words, the offending value cut to 80 characters."""
+    err = exc.errors(include_url=False)[0]
+    got = repr(err.get("input"))
+    return f"{err['msg']} (got {got if len(got) <= 80 else got[:60] + '...'})"
 
 
 @functools.lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process's settings (cached; call ``get_settings.cache_clear()`` after changing env)."""
-    return Settings()
+    """The process's settings (cached; call ``get_settings.cache_clear()`` after changing env).
+
+    Raises:
+        InputError: a bad ``settings.toml`` (naming the file and key) or a bad
+            ``MINDFORGE_*`` environment variable (naming the variable).
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        loc = exc.errors(include_url=False)[0]["loc"]
+        name = f"MINDFORGE_{str(loc[0]).upper()}" if loc else "MINDFORGE_*"
+        raise InputError("environment", name, _reason(exc)) from None

@@ -128,7 +128,8 @@ def _check(tool: Any, arguments: Any, allowed: list[str], call_id: str) -> Actio
     if not isinstance(tool, str) or not tool:
         raise ActionParseError('the action has no "tool" name')
     if tool not in allowed:
-        raise ActionParseError(f"tool {tool!r} is not available; available tools: {', '.join(allowed)}")
+        shown = repr(tool) if len(tool) <= 80 else f"{tool[:60]!r}... ({len(tool)} characters)"
+        raise ActionParseError(f"tool {shown} is not available; available tools: {', '.join(allowed)}")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -136,7 +137,7 @@ def _check(tool: Any, arguments: Any, allowed: list[str], call_id: str) -> Actio
     _desc, props, required = TOOL_SPECS[tool]
     for name in required:
         if name not in arguments:
-            raise ActionParseError(f"tool {tool} needs argument {name!r}")
+            raise ActionParseError(f"tool {tool} needs argument {name[:80]!r}")
     for name, value in arguments.items():
         if name in props and props[name]["type"] == "string" and not isinstance(value, str):
             raise ActionParseError(f"argument {name!r} of {tool} must be a string")
@@ -165,14 +166,14 @@ def parse_json_action(text: str, allowed: list[str], call_id: str = "") -> Actio
         if ch == "{":
             try:
                 obj, _end = decoder.raw_decode(text[i:])
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, too deep, or a number past the digit limit
                 continue
             candidates.append(json.dumps(obj))
             break
     for raw in candidates:
         try:
             obj = json.loads(raw, strict=False)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict) and ("tool" in obj or "name" in obj):
             args = obj.get("arguments", obj.get("args"))
@@ -310,12 +311,19 @@ def parse_tool_call(tool_calls: list[Any], allowed: list[str]) -> Action:
     if not tool_calls:
         raise ActionParseError("the reply made no tool call; call one of the tools")
     call = tool_calls[0]
-    fn = call["function"] if isinstance(call, dict) else call.function
-    name = fn["name"] if isinstance(fn, dict) else fn.name
-    raw = fn["arguments"] if isinstance(fn, dict) else fn.arguments
-    call_id = call["id"] if isinstance(call, dict) else call.id
+    fn = _part(call, "function")
+    if fn is None:
+        raise ActionParseError("the tool call names no function; call one of the tools")
+    name, raw, call_id = _part(fn, "name"), _part(fn, "arguments"), _part(call, "id")
     try:
         args = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
-    except json.JSONDecodeError as exc:
-        raise ActionParseError(f"arguments of {name} are not valid JSON: {exc}") from None
-    return _check(name, args, allowed, call_id or "")
+    except (ValueError, RecursionError) as exc:
+        raise ActionParseError(f"arguments of {str(name)[:80]} are not valid JSON: {str(exc)[:200]}") from None
+    return _check(name, args, allowed, call_id if isinstance(call_id, str) else "")
+
+
+def _part(obj: Any, name: str) -> Any:
+    """``obj[name]`` of a dict, ``obj.name`` of an SDK object; None when it has no such part."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)

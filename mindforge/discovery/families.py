@@ -27,10 +27,9 @@ import hashlib
 import json
 import logging
 import string
-import tomllib
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -38,8 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mindforge.discovery.schema import TaskProposal
 from mindforge.errors import InputError
 from mindforge.tasks.dockerfile import insert_marker
+from mindforge.tomlfile import read_toml
 
 logger = logging.getLogger(__name__)
+_M = TypeVar("_M", bound=BaseModel)
 
 FAMILY_TOML = "family.toml"
 TEMPLATES = "templates"
@@ -145,7 +146,7 @@ class Family(BaseModel):
             elif err.validator == "required":
                 path = err.message.split("'")[1] if "'" in err.message else path
             field = "params" + (f".{path}" if path else "")
-            raise InputError(self.root / FAMILY_TOML, field, f"family {self.name!r}: {err.message}")
+            raise InputError(self.root / FAMILY_TOML, field, f"family {self.name!r}: {_cut(err.message)}")
         return dict(params)
 
     def difficulty(self, params: dict[str, Any]) -> tuple[float, str]:
@@ -239,7 +240,7 @@ class Family(BaseModel):
             if _text(params[lookup.param]) not in lookup.values:
                 value = params[lookup.param]
                 where = f"lookup.{var}.values"
-                raise InputError(self.root / FAMILY_TOML, where, f"no text for {lookup.param}={value!r}")
+                raise InputError(self.root / FAMILY_TOML, where, f"no text for {lookup.param}={_cut(repr(value))}")
         return self.variables(params)
 
     def _proposal(self, params: dict[str, Any], files: dict[str, str]) -> TaskProposal:
@@ -317,32 +318,62 @@ def load_family(root: Path) -> Family:
     """
     root = Path(root)
     path = root / FAMILY_TOML
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(path, "", f"cannot read: {exc.strerror or exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(path, "", f"not TOML: {exc}") from exc
+    doc = read_toml(path)
     if doc.get("name") != root.name:
-        raise InputError(path, "name", f"must equal the folder name {root.name!r} (got {doc.get('name')!r})")
+        raise InputError(path, "name", f"must equal the folder name {root.name!r} (got {_cut(repr(doc.get('name')))})")
+    for key in ("schema", "example", "difficulty", "lookup"):
+        if not isinstance(doc.get(key, {}), dict):
+            raise InputError(path, key, f"expected a table (got {type(doc[key]).__name__})")
     try:
         jsonschema.Draft202012Validator.check_schema(doc.get("schema", {}))
-        family = Family(
-            name=doc["name"], category=doc.get("category", ""), summary=doc.get("summary", ""),
-            params_schema=doc.get("schema", {}), example=doc.get("example", {}),
-            difficulty_rule=DifficultyRule.model_validate(doc.get("difficulty", {})),
-            lookups={k: Lookup.model_validate(v) for k, v in doc.get("lookup", {}).items()}, root=root,
-        )
     except jsonschema.SchemaError as exc:
-        raise InputError(path, "schema", f"not a JSON Schema: {exc.message}") from exc
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        raise InputError(path, ".".join(map(str, err["loc"])), err["msg"]) from exc
+        where = ".".join(["schema", *map(str, exc.absolute_path)])
+        raise InputError(path, where, f"not a JSON Schema: {_cut(exc.message)}") from exc
+    rule = _validated(DifficultyRule, doc.get("difficulty", {}), path, "difficulty")
+    lookups = {k: _validated(Lookup, v, path, f"lookup.{k}") for k, v in doc.get("lookup", {}).items()}
+    family = _validated(
+        Family,
+        {"name": doc["name"], "category": doc.get("category", ""), "summary": doc.get("summary", ""),
+         "params_schema": doc.get("schema", {}), "example": doc.get("example", {}), "difficulty_rule": rule,
+         "lookups": lookups, "root": root},
+        path,
+        "",
+    )
     _check_shape(family, path)
     _check_lookups(family, path)
     _check_templates(family)
     family.check_params(family.example)
     return family
+
+
+_FAMILY_KEYS = {"params_schema": "schema", "difficulty_rule": "difficulty", "lookups": "lookup"}
+
+
+def _validated(model: type[_M], data: Any, path: Path, prefix: str) -> _M:
+    """``model`` validated from ``data``, a ``family.toml`` table at key path ``prefix``.
+
+    Raises:
+        InputError: naming ``path``, the key path of the first problem and the reason.
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = [str(part) for part in err["loc"]]
+        if loc and not prefix:
+            loc[0] = _FAMILY_KEYS.get(loc[0], loc[0])
+        field = ".".join([prefix, *loc] if prefix else loc)
+        got = f" (got {_cut(repr(err['input']))})" if err["type"] != "missing" else ""
+        raise InputError(path, field, f"{err['msg']}{got}") from exc
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters: a hostile megabyte value is not echoed whole."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+#: the most values an integer parameter may take (instances are drawn from the whole range)
+MAX_INTEGER_VALUES = 1_000_000
 
 
 def _check_shape(family: Family, path: Path) -> None:
@@ -353,14 +384,33 @@ def _check_shape(family: Family, path: Path) -> None:
     if set(schema.get("required", [])) != set(props):
         raise InputError(path, "schema.required", "every parameter must be required")
     for key, spec in props.items():
-        if spec.get("type") == "integer" and not ("minimum" in spec and "maximum" in spec):
-            raise InputError(path, f"schema.properties.{key}", "an integer parameter needs minimum and maximum")
+        where = f"schema.properties.{key}"
+        if not isinstance(spec, dict):
+            raise InputError(path, where, f"expected a table (a parameter's schema), got {_cut(repr(spec))}")
+        if spec.get("type") == "integer":
+            _check_integer_range(spec, path, where)
         if spec.get("type") not in ("integer", "boolean") and "enum" not in spec:
-            raise InputError(path, f"schema.properties.{key}", "parameters are bounded integers, booleans or enums")
+            raise InputError(path, where, "parameters are bounded integers, booleans or enums")
     rule = family.difficulty_rule
     for key in [*rule.weights, *rule.choices, *(lk.param for lk in family.lookups.values())]:
         if key not in props:
-            raise InputError(path, "difficulty", f"names {key!r}, which is not a parameter")
+            raise InputError(path, "difficulty", f"names {_cut(repr(key))}, which is not a parameter")
+    for key in rule.weights:
+        if props[key].get("type") not in ("integer", "boolean"):
+            raise InputError(path, f"difficulty.weights.{key}", "weights are for integer or boolean parameters")
+
+
+def _check_integer_range(spec: dict[str, Any], path: Path, where: str) -> None:
+    """An integer parameter has integer ``minimum`` <= ``maximum``, at most :data:`MAX_INTEGER_VALUES` apart."""
+    low, high = spec.get("minimum"), spec.get("maximum")
+    if low is None or high is None:
+        raise InputError(path, where, "an integer parameter needs minimum and maximum")
+    if type(low) is not int or type(high) is not int:
+        raise InputError(path, where, f"minimum and maximum must be integers (got {low!r} and {high!r})")
+    if not 0 <= high - low < MAX_INTEGER_VALUES:
+        raise InputError(
+            path, where, f"minimum..maximum must be ascending and span at most {MAX_INTEGER_VALUES} values"
+        )
 
 
 def param_values(family: Family) -> dict[str, list[Any]]:

@@ -203,6 +203,8 @@ def loads_contract(text: str, source: str = "<string>") -> HCPContract:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ContractError(source, "", f"malformed TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays recursively
+        raise ContractError(source, "", "malformed TOML: arrays or inline tables nested too deep") from None
     return contract_from_document(document, source)
 
 

@@ -59,16 +59,21 @@ def content_hash(root: Path) -> str:
         The hex digest (64 characters).
 
     Raises:
-        InputError: ``root`` is not a directory or a file cannot be read.
+        InputError: ``root`` is not a directory, a file cannot be read, or a file's
+            name is not UTF-8.
     """
     if not root.is_dir():
         raise InputError(root, "", "not a directory")
     digest = hashlib.sha256()
     for rel, full in iter_task_files(root):
-        digest.update(rel.encode("utf-8") + b"\0")
+        try:
+            digest.update(rel.encode("utf-8") + b"\0")
+        except UnicodeEncodeError:
+            shown = os.fsencode(full).decode("utf-8", "backslashreplace")
+            raise InputError(shown, "", "the file name is not UTF-8; rename it") from None
         try:
             if full.is_symlink():
-                target = os.readlink(full).encode("utf-8")
+                target = os.fsencode(os.readlink(full))
                 digest.update(b"L" + len(target).to_bytes(8, "big") + target)
                 continue
             size = full.stat().st_size

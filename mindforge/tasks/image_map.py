@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from mindforge.errors import InputError
 from mindforge.settings import Settings, get_settings
-from mindforge.tasks.loader import input_error_from_validation, read_toml
+from mindforge.tasks.loader import input_error_from_validation
+from mindforge.tomlfile import read_toml
 
 USER_IMAGE_MAP_NAME = "image_map.toml"
 

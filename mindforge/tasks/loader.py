@@ -16,8 +16,7 @@ with ``unsupported``.
 from __future__ import annotations
 
 import logging
-import re
-import tomllib
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,9 @@ from pydantic import BaseModel, ValidationError
 
 from mindforge.errors import InputError
 from mindforge.tasks.dockerfile import InstanceSplit, shared_env_hash, split_instance_steps
-from mindforge.tasks.hashing import content_hash
+from mindforge.tasks.hashing import content_hash, iter_task_files
 from mindforge.tasks.model import EnvironmentMode, NetworkMode, Task, TaskConfig
+from mindforge.tomlfile import read_toml
 
 logger = logging.getLogger(__name__)
 
@@ -36,47 +36,14 @@ INSTRUCTION_MD = "instruction.md"
 DOCKERFILE = "environment/Dockerfile"
 TEST_SH = "tests/test.sh"
 SOLVE_SH = "solution/solve.sh"
+#: the largest instruction.md loaded (bytes): an instruction is read by a model whole
+MAX_INSTRUCTION_BYTES = 1 << 20
 
 # Sections whose extra keys are part of the format, not typos.
 _FREE_FORM_SECTIONS = frozenset({"metadata"})
-_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse a TOML file, turning every failure into an :class:`InputError`.
-
-    Args:
-        path: the file.
-
-    Returns:
-        The parsed table.
-
-    Raises:
-        InputError: the file is missing, unreadable, not UTF-8, or malformed TOML (the
-            reason gives line and column).
-    """
-    if not path.is_file():
-        raise InputError(path, "", "missing file")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, "", f"not UTF-8 text (byte {exc.start})") from exc
-    except OSError as exc:
-        raise InputError(path, "", f"cannot read file: {exc.strerror or exc}") from exc
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        match = _TOML_POS.search(message)
-        if match:
-            detail = _TOML_POS.sub("", message).strip()
-            reason = f"malformed TOML at line {match[1]}, column {match[2]}: {detail}"
-        else:
-            reason = f"malformed TOML: {message}"
-        raise InputError(path, "", reason) from exc
 
 
 def dotted(loc: Sequence[int | str]) -> str:
@@ -111,10 +78,16 @@ def input_error_from_validation(path: Path, exc: ValidationError, prefix: str = 
     if first["type"] in ("model_type", "dict_type"):
         reason = "expected a table"
     if first["type"] != "missing" and "input" in first:
-        reason += f" (got {first['input']!r})"
+        reason += f" (got {_short(first['input'])})"
     if len(errors) > 1:
         reason += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
     return InputError(path, field, reason)
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters: a hostile file's megabyte value is not echoed."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
 def _unknown_keys(model: BaseModel, prefix: str = "") -> list[str]:
@@ -139,7 +112,7 @@ def _pre_validate(toml_path: Path, data: dict[str, Any], warnings: list[str]) ->
         allow = env.pop("allow_internet")
         if not isinstance(allow, bool):
             raise InputError(
-                toml_path, "environment.allow_internet", f"expected true or false (got {allow!r})"
+                toml_path, "environment.allow_internet", f"expected true or false (got {_short(allow)})"
             )
         mapped = NetworkMode.PUBLIC if allow else NetworkMode.NO_NETWORK
         if "network_mode" not in env:
@@ -147,12 +120,12 @@ def _pre_validate(toml_path: Path, data: dict[str, Any], warnings: list[str]) ->
         elif env["network_mode"] != mapped.value:
             warnings.append(
                 f"{TASK_TOML}: 'environment.allow_internet' ignored: "
-                f"'environment.network_mode' = {env['network_mode']!r} wins"
+                f"'environment.network_mode' = {_short(env['network_mode'])} wins"
             )
     steps = data.pop("steps", None)
     if steps is not None:
         if not isinstance(steps, list):
-            raise InputError(toml_path, "steps", f"expected an array of tables (got {steps!r})")
+            raise InputError(toml_path, "steps", f"expected an array of tables (got {_short(steps)})")
         if steps:
             raise InputError(
                 toml_path, "steps", f"unsupported: multi-step tasks ({len(steps)} steps given)"
@@ -160,7 +133,7 @@ def _pre_validate(toml_path: Path, data: dict[str, Any], warnings: list[str]) ->
     artifacts = data.pop("artifacts", None)
     if artifacts is not None:
         if not isinstance(artifacts, list):
-            raise InputError(toml_path, "artifacts", f"expected an array (got {artifacts!r})")
+            raise InputError(toml_path, "artifacts", f"expected an array (got {_short(artifacts)})")
         if artifacts:
             warnings.append(
                 f"{TASK_TOML}: 'artifacts' ignored: artifact collection not supported yet"
@@ -240,14 +213,22 @@ def load_task(path: Path) -> Task:
         The task, with its content hash and warnings (also logged at WARNING).
 
     Raises:
-        InputError: a missing or bad file, a wrong or unsupported value; the error names
-            the file, the key path and the reason.
+        InputError: a missing or bad file, a wrong or unsupported value, a symbolic link
+            pointing outside the folder, a file name that is not UTF-8, or an
+            instruction over :data:`MAX_INSTRUCTION_BYTES`; the error names the file,
+            the key path and the reason.
     """
     root = Path(path).expanduser().resolve()
     if not root.is_dir():
         raise InputError(root, "", "not a task directory (no such directory)")
+    _check_links(root)
     config, warnings = load_task_config(root / TASK_TOML)
 
+    size = (root / INSTRUCTION_MD).stat().st_size if (root / INSTRUCTION_MD).is_file() else 0
+    if size > MAX_INSTRUCTION_BYTES:
+        raise InputError(
+            root / INSTRUCTION_MD, "", f"{size} bytes; an instruction holds at most {MAX_INSTRUCTION_BYTES} bytes"
+        )
     instruction = _read_text(root / INSTRUCTION_MD)
     if not instruction.strip():
         raise InputError(root / INSTRUCTION_MD, "", "empty instruction")
@@ -276,6 +257,29 @@ def load_task(path: Path) -> Task:
         shared_dockerfile=split.head if split else "",
         env_hash=shared_env_hash(split.head, root / "environment") if split else "",
     )
+
+
+def _check_links(root: Path) -> None:
+    """Refuse symbolic links in the task folder that point outside it (or loop).
+
+    A link such as ``instruction.md -> ~/.ssh/id_rsa`` would hand a host file to the
+    model, the image build or the verifier; links inside the folder are fine.
+
+    Raises:
+        InputError: naming the link and its target.
+    """
+    for _rel, entry in iter_task_files(root):
+        if not entry.is_symlink():
+            continue
+        target = os.readlink(entry)
+        try:
+            resolved = (entry.parent / target).resolve(strict=False)
+        except (RuntimeError, OSError):  # a loop of links (3.11 raises RuntimeError)
+            raise InputError(entry, "", f"a symbolic link loop (-> {target!r})") from None
+        if not resolved.is_relative_to(root):
+            raise InputError(
+                entry, "", f"a symbolic link pointing outside the task folder (-> {target!r}); copy the file in"
+            )
 
 
 def _instance_split(root: Path) -> InstanceSplit | None:

@@ -8,10 +8,10 @@ about by the loader; a known key with a wrong type or value is an error.
 from __future__ import annotations
 
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from mindforge.tasks.dockerfile import InstanceStep
 
@@ -82,6 +82,14 @@ class EnvironmentConfig(_Section):
     docker_image: str | None = None
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("workdir")
+    @classmethod
+    def _workdir_inside(cls, value: str | None) -> str | None:
+        """The sandbox's working directory: an absolute container path without ``..``."""
+        if value is not None and (not value.startswith("/") or ".." in PurePosixPath(value).parts):
+            raise ValueError("must be an absolute path in the sandbox without '..' (e.g. /app)")
+        return value
 
 
 class SolutionConfig(_Section):

@@ -86,8 +86,10 @@ def parse_reward_json(text: bytes) -> tuple[float, dict[str, float]]:
     """
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RewardError(f"reward.json is not valid JSON: {exc}") from None
+    except ValueError as exc:  # not JSON, not UTF-8/16/32, or a number past Python's digit limit
+        raise RewardError(f"reward.json is not valid JSON: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise RewardError("reward.json is not valid JSON: nested too deep") from None
     if not isinstance(data, dict) or not data:
         raise RewardError("reward.json must be a non-empty object of named scores")
     scores: dict[str, float] = {}

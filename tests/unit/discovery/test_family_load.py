@@ -19,7 +19,7 @@ def test_a_schema_violation_names_family_toml_and_the_schema_field(tmp_path):
     doc["schema"]["properties"]["count"]["minimum"] = "one"  # not a number: not a JSON Schema
     with pytest.raises(InputError) as err:
         load_family(write_family(tmp_path, "counts", doc))
-    assert err.value.path.endswith("counts/family.toml") and err.value.field == "schema"
+    assert err.value.path.endswith("counts/family.toml") and err.value.field == "schema.properties.count.minimum"
     assert "not a JSON Schema" in err.value.reason
 
 
