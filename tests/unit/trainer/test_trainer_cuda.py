@@ -16,9 +16,9 @@ from mindforge.payloads.training import TrainerConfig
 from mindforge.trainer import lora
 from mindforge.trainer.grpo import train_grpo
 
-pytestmark = pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device here (torch.cuda.is_available() is False)"
-)
+#: a CUDA device is here (torch itself is installed by set-up everywhere: only the device may be missing)
+HAS_CUDA = torch.cuda.is_available()
+pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device here (the CPU path: test_trainer_grpo.py)")
 
 CONFIG = TrainerConfig(lora_rank=4, lora_alpha=8, learning_rate=2e-2, batch_size=4, epochs=1, max_steps=2, seed=0)
 

@@ -19,10 +19,12 @@ import sys
 import pytest
 import torch
 
+#: a CUDA device is here (torch itself is installed by set-up everywhere: only the device may be missing)
+HAS_CUDA = torch.cuda.is_available()
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed here"),
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here (vLLM serves on a GPU)"),
+    pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device here (vLLM serves on a GPU)"),
 ]
 
 
