@@ -26,9 +26,24 @@ from mindforge.store.errors import ContractNotRegisteredError
 from mindforge.trials.record import TrialRecord
 from mindforge.trials.seeds import paired_seed
 
+#: resubmits one batch may make at least (else one per trial) before the activity fails and is retried
+MIN_RESUBMITS = 4
+
 
 def _non_retryable(exc: Exception) -> ApplicationError:
     return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)
+
+
+def _lost(exc: Exception, payload: RunTrialTaskInput) -> ApplicationError:
+    """A retryable failure: the batch lost more Ray nodes or workers than it resubmits for."""
+    return ApplicationError(f"trial {payload.trial_id}: Ray node lost again ({exc})", type="TrialNodeLost")
+
+
+def _lost_node_errors() -> tuple[type[Exception], ...]:
+    """Ray's errors for a trial whose node, raylet or worker process died (not an error the trial raised)."""
+    import ray.exceptions as rex
+
+    return (rex.WorkerCrashedError, rex.NodeDiedError, rex.ObjectLostError, rex.LocalRayletDiedError)
 
 
 class TrialActivities:
@@ -48,13 +63,18 @@ class TrialActivities:
     async def run_trials(self, inp: RunTrialsInput) -> RunTrialsResult:
         """Run the batch's trials on Ray; store each record as it arrives.
 
-        Trials whose id is already stored are skipped (a retry after a crash). Heartbeats
-        carry the number of trials done. On cancellation the Ray tasks are cancelled
-        (their sandboxes are removed by the runner, or reaped on the next engine start).
+        Trials whose id is already stored are skipped (a retry after a crash). A trial
+        whose Ray node or worker process dies under it (a killed node container) is
+        submitted again, to whichever node Ray picks; past ``max(MIN_RESUBMITS, trials)``
+        such resubmits the activity fails retryably (``TrialNodeLost``) and Temporal's
+        retry runs what is not stored. Heartbeats carry the number of trials done. On
+        cancellation or failure the pending Ray tasks are cancelled (their sandboxes are
+        removed by the runner, or reaped on the next engine start), so no trial of a
+        failed attempt runs beside its retry.
 
         Raises:
-            ApplicationError: non-retryable when the contract is not registered
-                (``ContractNotRegisteredError``), or (``StageSplitError``) when a trial's
+            ApplicationError: retryable ``TrialNodeLost`` (above); non-retryable when
+                the contract is not registered (``ContractNotRegisteredError``), or (``StageSplitError``) when a trial's
                 task is on another split than the batch's stage allows
                 (:func:`mindforge.evaluation.split_of_stage`).
         """
@@ -64,26 +84,37 @@ class TrialActivities:
             todo, skipped, toml_text = await asyncio.to_thread(self._todo, inp)
         except (StageSplitError, ContractNotRegisteredError) as exc:
             raise _non_retryable(exc) from exc
-        payloads = [self._payload(inp, t, toml_text, self.sandbox) for t in todo]
-        refs = [run_trial_ref(p) for p in payloads]
-        ran = passed = errors = 0
-        pending = list(refs)
+        submitted = [self._payload(inp, t, toml_text, self.sandbox) for t in todo]
+        payloads = {run_trial_ref(p): p for p in submitted}
+        ran = passed = errors = resubmitted = 0
+        pending = list(payloads)
         try:
             while pending:
-                activity.heartbeat({"done": ran, "pending": len(pending)})
+                activity.heartbeat({"done": ran, "pending": len(pending), "resubmitted": resubmitted})
                 ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1, timeout=2.0)
                 for ref in ready:
-                    out: RunTrialTaskResult = ray.get(ref)
+                    try:
+                        out: RunTrialTaskResult = ray.get(ref)
+                    except _lost_node_errors() as exc:
+                        payload = payloads.pop(ref)
+                        if resubmitted >= max(MIN_RESUBMITS, len(todo)):
+                            raise _lost(exc, payload) from exc
+                        activity.logger.warning("trial %s lost its Ray node (%s); resubmitted", payload.trial_id, exc)
+                        pending.append(new_ref := run_trial_ref(payload))
+                        payloads[new_ref] = payload
+                        resubmitted += 1
+                        continue
                     rec = out.record
                     await asyncio.to_thread(self._store, inp, rec)
                     ran += 1
                     passed += int(rec.passed)
                     errors += int(not rec.has_real_reward)
-        except asyncio.CancelledError:
+        except BaseException:
+            # cancelled, or a failure the retry will rerun: no trial of this attempt keeps running behind it
             for ref in pending:
                 ray.cancel(ref)
             raise
-        return RunTrialsResult(ran=ran, skipped_existing=skipped, passed=passed, errors=errors)
+        return RunTrialsResult(ran=ran, skipped_existing=skipped, passed=passed, errors=errors, resubmitted=resubmitted)
 
     def _todo(self, inp: RunTrialsInput) -> tuple[list[TrialSpec], int, str]:
         with store_engine.session_scope(self.engine) as s:

@@ -283,12 +283,18 @@ class RunTrialsInput(BaseModel):
 
 
 class RunTrialsResult(BaseModel):
-    """Counts only; the records are in the store."""
+    """Counts only; the records are in the store.
+
+    Attributes:
+        resubmitted: trials whose Ray node or worker process was lost mid-trial and that
+            were run again on another (each is still counted once in ``ran``).
+    """
 
     ran: int
     skipped_existing: int
     passed: int
     errors: int
+    resubmitted: int = 0
 
 
 class ExpansionResult(BaseModel):
