@@ -262,7 +262,7 @@ def _start_postgres(client: docker.DockerClient, spec: ClusterSpec, password: st
     )
     _wait_for_log(container, "database system is ready to accept connections", "Postgres")
     created = container.exec_run(
-        ["su", "postgres", "-c", f"{PG_BIN}/../bin/createdb -h /tmp -p {spec.postgres_port} -U mindforge mindforge"]
+        ["su", "postgres", "-c", f"{PG_BIN}/createdb -h /tmp -p {spec.postgres_port} -U mindforge mindforge"]
     )
     if created.exit_code != 0 and b"already exists" not in created.output:
         raise DevStackError(f"createdb in {container.name} failed: {created.output.decode(errors='replace')}")
