@@ -140,6 +140,9 @@ def test_lineage_on_the_cluster_survives_a_killed_worker(temporal_env, settings,
     assert len({r.trial_id for r in records}) == len(records)  # none stored twice
     assert resubmitted >= 1  # the victim's trial in flight was run again, inside the same activity
     hosts = [r.worker.split("/")[0] for r in records]
+    counts = {h: hosts.count(h) for h in sorted(set(hosts))}
+    print(f"cluster lineage: {len(records)} trials {counts}, {killed_after[0]} stored at the kill, "
+          f"{resubmitted} resubmitted")
     assert set(hosts) == {f"{SPEC.name}-worker-1", victim}  # spread over both containers, never the head
     assert hosts.count(victim) <= killed_after[0]  # nothing stored from the victim after its kill
     eng = se.init_db(cluster_settings.db_url)
