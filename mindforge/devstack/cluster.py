@@ -214,14 +214,27 @@ def _wait_for_log(container: Any, text: str, what: str) -> None:
     raise DevStackError(f"{what} ({container.name}) did not start within {START_TIMEOUT_SEC:g} s")
 
 
+def node_ports(spec: ClusterSpec, index: int) -> tuple[int, int, int]:
+    """Node ``index``'s dashboard-agent port and its Ray worker-port range ``(agent, first, last)``.
+
+    Derived from the GCS port, so that clusters whose GCS ports differ by 1 to 39 (the
+    tests', the benchmark's and the default one) never share a port, and none is the dev
+    head's (its agent listens on 52365): agents on 53000 + 20 k + index, worker ports
+    21000 + 850 k + 50 index ... + 49, with k = (gcs_port - 6480) mod 40.
+    """
+    k = (spec.gcs_port - 6480) % 40
+    first = 21000 + 850 * k + 50 * index
+    return 53000 + 20 * k + index, first, first + 49
+
+
 def _ray_command(spec: ClusterSpec, index: int) -> list[str]:
     """``ray start`` of node ``index`` (0 = head), with ports apart from other nodes and the dev head."""
     ray = str(Path(sys.prefix) / "bin" / "ray")
+    agent, first, last = node_ports(spec, index)
     common = [
         "--block", "--node-ip-address", "127.0.0.1", "--disable-usage-stats",
         "--object-store-memory", str(spec.object_store_mb * 1024 * 1024),
-        "--dashboard-agent-listen-port", str(52480 + index),
-        "--min-worker-port", str(21000 + 200 * index), "--max-worker-port", str(21199 + 200 * index),
+        "--dashboard-agent-listen-port", str(agent), "--min-worker-port", str(first), "--max-worker-port", str(last),
     ]
     if index == 0:
         return [

@@ -22,9 +22,11 @@ def _ports(cmd: list[str]) -> set[int]:
 
 
 def test_nodes_use_disjoint_ports_apart_from_the_dev_head() -> None:
-    spec = ClusterSpec(workers=3)
+    spec = ClusterSpec(workers=16)
+    # the default cluster beside the e2e test's and the benchmark's (other GCS ports): no port shared
+    others = [ClusterSpec(workers=16, gcs_port=p, client_port=p + 4000) for p in (6490, 6495, 6519)]
+    sets = [_ports(_ray_command(c, i)) for c in (spec, *others) for i in range(c.workers + 1)]
     commands = [_ray_command(spec, i) for i in range(spec.workers + 1)]
-    sets = [_ports(c) for c in commands]
     for i, a in enumerate(sets):
         assert RAY_HEAD_PORT not in a and 52365 not in a  # the dev head's GCS and dashboard agent
         for b in sets[i + 1:]:
