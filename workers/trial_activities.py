@@ -67,8 +67,11 @@ class TrialActivities:
         """Run the batch's trials on Ray; store each record as it arrives.
 
         Trials whose id is already stored are skipped (a retry after a crash). Heartbeats
-        carry the number of trials done. On cancellation the Ray tasks are cancelled
-        (their sandboxes are removed by the runner, or reaped on the next engine start).
+        carry the number of trials done. On cancellation or failure the pending Ray tasks
+        are cancelled (their sandboxes are removed by the runner, or reaped on the next
+        engine start), so no trial of a failed attempt runs beside its retry. A trial an
+        infrastructure fault ended, its Ray node or worker lost included, is stored as an
+        infrastructure attempt and run again by Temporal's retry (see the module docstring).
 
         Raises:
             ApplicationError: non-retryable when the contract is not registered
@@ -108,7 +111,8 @@ class TrialActivities:
                     ran += 1
                     passed += int(rec.passed)
                     errors += int(not rec.has_real_reward)
-        except asyncio.CancelledError:
+        except BaseException:
+            # cancelled, or a failure the retry will rerun: no trial of this attempt keeps running behind it
             for ref in pending:
                 ray.cancel(ref)
             raise

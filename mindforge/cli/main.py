@@ -9,7 +9,7 @@ import traceback
 
 import typer
 
-from mindforge.cli import dev, hcp, lineage, policy, schedule, tasks
+from mindforge.cli import cluster, dev, hcp, lineage, policy, schedule, tasks
 from mindforge.cli.eval import eval_command
 from mindforge.cli.quickstart import quickstart_command
 from mindforge.cli.report import report_command
@@ -23,6 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(dev.app, name="dev")
+app.add_typer(cluster.app, name="cluster")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(hcp.app, name="hcp")
 app.add_typer(policy.app, name="policy")

@@ -123,6 +123,23 @@ class SpendRow(BaseModel):
     wall_sec: float = 0.0
 
 
+class NodeRow(BaseModel):
+    """Trials per Ray node: where a lineage's trials ran (from each record's ``worker``).
+
+    Attributes:
+        host: the node's host name (a cluster node's container name).
+        node: the Ray node id's first 8 characters ("" for trials run outside Ray).
+        trials / passed: the node's trials and how many passed.
+        wall_sec: their summed wall time (seconds, build to teardown).
+    """
+
+    host: str
+    node: str = ""
+    trials: int = 0
+    passed: int = 0
+    wall_sec: float = 0.0
+
+
 class AuditRow(BaseModel):
     """How many failed trials an audit put in one (failure class, owner) bucket."""
 
@@ -212,6 +229,7 @@ class ReportData(BaseModel):
     coverage: list[GenerationCoverage] = Field(default_factory=list)
     audits: list[AuditRow] = Field(default_factory=list)
     spend: list[SpendRow] = Field(default_factory=list)
+    nodes: list[NodeRow] = Field(default_factory=list)
     search_jobs: list[SearchJobInfo] = Field(default_factory=list)
     evidence: list[GenerationEvidence] = Field(default_factory=list)
     split_warnings: list[str] = Field(default_factory=list)
@@ -288,7 +306,7 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
         coverage = _coverage(index, contracts_of.get(index), by_generation[index], splits)
         if coverage.summary.tasks:
             data.coverage.append(coverage)
-    data.spend = _spend(trials)
+    data.spend, data.nodes = _spend(trials), _nodes(trials)
     data.audits = _audits(session, lineage.id)
     jobs = search_repo.list_search_jobs(session=session, lineage_id=lineage.id)
     candidates = {job.id: search_repo.list_search_candidates(session=session, job_id=job.id) for job in jobs}
@@ -436,6 +454,19 @@ def _spend(trials: list[Trial]) -> list[SpendRow]:
         row.completion_tokens += t.completion_tokens
         row.wall_sec += t.build_sec + t.start_sec + t.agent_sec + t.verify_sec + t.teardown_sec
     return [rows[k] for k in sorted(rows)]
+
+
+def _nodes(trials: list[Trial]) -> list[NodeRow]:
+    """Trials grouped by ``worker``'s host and Ray node (``host/ray-node-id/pid``), most trials first."""
+    rows: dict[tuple[str, str], NodeRow] = {}
+    for t in trials:
+        host, _, rest = (t.worker or "in-process").partition("/")
+        node = rest.partition("/")[0][:8]
+        row = rows.setdefault((host, node), NodeRow(host=host, node=node))
+        row.trials += 1
+        row.passed += int((t.reward or 0.0) >= 1.0)
+        row.wall_sec += t.build_sec + t.start_sec + t.agent_sec + t.verify_sec + t.teardown_sec
+    return sorted(rows.values(), key=lambda r: (-r.trials, r.host, r.node))
 
 
 def _audits(session: Session, lineage_id: str) -> list[AuditRow]:

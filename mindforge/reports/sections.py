@@ -43,6 +43,7 @@ SECTION_IDS = (
     "failure-audit",
     "task-matrix",
     "spend",
+    "trials-per-node",
     "search-jobs",
     "lineage",
     "splits",
@@ -83,6 +84,7 @@ def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section
         ("failure-audit", lambda: _audit(data, with_plots)),
         ("task-matrix", lambda: _matrix(data)),
         ("spend", lambda: _spend(data)),
+        ("trials-per-node", lambda: _nodes(data)),
         ("search-jobs", lambda: _jobs(data)),
         ("lineage", lambda: _lineage(data)),
         ("splits", lambda: _splits(data)),
@@ -331,6 +333,15 @@ def _spend(data: ReportData) -> Section:
     ]
     rows.append(["all", "all", total[0], total[1], total[2], f"{total[3]:.1f}"])
     return s.table(["generation", "stage", "trials", "prompt tokens", "completion tokens", "wall seconds"], rows)
+
+
+def _nodes(data: ReportData) -> Section:
+    s = Section(id="trials-per-node", title="Trials per node")
+    if not data.nodes:
+        return s.text("No trials recorded yet.")
+    total = sum(r.trials for r in data.nodes)
+    rows = [[r.host, r.node or "-", _pct(r.trials, total), r.passed, f"{r.wall_sec:.1f}"] for r in data.nodes]
+    return s.table(["host", "Ray node", "trials", "passed", "wall seconds"], rows)
 
 
 def _jobs(data: ReportData) -> Section:

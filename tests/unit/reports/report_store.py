@@ -234,6 +234,7 @@ def _record(trial_id: str, task, contract_hash: str, attempt: int, reward: float
         completion_tokens=300,
         num_turns=6,
         timings=PhaseTimings(agent_sec=20.0, verify_sec=2.0),
+        worker=f"node-{attempt % 2}/{attempt % 2}a2b3c4d5e6f/{100 + attempt}",  # two Ray nodes, as a cluster has
         started_at=started,
         finished_at=started + timedelta(seconds=22),
     )

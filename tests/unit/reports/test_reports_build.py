@@ -65,6 +65,9 @@ def test_gathered_numbers_match_the_store(filled: FilledStore, data: ReportData)
     assert list(data.readings) == ["tasks"] and data.readings["tasks"].before_readings == [0, 1]
     assert not data.readings_record.recorded and data.readings_record.tasks["tasks"] == 2 and data.curriculum is None
     assert data.discovery[0]["admitted"] == 1
+    # trials per node: every stored trial on exactly one node, the node id cut to 8 characters
+    assert sum(r.trials for r in data.nodes) == sum(r.trials for r in data.spend)
+    assert {(r.host, r.node) for r in data.nodes} == {("node-0", "0a2b3c4d"), ("node-1", "1a2b3c4d")}
 
 
 def test_markdown_and_json_carry_the_same_sections_and_numbers(data: ReportData) -> None:

@@ -1,0 +1,148 @@
+"""A lineage on a Ray cluster of containers (``mindforge cluster up``), its store on the cluster's Postgres.
+
+Two Ray worker containers run the trials; one is killed (``docker kill``) mid-batch and
+its trials move to the other: none lost, none stored twice, and the report shows the
+trials per node. The policy is a SCRIPTED POLICY behind the OpenAI-compatible HTTP API
+(the one allowed test double); every other part is real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from mindforge.devstack.cluster import ClusterSpec, cluster_down, cluster_up
+from mindforge.payloads import (
+    ORCHESTRATION_QUEUE,
+    EvaluationSpec,
+    ExpansionSpec,
+    LineageInput,
+    LineageSpec,
+    RuntimeSpec,
+    SearchBudgetSpec,
+    Stage,
+)
+from mindforge.policy.doubles.scripted import start_scripted_policy
+from mindforge.store import engine as se
+from mindforge.store import lineages, trials
+from mindforge.store.infra_attempts import list_infra_attempts
+from tests.conftest import BUNDLED_TASKS, REPO
+from tests.e2e.test_lineage import NO_SPLITS, _finish_script
+
+pytestmark = [pytest.mark.docker, pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
+
+# the cluster's head takes Ray's token when this machine has one; Ray reads the mode when first imported
+if (Path.home() / ".ray" / "auth_token").is_file():
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+TASKS = ["log-5xx-report", "fix-invoice-totals", "c-stats-make"]
+CONTRACT = REPO / "hcp_contracts" / "baseline.toml"
+ATTEMPTS = 4
+#: ports apart from the dev stack's and from a `mindforge cluster up` with the defaults
+SPEC = ClusterSpec(name="mfc-e2e", workers=2, gcs_port=6490, client_port=10490, postgres_port=5490)
+
+
+@pytest.fixture(scope="module")
+def cluster(settings):
+    """The cluster (Postgres, a head, two workers) for this module; removed after it."""
+    info = cluster_up(settings, SPEC, say=lambda m: None)
+    yield info
+    removed = cluster_down(settings, SPEC.name, say=lambda m: None)
+    assert {f"container {c}" for c in info.containers} <= set(removed)
+    assert f"volume {SPEC.name}-pgdata" in removed
+
+
+def _stored(db_url: str, name: str):
+    eng = se.init_db(db_url)
+    try:
+        with se.session_scope(eng) as s:
+            rows = [r.to_record() for r in trials.list_trials(session=s, lineage_id=name)]
+            lin = lineages.get_lineage(session=s, lineage_id=name)
+            return rows, str(lin.status) if lin else None
+    finally:
+        eng.dispose()
+
+
+def _faults(db_url: str, name: str) -> int:
+    """Infrastructure attempts stored for the lineage: trials a fault ended, run again by Temporal's retry."""
+    eng = se.init_db(db_url)
+    try:
+        with se.session_scope(eng) as s:
+            return len(list_infra_attempts(session=s, lineage_id=name))
+    finally:
+        eng.dispose()
+
+
+def test_lineage_on_the_cluster_survives_a_killed_worker(temporal_env, settings, cluster):
+    """Kill worker 2 while it runs a trial: the batch finishes on worker 1, 0 lost, 0 twice."""
+    from mindforge.hcp import load_contract
+    from mindforge.reports import gather_report_data, render_report
+    from workers.lineage_activities import LineageActivities
+    from workers.main import build_workers, init_ray
+    from workflows.options import search_attributes
+
+    env, _address, loop = temporal_env
+    cluster_settings = settings.model_copy(update={"database_url": cluster.env["MINDFORGE_DATABASE_URL"]})
+    assert cluster_settings.db_url.startswith("postgresql+psycopg://")
+    init_ray(cluster.env["MINDFORGE_RAY_ADDRESS"])
+    victim = f"{SPEC.name}-worker-2"
+    model_id = load_contract(CONTRACT).model.id
+    name = "on-cluster"
+    killed_after: list[int] = []
+
+    async def kill_when_busy() -> None:
+        """Once the victim has stored a trial it is on its next one: kill its container then."""
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            rows, _ = await asyncio.to_thread(_stored, cluster_settings.db_url, name)
+            if any(r.worker.startswith(victim + "/") for r in rows):
+                await asyncio.to_thread(lambda: docker.from_env().containers.get(victim).kill())
+                killed_after.append(len(rows))
+                return
+            await asyncio.sleep(0.3)
+        raise AssertionError(f"{victim} stored no trial within 300 s")
+
+    async def run(policy_url: str):
+        spec = LineageSpec(
+            name=name,
+            tasks=[str(BUNDLED_TASKS / t) for t in TASKS],
+            contract_path=str(CONTRACT),
+            generations=1,
+            stages=[Stage.EXPANSION],
+            runtime=RuntimeSpec(policy_url=policy_url, trial_batch_size=len(TASKS) * ATTEMPTS),
+            expansion=ExpansionSpec(attempts=ATTEMPTS, search=SearchBudgetSpec(enabled=False)),
+            evaluation=EvaluationSpec(splits=NO_SPLITS),
+        )
+        acts = LineageActivities(cluster_settings.db_url)
+        w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=cluster_settings)
+        async with w_orch, w_sand:
+            handle = await env.client.start_workflow(
+                "LineageWorkflow", LineageInput(lineage_id=name, spec=spec), id=f"lineage-{name}",
+                task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name),
+            )
+            await asyncio.gather(kill_when_busy(), asyncio.wait_for(handle.result(), timeout=600))
+
+    with start_scripted_policy(_finish_script(model_id, delay_sec=2.0)) as policy:
+        loop.run_until_complete(run(policy.base_url))
+    records, status = _stored(cluster_settings.db_url, name)
+    assert status == "completed"
+    assert len(records) == len(TASKS) * ATTEMPTS  # none lost
+    assert len({r.trial_id for r in records}) == len(records)  # none stored twice
+    faults = _faults(cluster_settings.db_url, name)
+    assert faults >= 1  # the victim's trial in flight was a fault, run again by the activity's retry
+    hosts = [r.worker.split("/")[0] for r in records]
+    counts = {h: hosts.count(h) for h in sorted(set(hosts))}
+    print(f"cluster lineage: {len(records)} trials {counts}, {killed_after[0]} stored at the kill, "
+          f"{faults} fault-ended runs run again")
+    assert set(hosts) == {f"{SPEC.name}-worker-1", victim}  # spread over both containers, never the head
+    assert hosts.count(victim) <= killed_after[0]  # nothing stored from the victim after its kill
+    eng = se.init_db(cluster_settings.db_url)
+    with se.session_scope(eng) as s:
+        report = render_report(gather_report_data(s, name), "md")
+    eng.dispose()
+    assert "Trials per node" in report and all(h in report for h in set(hosts))
