@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_orchestration import TASKS, _script, run_lineage  # noqa: E402
+from benchmarks.bench_orchestration import TASKS, _script, run_lineage  # noqa: E402 - after the sys.path insert above
 
 #: the per-trial time the cluster path may cost over the dev stack's
 TARGET_RATIO = 1.10
