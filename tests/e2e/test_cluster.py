@@ -50,8 +50,12 @@ SPEC = ClusterSpec(name="mfc-e2e", workers=2, gcs_port=6490, client_port=10490, 
 @pytest.fixture(scope="module")
 def cluster(settings):
     """The cluster (Postgres, a head, two workers) for this module; removed after it."""
+    import ray
+
     info = cluster_up(settings, SPEC, say=lambda m: None)
     yield info
+    # a Ray driver whose head goes away ends its own process: this test session must not be one
+    ray.shutdown()
     removed = cluster_down(settings, SPEC.name, say=lambda m: None)
     assert {f"container {c}" for c in info.containers} <= set(removed)
     assert f"volume {SPEC.name}-pgdata" in removed
