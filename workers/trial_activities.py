@@ -185,13 +185,15 @@ class TrialActivities:
         if not inp.policy_url:
             return
         name = loads_contract(toml_text).model.adapter
+        secret = self.sandbox.policy_api_key  # the key the trials send, for the same endpoint
+        key = secret.get_secret_value() if secret is not None else None
         try:
-            served = served_adapters(inp.policy_url)
+            served = served_adapters(inp.policy_url, api_key=key)
             if not name or name in served:  # served under any path: the hand-off's word stands
                 return
             path = self._adapter_path(inp.lineage_id, name)
             if path is not None:
-                load_adapter(inp.policy_url, name, path)
+                load_adapter(inp.policy_url, name, path, api_key=key)
         except EndpointUnavailableError as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__) from exc
         except ServingError as exc:
