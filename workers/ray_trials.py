@@ -252,7 +252,8 @@ def train_adapter_payload(payload: TrainTaskInput, progress: Any = None) -> Trai
     The adapter is trained into a private directory beside ``out_dir`` and renamed into
     place with its training record (:data:`TRAIN_RECORD`), so ``out_dir`` only ever holds
     a finished, immutable adapter; when it already does (a retried activity), its record
-    is returned without training again.
+    is returned without training again. Private directories a killed run left are removed
+    before training starts.
 
     Args:
         payload: the base model, the selected trajectories, the trainer config, where the
@@ -297,6 +298,9 @@ def train_adapter_payload(payload: TrainTaskInput, progress: Any = None) -> Trai
         _report(progress, {"phase": "training", "step": step, "loss": loss, **details, **rewards})
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # a killed earlier run's private directory (its finally never ran): never read, removed now
+    for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = out_dir.parent / f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}"
     try:
         parent = Path(payload.parent_adapter) if payload.parent_adapter else None
