@@ -13,17 +13,21 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import docker
 import httpx
 
 from mindforge.evaluation import SplitConfig
 from mindforge.payloads import (
+    ORCHESTRATION_QUEUE,
     EvaluationSpec,
     ExpansionSpec,
+    LineageInput,
     LineageSpec,
     RuntimeSpec,
     SearchBudgetSpec,
@@ -87,6 +91,49 @@ async def read_while_written(name: str, stop: asyncio.Event, reads: Reads) -> No
         except ValueError as exc:
             problem = f"not JSON ({exc}); stderr: {err.decode(errors='replace')[-300:]}"
         reads.done.append((" ".join(args), proc.returncode or 0, problem))
+
+
+async def run_with_fault(
+    env,
+    settings,
+    spec: LineageSpec,
+    fault: Coroutine[Any, Any, None],
+    *,
+    worker_settings=None,
+    wait: Callable[[Any], Awaitable[None]] | None = None,
+    timeout_sec: float = 400,
+) -> None:
+    """Run ``spec``'s lineage on in-process workers with ``fault`` running beside it.
+
+    Args:
+        env: the Temporal test environment (``temporal_env``'s first item).
+        settings: the test settings (the store).
+        spec: the lineage (:func:`fault_spec`).
+        fault: the injection, started as a task once the lineage has started; awaited
+            after the lineage ends (cancelled if the lineage fails first).
+        worker_settings: the workers' settings when they differ (another artifact root).
+        wait: how to wait for the lineage, given its workflow handle (default: its result).
+        timeout_sec: how long the lineage may take, seconds.
+    """
+    from workers.lineage_activities import LineageActivities
+    from workers.main import build_workers
+    from workflows.options import search_attributes
+
+    acts = LineageActivities(settings.db_url)
+    queues = ["orchestration", "sandbox"]
+    w_orch, w_sand = build_workers(env.client, acts, queues, 5, settings=worker_settings or settings)
+    async with w_orch, w_sand:
+        handle = await env.client.start_workflow(
+            "LineageWorkflow", LineageInput(lineage_id=spec.name, spec=spec), id=f"lineage-{spec.name}",
+            task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(spec.name),
+        )
+        injected = asyncio.create_task(fault)
+        try:
+            await asyncio.wait_for(wait(handle) if wait else handle.result(), timeout_sec)
+        except BaseException:
+            injected.cancel()
+            raise
+        await injected
 
 
 def fault_spec(name: str, policy_url: str, contract: Path = CONTRACT, attempts: int = 2) -> LineageSpec:

@@ -14,7 +14,6 @@ the real HTTP API; Temporal, Ray, Docker and SQLite are real.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import json
 import os
@@ -26,7 +25,6 @@ from pathlib import Path
 import pytest
 
 from mindforge.hcp import load_contract
-from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
 from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.store import engine as se
 from mindforge.store import trials
@@ -39,6 +37,7 @@ from tests.faults.lineage_faults import (
     fault_spec,
     record_result,
     recovery_sec,
+    run_with_fault,
     slow_finish_script,
     wait_for_requests,
 )
@@ -106,10 +105,6 @@ def _readable(path: Path) -> None:
 def test_a_full_artifact_disk_loses_no_trial_and_leaves_nothing_half_written(
     temporal_env, ray_cluster, settings, small_artifacts, seed
 ) -> None:
-    from workers.lineage_activities import LineageActivities
-    from workers.main import build_workers
-    from workflows.options import search_attributes
-
     env, _address, loop = temporal_env
     name = f"disk-full-{seed}"
     filled: list[datetime] = []
@@ -118,24 +113,9 @@ def test_a_full_artifact_disk_loses_no_trial_and_leaves_nothing_half_written(
     with start_scripted_policy(script) as policy:
         spec = fault_spec(name, policy.base_url)
 
-        async def scenario() -> None:
-            acts = LineageActivities(settings.db_url)
-            w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=on_small_disk)
-            async with w_orch, w_sand:
-                handle = await env.client.start_workflow(
-                    "LineageWorkflow", LineageInput(lineage_id=name, spec=spec), id=f"lineage-{name}",
-                    task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name),
-                )
-                rng = random.Random(seed)
-                fault = asyncio.create_task(fill_for_a_while(policy.base_url, small_artifacts, rng, filled))
-                try:
-                    await asyncio.wait_for(handle.result(), 400)
-                finally:
-                    with contextlib.suppress(FileNotFoundError):
-                        (small_artifacts / "ballast").unlink()
-                await fault
-
-        loop.run_until_complete(scenario())
+        fault = fill_for_a_while(policy.base_url, small_artifacts, random.Random(seed), filled)
+        # a lineage that fails leaves the ballast: the fixture's unmount drops it
+        loop.run_until_complete(run_with_fault(env, settings, spec, fault, worker_settings=on_small_disk))
     counts = fault_counts(settings, name, planned=len(TASKS) * 2)
     assert filled, "the disk was never filled"
     record_result("artifact disk full", seed, counts, recovery_sec(settings, name, filled[0]))

@@ -23,7 +23,6 @@ import pytest
 
 from mindforge.devstack.sandbox import DockerComponent
 from mindforge.hcp import load_contract
-from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
 from mindforge.policy.doubles.scripted import start_scripted_policy
 from tests.faults.lineage_faults import (
     CONTRACT,
@@ -33,6 +32,7 @@ from tests.faults.lineage_faults import (
     fault_spec,
     record_result,
     recovery_sec,
+    run_with_fault,
     slow_finish_script,
     wait_for_requests,
 )
@@ -66,10 +66,6 @@ async def restart_engine(base_url: str, settings, rng: random.Random, restarts: 
 
 @pytest.mark.parametrize("seed", fault_seeds())
 def test_an_engine_restart_loses_no_trial_and_leaves_no_sandbox(temporal_env, ray_cluster, settings, seed) -> None:
-    from workers.lineage_activities import LineageActivities
-    from workers.main import build_workers
-    from workflows.options import search_attributes
-
     env, _address, loop = temporal_env
     name = f"dockerd-restart-{seed}"
     restarts: list[datetime] = []
@@ -77,19 +73,8 @@ def test_an_engine_restart_loses_no_trial_and_leaves_no_sandbox(temporal_env, ra
     with start_scripted_policy(script) as policy:
         spec = fault_spec(name, policy.base_url)
 
-        async def scenario() -> None:
-            acts = LineageActivities(settings.db_url)
-            w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
-            async with w_orch, w_sand:
-                handle = await env.client.start_workflow(
-                    "LineageWorkflow", LineageInput(lineage_id=name, spec=spec), id=f"lineage-{name}",
-                    task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name),
-                )
-                fault = asyncio.create_task(restart_engine(policy.base_url, settings, random.Random(seed), restarts))
-                await asyncio.wait_for(handle.result(), 400)
-                await fault
-
-        loop.run_until_complete(scenario())
+        fault = restart_engine(policy.base_url, settings, random.Random(seed), restarts)
+        loop.run_until_complete(run_with_fault(env, settings, spec, fault))
     counts = fault_counts(settings, name, planned=len(TASKS) * 2)
     assert restarts, "the engine was never restarted"
     record_result("dockerd restarted mid-trial", seed, counts, recovery_sec(settings, name, restarts[0]))

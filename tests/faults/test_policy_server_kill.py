@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 import pytest
 
 from mindforge.hcp import derive, load_contract, save_contract
-from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
 from mindforge.policy.handoff import served_adapters
 from mindforge.policy.server.runner import PolicyServerProcess
 from mindforge.store import AdapterRevisionCreate, registry
@@ -35,6 +34,7 @@ from tests.faults.lineage_faults import (
     fault_spec,
     record_result,
     recovery_sec,
+    run_with_fault,
     slow_finish_script,
     wait_for_requests,
 )
@@ -77,10 +77,6 @@ def test_a_killed_policy_server_loses_no_trial_and_scores_no_fault(
     temporal_env, ray_cluster, settings, tmp_path, seed
 ) -> None:
     from mindforge.cli.lineage import wait_lineage
-    from workers.lineage_activities import LineageActivities
-    from workers.main import build_workers
-    from workflows.options import search_attributes
-
     env, address, loop = temporal_env
     name = f"policy-kill-{seed}"
     script = tmp_path / "script.json"
@@ -90,21 +86,15 @@ def test_a_killed_policy_server_loses_no_trial_and_scores_no_fault(
     spec = fault_spec(name, server.base_url, contract=_adapter_contract(tmp_path, settings))
     killed: list[datetime] = []
 
-    async def scenario() -> None:
-        acts = LineageActivities(settings.db_url)
-        w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
-        async with w_orch, w_sand:
-            await env.client.start_workflow(
-                "LineageWorkflow", LineageInput(lineage_id=name, spec=spec), id=f"lineage-{name}",
-                task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name),
-            )
-            killer = asyncio.create_task(_kill_when_busy(server, random.Random(seed), killed))
-            waiting = settings.model_copy(update={"temporal_address": address})
-            await asyncio.wait_for(wait_lineage(waiting, f"lineage-{name}", show=False, policy=server), 300)
-            await killer
+    waiting = settings.model_copy(update={"temporal_address": address})
+
+    async def wait_owning(handle) -> None:
+        """Wait as quickstart does, restarting the policy server it owns when it dies."""
+        await wait_lineage(waiting, handle.id, show=False, policy=server)
 
     try:
-        loop.run_until_complete(scenario())
+        fault = _kill_when_busy(server, random.Random(seed), killed)
+        loop.run_until_complete(run_with_fault(env, settings, spec, fault, wait=wait_owning, timeout_sec=300))
         counts = fault_counts(settings, name, planned=len(TASKS) * 2)
         assert killed, "the server was never killed"
         record_result("policy server killed mid-trial", seed, counts, recovery_sec(settings, name, killed[0]))

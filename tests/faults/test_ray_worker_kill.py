@@ -21,7 +21,6 @@ import psutil
 import pytest
 
 from mindforge.hcp import load_contract
-from mindforge.payloads import ORCHESTRATION_QUEUE, LineageInput
 from mindforge.policy.doubles.scripted import start_scripted_policy
 from mindforge.sandbox.owner import MANAGED, RUN_ID
 from tests.faults.lineage_faults import (
@@ -34,6 +33,7 @@ from tests.faults.lineage_faults import (
     read_while_written,
     record_result,
     recovery_sec,
+    run_with_fault,
     slow_finish_script,
     wait_for_requests,
 )
@@ -73,10 +73,6 @@ def _containers(run_prefix: str) -> list:
 
 @pytest.mark.parametrize("seed", fault_seeds())
 def test_a_killed_ray_worker_loses_no_trial_and_leaves_no_sandbox(temporal_env, ray_cluster, settings, seed) -> None:
-    from workers.lineage_activities import LineageActivities
-    from workers.main import build_workers
-    from workflows.options import search_attributes
-
     env, _address, loop = temporal_env
     name = f"ray-kill-{seed}"
     killed: list[datetime] = []
@@ -85,25 +81,18 @@ def test_a_killed_ray_worker_loses_no_trial_and_leaves_no_sandbox(temporal_env, 
     with start_scripted_policy(script) as policy:
         spec = fault_spec(name, policy.base_url)
 
-        async def scenario() -> None:
-            acts = LineageActivities(settings.db_url)
-            w_orch, w_sand = build_workers(env.client, acts, ["orchestration", "sandbox"], 5, settings=settings)
-            async with w_orch, w_sand:
-                handle = await env.client.start_workflow(
-                    "LineageWorkflow", LineageInput(lineage_id=name, spec=spec), id=f"lineage-{name}",
-                    task_queue=ORCHESTRATION_QUEUE, search_attributes=search_attributes(name),
-                )
-                killer = asyncio.create_task(kill_a_trial_worker(policy.base_url, random.Random(seed), killed))
-                await wait_for_requests(policy.base_url, 1)  # the lineage's row exists by then
-                stop = asyncio.Event()
-                reader = asyncio.create_task(read_while_written(name, stop, reads))
-                await asyncio.wait_for(handle.result(), 300)
-                stop.set()
-                await killer
-                await reader
+        async def wait_reading(handle) -> None:
+            """Wait for the lineage while status and report read its store from other processes."""
+            await wait_for_requests(policy.base_url, 1)  # the lineage's row exists by then
+            stop = asyncio.Event()
+            reader = asyncio.create_task(read_while_written(name, stop, reads))
+            await handle.result()
+            stop.set()
+            await reader
 
         began = time.monotonic()
-        loop.run_until_complete(scenario())
+        fault = kill_a_trial_worker(policy.base_url, random.Random(seed), killed)
+        loop.run_until_complete(run_with_fault(env, settings, spec, fault, wait=wait_reading, timeout_sec=300))
     counts = fault_counts(settings, name, planned=len(TASKS) * 2)
     assert killed, "no Ray worker was killed"
     record_result("Ray worker killed mid-batch", seed, counts, recovery_sec(settings, name, killed[0]))
