@@ -123,7 +123,9 @@ def run_verifier(task: Task, sandbox: Sandbox, *, log_dir: Path) -> VerifierResu
 
     Returns:
         the verifier result; when the reward is not 1, ``limit_fired`` is ``pids_limit``
-        if the sandbox's pids limit fired. Engine failures propagate as ``InfraError``.
+        if the sandbox's pids limit fired, and a verifier that could not run because of
+        it scores 0 (:func:`score_pids_exhaustion`). Engine failures propagate as
+        ``InfraError``.
     """
     start = time.monotonic()
     prep = sandbox.exec(
@@ -141,8 +143,42 @@ def run_verifier(task: Task, sandbox: Sandbox, *, log_dir: Path) -> VerifierResu
         )
     if result.reward is None or result.reward < 1.0:
         _check_pids_limit(result, sandbox, run)
+    result = score_pids_exhaustion(result)
     result.duration_sec = time.monotonic() - start
     return result
+
+
+def score_pids_exhaustion(result: VerifierResult) -> VerifierResult:
+    """A verifier that could not run because the sandbox's processes were used up scores 0.
+
+    The agent's leftover processes (a fork bomb, a thousand ``sleep &``) can fill the pids
+    limit so that the verifier's own commands - even ``docker exec``'s first process - cannot
+    start. Left a ``verifier_error`` or ``verifier_timeout``, such a trial would have no
+    reward, so an agent could escape every failing score by exhausting its sandbox. The
+    processes are the agent's: a validated task's reference solution and tests pass under
+    the same limit, and a task whose own tests fill it fails validation the same way (its
+    reference run scores 0). So: reward 0, no verifier failure class, ``limit_fired`` stays
+    ``pids_limit`` and ``detail`` says what the verifier could not do.
+
+    Args:
+        result: the verifier's result, after the pids check.
+
+    Returns:
+        ``result`` unchanged unless it is a verifier error or timeout with the pids limit
+        fired; then a result with reward 0.0 carrying the same evidence.
+    """
+    if result.limit_fired is not LimitFired.PIDS_LIMIT or result.failure_class not in (
+        FailureClass.VERIFIER_ERROR,
+        FailureClass.VERIFIER_TIMEOUT,
+    ):
+        return result
+    return result.model_copy(
+        update={
+            "reward": 0.0,
+            "failure_class": None,
+            "detail": f"the verifier could not run ({result.failure_class.value}: {result.detail})"[:2000],
+        }
+    )
 
 
 def _run_tests(task: Task, sandbox: Sandbox, log_dir: Path) -> tuple[VerifierResult, ExecResult]:
