@@ -58,6 +58,37 @@ def up(
 
 
 @app.command()
+def status(
+    name: str = typer.Option("mfc", "--name", help=_NAME_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of a table."),
+) -> None:
+    """Each container of the cluster, its state and the sandboxes it runs; exit 1 unless it is ready."""
+    from rich.table import Table
+
+    from mindforge.devstack import DevStackError
+    from mindforge.devstack.cluster import cluster_status
+
+    try:
+        found = cluster_status(_settings(), name)
+    except DevStackError as exc:
+        console.print(f"[red]cluster status failed:[/] {exc}")
+        raise typer.Exit(1) from exc
+    if as_json:
+        print_json(found.model_dump(mode="json"))
+    elif not found.nodes:
+        console.print(f"cluster [bold]{name}[/]: no containers (start it with `mindforge cluster up --name {name}`)")
+    else:
+        table = Table("container", "role", "state", "sandboxes", title=f"cluster {name}")
+        for node in found.nodes:
+            colour = "green" if node.state == "running" else "red"
+            table.add_row(node.container, node.role, f"[{colour}]{node.state}[/]", str(node.sandboxes))
+        make_console().print(table)
+        console.print(f"settings for a host worker: {found.env_file or 'none written'}")
+    if not found.ready:
+        raise typer.Exit(1)
+
+
+@app.command()
 def down(name: str = typer.Option("mfc", "--name", help=_NAME_HELP)) -> None:
     """Remove the cluster's containers, volume, leftover sandboxes, temp dir and settings file."""
     from mindforge.devstack import DevStackError

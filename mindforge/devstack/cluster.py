@@ -1,4 +1,4 @@
-"""A Ray cluster of containers on this one machine: ``mindforge cluster up|down``.
+"""A Ray cluster of containers on this one machine: ``mindforge cluster up|status|down``.
 
 ``up`` builds a node image from the local base image (Debian bookworm, its python3 and
 the host's CA certificates, plus Debian's ``postgresql-15``), then starts, all with host
@@ -360,6 +360,68 @@ def cluster_up(settings: Settings, spec: ClusterSpec, say: Say = print) -> Clust
         return _write_env(settings, spec, password)
     finally:
         client.close()
+
+
+class ClusterNode(BaseModel):
+    """One container of a cluster, as the engine reports it.
+
+    Attributes:
+        container: its name.
+        role: ``postgres``, ``head`` or ``worker``.
+        state: Docker's state (``running``, ``exited``, ...).
+        sandboxes: running trial sandboxes whose owner host is this container.
+    """
+
+    container: str
+    role: str
+    state: str
+    sandboxes: int
+
+
+class ClusterStatus(BaseModel):
+    """What runs of cluster ``name`` (``mindforge cluster status``).
+
+    Attributes:
+        name: the cluster.
+        nodes: its containers, head and Postgres first, then the workers by name.
+        env_file: the host worker's settings file, or None when ``up`` has not written one.
+        ready: Postgres, the head and at least one worker are running.
+    """
+
+    name: str
+    nodes: list[ClusterNode]
+    env_file: Path | None
+    ready: bool
+
+
+_ROLE_ORDER = {"postgres": 0, "head": 1, "worker": 2}
+
+
+def cluster_status(settings: Settings, name: str = "mfc") -> ClusterStatus:
+    """The containers of cluster ``name``, their state and the sandboxes each node runs.
+
+    Raises:
+        DevStackError: no Docker engine answers.
+    """
+    client = docker_client()
+    try:
+        containers = cluster_containers(client, name)
+        running = client.containers.list(filters={"label": f"{MANAGED}=true"})
+        owners = [c.labels.get(OWNER_HOST) for c in running]
+        nodes = [
+            ClusterNode(container=c.name, role=c.labels.get(ROLE_LABEL, "?"), state=c.status,
+                        sandboxes=owners.count(c.name))
+            for c in containers
+        ]
+    finally:
+        client.close()
+    nodes.sort(key=lambda n: (_ROLE_ORDER.get(n.role, 3), n.container))
+    up = {n.role for n in nodes if n.state == "running"}
+    path = env_file(settings, name)
+    return ClusterStatus(
+        name=name, nodes=nodes, env_file=path if path.exists() else None,
+        ready={"postgres", "head", "worker"} <= up,
+    )
 
 
 def cluster_down(settings: Settings, name: str = "mfc", say: Say = print) -> list[str]:

@@ -259,8 +259,11 @@ class RegistryComponent(Component):
         reachable = registry_answers()
         write_setting(self.settings.settings_file, "image_map_enabled", not reachable)
         self.settings = self.settings.model_copy(update={"image_map_enabled": not reachable})
-        say(f"registry {'reachable' if reachable else 'unreachable'}: image map {'off' if reachable else 'on'} "
-            f"({self.settings.settings_file})")
+        if reachable:
+            say(f"registry reachable: task images are pulled as named (image map off, {self.settings.settings_file})")
+        else:
+            say("no container registry answers (expected offline): task images named in deploy/image_map.toml "
+                f"are built locally from the base image instead (image map on, {self.settings.settings_file})")
         return self._row(reachable)
 
 

@@ -9,6 +9,7 @@ trials per node. The policy is a SCRIPTED POLICY behind the OpenAI-compatible HT
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
@@ -80,6 +81,28 @@ def _faults(db_url: str, name: str) -> int:
             return len(list_infra_attempts(session=s, lineage_id=name))
     finally:
         eng.dispose()
+
+
+def test_cluster_status_lists_the_running_nodes(cluster):
+    """``mindforge cluster status --json``: Postgres, the head and both workers running; ready."""
+    from typer.testing import CliRunner
+
+    from mindforge.cli.main import app
+
+    done = CliRunner().invoke(app, ["cluster", "status", "--name", SPEC.name, "--json"])
+    assert done.exit_code == 0, done.output
+    found = json.loads(done.stdout)
+    assert found["ready"] is True
+    assert [(n["container"], n["role"], n["state"]) for n in found["nodes"]] == [
+        (f"{SPEC.name}-postgres", "postgres", "running"),
+        (f"{SPEC.name}-head", "head", "running"),
+        (f"{SPEC.name}-worker-1", "worker", "running"),
+        (f"{SPEC.name}-worker-2", "worker", "running"),
+    ]
+    assert found["env_file"] == str(cluster.env_file)
+    # a name nothing runs under: no nodes, not ready, exit 1
+    missing = CliRunner().invoke(app, ["cluster", "status", "--name", "mfc-none", "--json"])
+    assert missing.exit_code == 1 and json.loads(missing.stdout)["nodes"] == []
 
 
 def test_lineage_on_the_cluster_survives_a_killed_worker(temporal_env, settings, cluster):
