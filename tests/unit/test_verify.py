@@ -22,7 +22,10 @@ def test_reward_txt_ok(raw, value):
 
 @pytest.mark.parametrize(
     ("raw", "fragment"),
-    [(b"", "empty"), (b"yes", "not a number"), (b"nan", "nan"), (b"inf", "inf"), (b"1.5", "outside"), (b"-0.1", "outside")],
+    [
+        (b"", "empty"), (b"yes", "not a number"), (b"nan", "nan"), (b"inf", "inf"),
+        (b"1.5", "outside"), (b"-0.1", "outside"),
+    ],
 )
 def test_reward_txt_errors(raw, fragment):
     with pytest.raises(RewardError, match=fragment):
