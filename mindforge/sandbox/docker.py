@@ -109,6 +109,17 @@ class DockerEngine:
 
     # ------------------------------------------------------------------ orphans
 
+    def _managed_containers(self) -> list[dict]:
+        """Every MindForge container on the engine, running or not (the low-level API's dicts).
+
+        Raises:
+            InfraError: the engine failed.
+        """
+        try:
+            return list(self.client.api.containers(all=True, filters={"label": f"{owner.MANAGED}=true"}))
+        except docker.errors.APIError as exc:
+            raise InfraError(f"listing containers failed: {exc}") from exc
+
     def reap_orphans(self) -> list[str]:
         """Remove this host's MindForge containers whose owning process is gone.
 
@@ -121,10 +132,7 @@ class DockerEngine:
         if not owner.can_check_owners():
             logger.warning("cannot read process start times here; orphaned containers are not reaped")
             return []
-        try:
-            found = self.client.api.containers(all=True, filters={"label": f"{owner.MANAGED}=true"})
-        except docker.errors.APIError as exc:
-            raise InfraError(f"listing containers failed: {exc}") from exc
+        found = self._managed_containers()
         removed = []
         for info in found:
             if owner.is_orphan(info.get("Labels") or {}):
@@ -154,10 +162,7 @@ class DockerEngine:
         Raises:
             InfraError: the engine failed.
         """
-        try:
-            found = self.client.api.containers(all=True, filters={"label": f"{owner.MANAGED}=true"})
-        except docker.errors.APIError as exc:
-            raise InfraError(f"listing containers failed: {exc}") from exc
+        found = self._managed_containers()
         removed = []
         for info in found:
             if (info.get("Labels") or {}).get(owner.TRIAL_ID) not in trial_ids:

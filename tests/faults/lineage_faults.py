@@ -237,3 +237,13 @@ def fault_counts(settings, lineage_id: str, planned: int) -> FaultCounts:
         faults_recorded=len(faults),
         orphans=orphans(lineage_id),
     )
+
+
+def assert_nothing_lost(counts: FaultCounts) -> None:
+    """The targets every trial-running fault must meet: completed, every planned trial stored
+    once, none lost or double-counted, no fault scored or left unscored, no orphan sandbox."""
+    assert counts.status == "completed"
+    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored, counts.orphans) == (
+        0, 0, 0, 0, 0
+    ), counts
+    assert counts.stored == counts.planned

@@ -32,6 +32,7 @@ from mindforge.store.infra_attempts import list_infra_attempts
 from tests.faults.lineage_faults import (
     CONTRACT,
     TASKS,
+    assert_nothing_lost,
     fault_counts,
     fault_seeds,
     fault_spec,
@@ -119,11 +120,7 @@ def test_a_full_artifact_disk_loses_no_trial_and_leaves_nothing_half_written(
     counts = fault_counts(settings, name, planned=len(TASKS) * 2)
     assert filled, "the disk was never filled"
     record_result("artifact disk full", seed, counts, recovery_sec(settings, name, filled[0]))
-    assert counts.status == "completed"
-    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored, counts.orphans) == (
-        0, 0, 0, 0, 0
-    ), counts
-    assert counts.stored == counts.planned
+    assert_nothing_lost(counts)
     with se.session_scope(se.init_db(settings.db_url)) as s:
         faults = list_infra_attempts(session=s, lineage_id=name)
         stored = [r.to_record() for r in trials.list_trials(session=s, lineage_id=name)]

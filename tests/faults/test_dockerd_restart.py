@@ -27,6 +27,7 @@ from mindforge.policy.doubles.scripted import start_scripted_policy
 from tests.faults.lineage_faults import (
     CONTRACT,
     TASKS,
+    assert_nothing_lost,
     fault_counts,
     fault_seeds,
     fault_spec,
@@ -78,9 +79,5 @@ def test_an_engine_restart_loses_no_trial_and_leaves_no_sandbox(temporal_env, ra
     counts = fault_counts(settings, name, planned=len(TASKS) * 2)
     assert restarts, "the engine was never restarted"
     record_result("dockerd restarted mid-trial", seed, counts, recovery_sec(settings, name, restarts[0]))
-    assert counts.status == "completed"
-    assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored, counts.orphans) == (
-        0, 0, 0, 0, 0
-    ), counts
-    assert counts.stored == counts.planned
+    assert_nothing_lost(counts)
     assert counts.faults_recorded >= 1, counts

@@ -29,6 +29,7 @@ from mindforge.store import engine as se
 from tests.faults.lineage_faults import (
     CONTRACT,
     TASKS,
+    assert_nothing_lost,
     fault_counts,
     fault_seeds,
     fault_spec,
@@ -98,11 +99,7 @@ def test_a_killed_policy_server_loses_no_trial_and_scores_no_fault(
         counts = fault_counts(settings, name, planned=len(TASKS) * 2)
         assert killed, "the server was never killed"
         record_result("policy server killed mid-trial", seed, counts, recovery_sec(settings, name, killed[0]))
-        assert counts.status == "completed"
-        assert (counts.lost, counts.double_counted, counts.infra_scored, counts.infra_unscored, counts.orphans) == (
-            0, 0, 0, 0, 0
-        ), counts
-        assert counts.stored == counts.planned
+        assert_nothing_lost(counts)
         assert counts.faults_recorded >= 1, "no trial was in flight when the server died"
         # the restarted server got the pair's adapter back before its trials ran
         assert ADAPTER in served_adapters(server.base_url)
