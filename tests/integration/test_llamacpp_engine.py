@@ -183,6 +183,38 @@ def test_a_prompt_prefilled_on_one_slot_is_copied_into_another(server, client) -
     assert again["choices"][0]["token_ids"] == a["choices"][0]["token_ids"]
 
 
+def test_requests_that_arrive_together_claim_one_prefill(server) -> None:
+    """Of requests for one prompt that arrive together, one at a time claims its prefill; the rest wait, holding no slot.
+
+    The wait and the claim are one step under the engine's lock. When they were two, two
+    requests arriving within the gap both prefilled the prompt (110 + 110 tokens computed
+    in ``test_a_prompt_prefilled_on_one_slot_is_copied_into_another``, seen once in CI).
+    """
+    import threading
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    engine = server.app.state.engine
+    prompt = list(range(2000, 2150))  # ids no stored snapshot starts with: each claim stands
+    arrive = threading.Barrier(4)
+
+    def claim():
+        arrive.wait()
+        return engine._claim_prefill(None, prompt)
+
+    with ThreadPoolExecutor(4) as pool:
+        pending = {pool.submit(claim) for _ in range(4)}
+        claims = []
+        while pending:
+            done, pending = wait(pending, timeout=30, return_when=FIRST_COMPLETED)
+            assert len(done) == 1, f"{len(done)} requests claimed the same prefill at once"
+            wait(pending, timeout=0.5)  # a claim that did not wait would show here
+            assert sum(f.done() for f in pending) == 0
+            assert len(engine._free) == len(engine._slots)  # the waiting requests hold no slot
+            claims.append(done.pop().result())
+            engine._end_prefill(claims[-1])
+    assert None not in claims and len(set(claims)) == 4
+
+
 def test_an_adapter_moves_llamacpp_logits_as_it_moves_transformers_logits(server, client, hf_model, tmp_path) -> None:
     """Per-token logprob deltas (adapter minus base) at the first reply token, over the base's 1000 most
     likely tokens, agree between llama.cpp (Q4_1 weights, Q8 activations) and transformers (the same

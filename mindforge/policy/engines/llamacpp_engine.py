@@ -38,6 +38,7 @@ trials (Expansion, held-out runs); training stays on transformers + PEFT.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import json
 import os
 import random
@@ -166,8 +167,9 @@ class LlamaCppEngine:
         #: per recent request: prompt tokens whose KV cache its slot held or copied in (tests, benchmarks)
         self.prefix_hits: deque[int] = deque(maxlen=1000)
         self._snapshots = KVSnapshots(snapshot_bytes) if share_prefills else None
-        #: id(slot) -> (adapter, prompt) while that slot prefills a prompt other requests may share
+        #: claim -> (adapter, prompt) while a request prefills (or is about to) a prompt others may share
         self._prefilling: dict[int, tuple[str | None, list[int]]] = {}
+        self._claims = itertools.count()
 
     def close(self) -> None:
         """Free the models and the converted adapter files."""
@@ -304,20 +306,20 @@ class LlamaCppEngine:
         max_new = completion_budget(req, len(prompt), self.max_model_len)
         adapter = None if req.model == self.base_name else req.model
         asked = time.perf_counter()
-        self._await_same_prefill(adapter, prompt)
-        with self._slot_for(adapter, prompt) as slot:
-            if adapter is not None and adapter not in slot.adapters:
-                raise unknown_model(req.model)
-            self._set_adapter(slot, adapter)
-            try:
-                shared, snapshot = self._share_prefill(slot, adapter, prompt)
+        claim = self._claim_prefill(adapter, prompt)
+        try:
+            with self._slot_for(adapter, prompt) as slot:
+                if adapter is not None and adapter not in slot.adapters:
+                    raise unknown_model(req.model)
+                self._set_adapter(slot, adapter)
+                shared, snapshot = self._share_prefill(slot, adapter, prompt, claim)
                 queue_ms = (time.perf_counter() - asked) * 1000.0
                 # llama.cpp re-evaluates at least the last prompt token to get its logits
                 cached = min(common_prefix(slot.tokens(), prompt), len(prompt) - 1)
                 self.prefix_hits.append(cached)
-                completion, logprobs, timings = self._generate(slot, req, prompt, max_new, snapshot)
-            finally:
-                self._end_prefill(slot)
+                completion, logprobs, timings = self._generate(slot, req, prompt, max_new, claim if snapshot else None)
+        finally:
+            self._end_prefill(claim)
         timings.update(cache_n=cached, prompt_n=len(prompt) - cached, shared_n=shared, queue_ms=queue_ms)
         return reply_body(
             req,
@@ -331,17 +333,26 @@ class LlamaCppEngine:
             timings=timings,
         )
 
-    def _await_same_prefill(self, adapter: str | None, prompt: list[int]) -> None:
-        """While a slot prefills (nearly) this prompt, wait for it (at most :data:`SHARE_WAIT_SEC`), holding no slot.
+    def _claim_prefill(self, adapter: str | None, prompt: list[int]) -> int | None:
+        """Wait while another request prefills (nearly) this prompt, then claim its prefill if still needed.
 
         (Nearly) the same: it shares all but ``MIN_NEW_TOKENS`` of ``prompt`` - the rollouts
-        of one GRPO group. The request then copies the prompt in rather than computing it
-        again, and the prefill it waited for had every core (see :meth:`_share_prefill`).
-        A prefill that shares less is not waited for: that would idle a core to save part
-        of a prompt.
+        of one GRPO group. The wait holds no slot and lasts at most :data:`SHARE_WAIT_SEC`;
+        the request then copies the prompt in rather than computing it again, and the
+        prefill it waited for had every core (see :meth:`_share_prefill`). A prefill that
+        shares less is not waited for: that would idle a core to save part of a prompt.
+
+        The wait and the claim are one step under the lock, so of requests that arrive
+        together exactly one claims and the rest wait for it; a claim is taken before the
+        request has a slot, so one that finds its slot's own cache covers the prompt gives
+        it back at once (:meth:`_share_prefill`).
+
+        Returns:
+            the claim (give it to :meth:`_end_prefill`), or None when prefills are not
+            shared or a stored snapshot already leaves fewer than ``MIN_NEW_TOKENS`` to compute.
         """
         if self._snapshots is None:
-            return
+            return None
         need = len(prompt) - MIN_NEW_TOKENS
         with self._cond:
             self._cond.wait_for(
@@ -350,13 +361,22 @@ class LlamaCppEngine:
                 ),
                 timeout=SHARE_WAIT_SEC,
             )
+            hit = self._snapshots.best(prompt, adapter)
+            if hit is not None and hit.shared >= need:
+                return None
+            claim = next(self._claims)
+            self._prefilling[claim] = (adapter, prompt)
+            return claim
 
-    def _share_prefill(self, slot: _Slot, adapter: str | None, prompt: list[int]) -> tuple[int, bool]:
+    def _share_prefill(
+        self, slot: _Slot, adapter: str | None, prompt: list[int], claim: int | None
+    ) -> tuple[int, bool]:
         """Copy in a stored prefill of ``prompt`` when it covers more than ``slot``'s own cache; set prefill threads.
 
         Loads the stored snapshot sharing the most with ``prompt`` if it beats the slot's
         own cache by ``MIN_GAIN_TOKENS``. A slot that will still compute ``MIN_NEW_TOKENS``
-        or more is registered as prefilling, so requests for the same prompt wait for it.
+        or more snapshots the prompt once prefilled and keeps the request's ``claim`` till
+        then, so requests for the same prompt wait for it; otherwise the claim is given back.
         Without a fixed ``n_threads_batch``, the prefill runs on every CPU when every other
         slot is free (a lone request, or one whose group waits for it), else on the slot's
         share.
@@ -373,8 +393,8 @@ class LlamaCppEngine:
             use = hit is not None and hit.shared >= own + MIN_GAIN_TOKENS
             start = hit.shared if hit is not None and use else own
             snapshot = len(prompt) - start >= MIN_NEW_TOKENS
-            if snapshot:
-                self._prefilling[id(slot)] = (adapter, prompt)
+            if not snapshot and claim is not None and self._prefilling.pop(claim, None) is not None:
+                self._cond.notify_all()
             alone = len(self._free) == len(self._slots) - 1
         if self._adaptive_prefill:
             batch = self._cpus if alone else self._threads
@@ -387,16 +407,18 @@ class LlamaCppEngine:
             return 0, snapshot  # the slot was reset: it prefills the whole prompt
         return hit.shared, snapshot
 
-    def _end_prefill(self, slot: _Slot) -> None:
-        """``slot`` no longer prefills: wake the requests waiting to share its prompt."""
+    def _end_prefill(self, claim: int | None) -> None:
+        """The request holding ``claim`` no longer prefills: wake the requests waiting to share its prompt."""
+        if claim is None:
+            return
         with self._cond:
-            if self._prefilling.pop(id(slot), None) is not None:
+            if self._prefilling.pop(claim, None) is not None:
                 self._cond.notify_all()
 
     def _generate(
-        self, slot: _Slot, req: ChatCompletionRequest, prompt: list[int], max_new: int, snapshot: bool = False
+        self, slot: _Slot, req: ChatCompletionRequest, prompt: list[int], max_new: int, claim: int | None = None
     ) -> tuple[list[int], list[TokenLogprobs], dict[str, float]]:
-        """Sample one reply on ``slot``; with ``snapshot``, store the prompt's KV cells once prefilled.
+        """Sample one reply on ``slot``; with a ``claim``, store the prompt's KV cells once prefilled and end it.
 
         Returns:
             ``(completion token ids, per-token logprobs, timings)``: ``prompt_ms`` is the
@@ -429,9 +451,9 @@ class LlamaCppEngine:
                 got = time.perf_counter()
                 if not completion:
                     first = got
-                    if snapshot and self._snapshots is not None:
+                    if claim is not None and self._snapshots is not None:
                         self._snapshots.save(llm, prompt, slot.adapter)  # the context holds exactly the prompt
-                        self._end_prefill(slot)
+                        self._end_prefill(claim)
                 completion.append(int(token))
                 if req.logprobs:
                     logprobs.append(self._token_logprobs(llm, int(token), k))
