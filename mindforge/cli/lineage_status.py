@@ -209,7 +209,9 @@ def _generation_cells(record: dict) -> list[str]:
     disc = record.get("discovery")
     exp = record.get("expansion", {})
     succ = record.get("successor") or {}
-    succ_text = ("promoted " if succ.get("promoted") else "kept parent ") + succ.get("reason", "")[:60] if succ else ""
+    succ_text = ""
+    if succ:
+        succ_text = ("promoted: " if succ.get("promoted") else "kept parent: ") + succ.get("reason", "")[:60]
     return [
         f"{len(disc.get('admitted', []))}/{disc.get('proposed', 0)}" if disc else "",
         (

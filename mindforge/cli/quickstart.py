@@ -392,7 +392,11 @@ def run_generations(spec, settings, most: int, budget_sec: float, started: float
                       f"\nWeb UI: {ui_link(settings, wid)}")
         wait(wid)
         durations.append(time.monotonic() - begun)
-        console.print(f"generation {index} took {durations[-1]:.0f} s")
+        console.print(
+            f"generation {index} done after {durations[-1]:.0f} s here"
+            + (" (the lineage's start included: its tasks drawn and validated in sandboxes; the table's 'took'"
+               " counts the generation alone)" if not index else "")
+        )
     return wid
 
 

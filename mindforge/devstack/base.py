@@ -91,13 +91,16 @@ def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def write_setting(path: Path, key: str, value: Any) -> None:
+def write_setting(path: Path, key: str, value: Any) -> bool:
     """Set one key of a TOML settings file, keeping the other keys (file created if missing).
 
     Args:
         path: the settings file (``settings.settings_file``).
         key: a top-level key.
         value: a TOML-serialisable value.
+
+    Returns:
+        whether the file changed (False: it already held ``value`` under ``key``).
 
     Raises:
         DevStackError: the file exists and is not valid TOML.
@@ -109,7 +112,8 @@ def write_setting(path: Path, key: str, value: Any) -> None:
         except tomllib.TOMLDecodeError as exc:
             raise DevStackError(f"{path}: not valid TOML ({exc}); fix or delete it") from exc
     if data.get(key) == value and path.is_file():
-        return
+        return False
     data[key] = value
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(tomli_w.dumps(data), encoding="utf-8")
+    return True

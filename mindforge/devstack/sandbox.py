@@ -257,9 +257,11 @@ class RegistryComponent(Component):
 
     def up(self, say: Say) -> ComponentStatus:
         reachable = registry_answers()
-        write_setting(self.settings.settings_file, "image_map_enabled", not reachable)
+        changed = write_setting(self.settings.settings_file, "image_map_enabled", not reachable)
         self.settings = self.settings.model_copy(update={"image_map_enabled": not reachable})
-        if reachable:
+        if not changed:
+            pass  # said when the settings file last changed; the status row still shows it
+        elif reachable:
             say(f"registry reachable: task images are pulled as named (image map off, {self.settings.settings_file})")
         else:
             say("no container registry answers (expected offline): task images named in deploy/image_map.toml "

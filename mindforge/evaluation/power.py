@@ -115,8 +115,8 @@ class GatePower(BaseModel):
             f"{r.gate} gate: {r.attempts} attempt(s) on each of {r.tasks} selection tasks "
             f"(baseline {r.baseline_attempts}),"
             f" paired bootstrap {rule}, at least {r.min_tasks} paired tasks; against a baseline passing nothing it "
-            f"needs a pass on {self.min_positive_tasks} of {r.tasks} tasks and detects a lift of "
-            f"{self.min_detectable_lift:.2f} with {TARGET_POWER:.0%} power (exact binomial)"
+            f"needs a pass on {self.min_positive_tasks} of {r.tasks} tasks; the smallest lift it detects with "
+            f"{TARGET_POWER:.0%} power is {self.min_detectable_lift:.2f} (exact binomial)"
         )
         if self.baseline_rate is not None:
             over = (

@@ -54,8 +54,8 @@ class SelectionSize(BaseModel):
         parent = "a parent passing nothing" if self.baseline == 0 else f"a parent passing {self.baseline:.0%}"
         return (
             f"selection sized by power: {self.per_family} instance(s) of each training family ({self.tasks} tasks), "
-            f"so that each gate detects a lift of {self.lift:.2f} over {parent} with at least "
-            f"{self.target_power:.0%} power ({gates}; {self.method})"
+            f"so that each gate has at least {self.target_power:.0%} power to detect a lift of {self.lift:.2f} "
+            f"over {parent} (its power there: {gates}; {self.method})"
         )
 
 

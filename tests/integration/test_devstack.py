@@ -113,9 +113,23 @@ def test_write_setting_keeps_keys_and_rejects_bad_toml(tmp_path):
     write_setting(path, "image_map_enabled", True)
     write_setting(path, "base_image", "x/y:z")
     assert tomllib.loads(path.read_text()) == {"image_map_enabled": True, "base_image": "x/y:z"}
+    assert write_setting(path, "base_image", "x/y:z") is False  # already so: the file is left alone
+    assert write_setting(path, "base_image", "x/y:w") is True
     path.write_text("not = [toml", encoding="utf-8")
     with pytest.raises(DevStackError, match="not valid TOML"):
         write_setting(path, "image_map_enabled", False)
+
+
+def test_registry_line_is_said_once_per_change(data_dir):
+    """``dev up`` explains the image map when it sets it; a second ``dev up`` (the main job runs two) is quiet."""
+    from mindforge.devstack.sandbox import RegistryComponent
+
+    first: list[str] = []
+    row = RegistryComponent(get_settings()).up(first.append)
+    assert len(first) == 1 and "image map" in first[0]
+    again: list[str] = []
+    assert RegistryComponent(get_settings()).up(again.append) == row and again == []
+    assert "image map" in row.detail
 
 
 @pytest.mark.slow

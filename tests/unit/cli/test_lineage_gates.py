@@ -26,8 +26,8 @@ def test_start_prints_split_sizes_and_each_gates_minimum_detectable_lift(setting
     successor, promotion = lines[1], lines[2]
     # the race's finalist runs 3 attempts on each of 5 tasks: 3 of 5 tasks with a pass, exact lift 0.31
     assert successor.startswith("successor gate: 3 attempt(s) on each of 5 selection tasks") and "3 of 5 tasks" in successor
-    assert "detects a lift of 0.31 with 80% power (exact binomial)" in successor
-    assert promotion.startswith("promotion gate: 2 attempt(s)") and "lift of 0.43 with 80% power" in promotion
+    assert "the smallest lift it detects with 80% power is 0.31 (exact binomial)" in successor
+    assert promotion.startswith("promotion gate: 2 attempt(s)") and "80% power is 0.43" in promotion
     assert "simulated, 1000 draws, seed 0" in promotion
     assert spec.update.promotion_margin == 0.0
 
@@ -59,5 +59,5 @@ def test_the_selection_split_is_sized_for_the_target_lift_and_says_so(settings):
             "expansion,update", 16, "tiny", say=lines.append, curriculum=drawn, power_baseline=0.0, target_lift=lift,
         )
         sized[lift] = spec.curriculum.selection_instances
-        assert lines[0].startswith("selection sized by power") and f"detects a lift of {lift:.2f} over" in lines[0]
+        assert lines[0].startswith("selection sized by power") and f"power to detect a lift of {lift:.2f} over" in lines[0]
     assert sized[0.25] < sized[0.10]
