@@ -13,9 +13,10 @@ bash deploy/setup.sh
 # counts); the site goes to site/ (git-ignored). NO_MKDOCS_2_WARNING quiets Material's banner.
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir site
 # the quality gate: any finding fails the run before the stack starts
-# (tests/unit/test_quality_gate.py runs the same two commands under pytest)
+# (tests/unit/test_quality_gate.py runs the same two commands under pytest); ruff covers the
+# tests too, mypy the four packages only
 gated=(mindforge workflows workers benchmarks)
-.venv/bin/ruff check "${gated[@]}"
+.venv/bin/ruff check "${gated[@]}" tests
 .venv/bin/mypy "${gated[@]}"
 .venv/bin/mindforge dev up
 bash deploy/install_test_tools.sh

@@ -46,9 +46,9 @@ from mindforge.payloads import (
     Stage,
     UpdateSpec,
 )
+from mindforge.payloads.training import TrainerConfig
 from mindforge.store import engine as se
 from mindforge.store import lineages, pool, registry, trials
-from mindforge.payloads.training import TrainerConfig
 from tests.conftest import REPO
 from tests.e2e.test_update import _action, _run
 

@@ -84,16 +84,23 @@ def test_discovery_grows_the_pool_by_exactly_the_admitted_tasks(temporal_env, ra
         per = existing.setdefault(t.config.metadata.category, {})
         per[start_splits[t.content_hash]] = per.get(start_splits[t.content_hash], 0) + 1
     new = [
-        SplitCandidate(task_hash=a["content_hash"], task_id=a["task_id"], category=a["category"]) for a in disc["admitted"]
+        SplitCandidate(task_hash=a["content_hash"], task_id=a["task_id"], category=a["category"])
+        for a in disc["admitted"]
     ]
     # admitted tasks never join the sealed split, frozen at lineage start
     want = {**start_splits, **assign_splits(new, admission_config(splits), split_key="disc", existing=existing)}
     assert {m.task_hash: m.split for m in members} == want
-    assert {a["content_hash"]: a["split"] for a in disc["admitted"]} == {h.task_hash: want[h.task_hash].value for h in new}
+    assert {a["content_hash"]: a["split"] for a in disc["admitted"]} == {
+        h.task_hash: want[h.task_hash].value for h in new
+    }
     assert PoolSplit.SEALED not in {want[h.task_hash] for h in new}
     assert lineage_spec["split_warnings"]  # a pool of 3 is below any minimum; the lineage is flagged
     # generation 1 proposed the same tasks again: rejected as duplicates, so the pool (and each split) stayed
-    assert gen1["admitted"] == [] and {r["reason"] for r in gen1["rejected"]} <= {"duplicate_instruction", "duplicate_tests", "broken"}
+    assert gen1["admitted"] == [] and {r["reason"] for r in gen1["rejected"]} <= {
+        "duplicate_instruction",
+        "duplicate_tests",
+        "broken",
+    }
     # Expansion ran on the search split, one attempt per task, each generation (the rest are the
     # sealed measurement of the pair each generation hands on)
     expansion = [r for r in records if r.run_id.endswith("/expansion")]

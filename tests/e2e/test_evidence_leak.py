@@ -68,7 +68,8 @@ def _script() -> dict:
         # a new adapter, under any harness: every selection task, no sealed task
         if name in SELECTION + SEALED:
             reply = _solve(name) if name in SELECTION else _action("finish")
-            rules += [{"match": {"turn": 0, "last_message_contains": marker, "model": m}, "reply": reply} for m in adapters]
+            rules += [{"match": {"turn": 0, "last_message_contains": marker, "model": m}, "reply": reply}
+                      for m in adapters]
             # under plan-first its first reply is the plan: it acts (solves, or gives up) on the next turns
             rules += [{"match": {"turn": 1, "conversation_contains": [marker, PLAN], "model": m}, "reply": reply}
                       for m in adapters]
@@ -79,7 +80,8 @@ def _script() -> dict:
         if name in SELECTION:
             rules.append({"match": {"conversation_contains": [marker, PLAN]}, "reply": _action("finish")})
         else:
-            rules.append({"match": {"turn": 0, "conversation_contains": [marker, PLAN]}, "reply": {"content": "1. solve\n2. run"}})
+            rules.append({"match": {"turn": 0, "conversation_contains": [marker, PLAN]},
+                          "reply": {"content": "1. solve\n2. run"}})
             # fix-invoice-totals under plan-first: every other request (the Update, which trains under the
             # best contract by search evidence - plan-first - needs a contrast)
             mixed = name in SEARCH and name != HARD
@@ -130,7 +132,8 @@ def _spec(name: str, tasks: list[str], policy_url: str, contract: str, sealed: b
             promotion_margin=0.25,
         ),
         evaluation=EvaluationSpec(
-            splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=2, overrides=overrides), attempts=2
+            splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=2, overrides=overrides),
+            attempts=2,
         ),
     )
 
@@ -210,7 +213,9 @@ def _search_task_ids(settings, name: str) -> set[str]:
     eng = se.init_db(settings.db_url)
     with se.session_scope(eng) as s:
         split_of = {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=name)}
-        return {t.task_id for t in pool.list_pool_tasks(session=s, lineage_id=name) if split_of[t.id] == PoolSplit.SEARCH}
+        return {
+            t.task_id for t in pool.list_pool_tasks(session=s, lineage_id=name) if split_of[t.id] == PoolSplit.SEARCH
+        }
 
 
 def _store_texts(settings, name: str) -> dict[str, str]:

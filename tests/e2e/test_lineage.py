@@ -91,8 +91,10 @@ def _stored(settings, lineage_id: str):
         rows = trials.list_trials(session=s, lineage_id=lineage_id)
         gens = lineages.list_generations(session=s, lineage_id=lineage_id)
         lin = lineages.get_lineage(session=s, lineage_id=lineage_id)
-        return [r.to_record() for r in rows], [(g.index, str(g.status), list(g.stages_run), dict(g.record)) for g in gens], (
-            str(lin.status) if lin else None
+        return (
+            [r.to_record() for r in rows],
+            [(g.index, str(g.status), list(g.stages_run), dict(g.record)) for g in gens],
+            str(lin.status) if lin else None,
         )
 
 
@@ -210,7 +212,9 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
             before = _splits(settings, "crash")
             first.send_signal(signal.SIGKILL)
             first.wait(10)
-            second = subprocess.Popen(cmd, env=wenv, stdout=(logs / "worker-2.log").open("wb"), stderr=subprocess.STDOUT)
+            second = subprocess.Popen(
+                cmd, env=wenv, stdout=(logs / "worker-2.log").open("wb"), stderr=subprocess.STDOUT
+            )
             handle = env.client.get_workflow_handle(f"lineage-{spec.name}")
             loop.run_until_complete(asyncio.wait_for(handle.result(), timeout=400))
         finally:
@@ -229,7 +233,11 @@ def test_worker_killed_mid_expansion_resumes_without_loss_or_double_count(tempor
     assert len(records) == 2 * len(TASKS) * 3 + spec.evaluation.attempts
     assert len({r.trial_id for r in records}) == len(records)  # none twice
     assert gens[1][3]["compounding"]["sealed_tasks"] == gens[0][3]["compounding"]["sealed_tasks"]
-    leftover = [c.labels.get("mindforge.trial_id") for c in _lineage_containers() if c.labels.get("mindforge.run_id", "").startswith("crash/")]
+    leftover = [
+        c.labels.get("mindforge.trial_id")
+        for c in _lineage_containers()
+        if c.labels.get("mindforge.run_id", "").startswith("crash/")
+    ]
     assert leftover == []
     from mindforge.tasks.loader import load_tasks
 
@@ -303,7 +311,10 @@ def test_a_scheduled_run_continues_the_lineage_from_its_last_pair(temporal_env, 
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:
                 gens = _stored(settings, "nightly-cont")[1]
-                if len(gens) == 2 and gens[1][1] == "completed" and _stored(settings, "nightly-cont")[2] == "completed":  # noqa: E501
+                if (
+                    len(gens) == 2 and gens[1][1] == "completed"
+                    and _stored(settings, "nightly-cont")[2] == "completed"
+                ):
                     break
                 await asyncio.sleep(1)
             await handle.delete()

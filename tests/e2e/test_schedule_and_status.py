@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import BUNDLED_TASKS, REPO
 
-pytestmark = [pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]  # a Temporal server, a Ray cluster, CLI processes
+# a Temporal server, a Ray cluster, CLI processes
+pytestmark = [pytest.mark.temporal, pytest.mark.ray, pytest.mark.slow]
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -60,7 +60,8 @@ def unlock_script(model_id: str) -> dict:
             rules.append({"match": {"turn": 0, "system_contains": needle, "conversation_contains": [marker]},
                           "reply": _json("write_file", path="/tmp/solve.sh", content=solve)})
         elif kind == "observation":
-            rules.append({"match": {"turn": 0, "conversation_contains": [marker]}, "reply": _json("bash", command=LONG_OUTPUT)})
+            rules.append({"match": {"turn": 0, "conversation_contains": [marker]},
+                          "reply": _json("bash", command=LONG_OUTPUT)})
             rules.append({"match": {"conversation_contains": [marker], "last_message_contains": needle},
                           "reply": _json("write_file", path="/tmp/solve.sh", content=solve)})
         elif kind == "hook":
@@ -70,21 +71,31 @@ def unlock_script(model_id: str) -> dict:
                           "reply": _json("write_file", path="/tmp/solve.sh", content=solve)})
         else:
             rules.append({"match": {"turn": 0, "system_contains": needle, "conversation_contains": [marker]},
-                          "reply": {"tool_call": {"name": "write_file", "arguments": {"path": "/tmp/solve.sh", "content": solve}}}})
+                          "reply": {"tool_call": {"name": "write_file",
+                                                  "arguments": {"path": "/tmp/solve.sh", "content": solve}}}})
             rules.append({"match": {"system_contains": needle, "last_message_contains": "wrote"},
                           "reply": {"tool_call": {"name": "bash", "arguments": {"command": "bash /tmp/solve.sh"}}}})
-            rules.append({"match": {"system_contains": needle}, "reply": {"tool_call": {"name": "finish", "arguments": {}}}})
+            rules.append({"match": {"system_contains": needle},
+                          "reply": {"tool_call": {"name": "finish", "arguments": {}}}})
     rules.append({"match": {"last_message_contains": "wrote"}, "reply": _json("bash", command="bash /tmp/solve.sh")})
     return {"rules": rules, "default": _json("finish"), "base_models": [model_id]}
 
 
-def test_adaptive_search_reaches_full_coverage_and_the_report_shows_single_below_it(temporal_env, ray_cluster, settings, tmp_path):
+def test_adaptive_search_reaches_full_coverage_and_the_report_shows_single_below_it(
+    temporal_env, ray_cluster, settings, tmp_path
+):
     from mindforge.hcp import load_contract, loads_contract
     from mindforge.reports import gather_report_data, render_report
 
     env, _address, loop = temporal_env
     with start_scripted_policy(unlock_script(load_contract(CONTRACT).model.id)) as policy:
-        spec = _spec("search", policy.base_url, generations=1, attempts=1, search=SearchBudgetSpec(max_attempts=160, cells_per_step=8, seed=0))
+        spec = _spec(
+            "search",
+            policy.base_url,
+            generations=1,
+            attempts=1,
+            search=SearchBudgetSpec(max_attempts=160, cells_per_step=8, seed=0),
+        )
         spec.tasks = [str(BUNDLED_TASKS / t) for t in UNLOCKS]
         spec.stages = [Stage.EXPANSION]
         loop.run_until_complete(_run_in_process(env, settings, spec))

@@ -67,7 +67,9 @@ def _marker(name: str) -> str:
 
 
 def _solve(name: str) -> dict:
-    return _action("write_file", path="/tmp/solve.sh", content=(BUNDLED_TASKS / name / "solution" / "solve.sh").read_text())
+    return _action(
+        "write_file", path="/tmp/solve.sh", content=(BUNDLED_TASKS / name / "solution" / "solve.sh").read_text()
+    )
 
 
 def _script(
@@ -307,7 +309,9 @@ def test_no_signal_and_rejected_adapters_keep_the_parent_pair(temporal_env, ray_
         "update": UpdateSpec(
             base_model_path=str(ensure_tiny_model()),
             iterations=0,  # one offline update on the Expansion trials
-            trainer=TrainerConfig(lora_rank=4, lora_alpha=8, target_modules=["q_proj"], learning_rate=1e-3, max_steps=1),
+            trainer=TrainerConfig(
+                lora_rank=4, lora_alpha=8, target_modules=["q_proj"], learning_rate=1e-3, max_steps=1
+            ),
             max_rank=2,
         ),
         "evaluation": EvaluationSpec(splits=SplitConfig(selection_fraction=0.0, sealed_fraction=0.0, min_tasks=1)),
@@ -394,9 +398,15 @@ def test_two_generations_decide_on_selection_only_and_the_report_shows_three_spl
     with se.session_scope(eng) as s:
         adapters = sorted(a.name for a in registry.list_adapters(session=s, lineage_id=name))
         gens = [dict(g.record) for g in lineages.list_generations(session=s, lineage_id=name)]
-        rollout_adapters = {r.adapter for r in trials.list_trials(session=s, lineage_id=name, generation_index=1, stage="expansion")}
+        rollout_adapters = {
+            r.adapter for r in trials.list_trials(session=s, lineage_id=name, generation_index=1, stage="expansion")
+        }
         split_of = {m.task_hash: m.split for m in pool.list_pool(session=s, lineage_id=name)}
-        sealed_ids = {r.trial_id for r in trials.list_trials(session=s, lineage_id=name) if split_of[r.task_hash] == PoolSplit.SEALED}
+        sealed_ids = {
+            r.trial_id
+            for r in trials.list_trials(session=s, lineage_id=name)
+            if split_of[r.task_hash] == PoolSplit.SEALED
+        }
         data = gather_report_data(s, name)
     assert adapters == list(revisions), [g.get("update", {}).get("outcome") for g in gens]
     assert rollout_adapters == {revisions[0]}  # generation 1 ran the promoted pair
@@ -416,7 +426,11 @@ def test_two_generations_decide_on_selection_only_and_the_report_shows_three_spl
     for g, rec in zip(data.generations, gens, strict=True):
         assert g["splits"] == {"search": len(SEARCH), "selection": len(SELECTION), "sealed": len(SEALED)}
         lift = g["sealed_lift"]
-        assert lift["measured_on"] == "sealed" and lift["lo"] <= lift["mean"] <= lift["hi"] and lift["n_tasks"] == len(SEALED)
+        assert (
+            lift["measured_on"] == "sealed"
+            and lift["lo"] <= lift["mean"] <= lift["hi"]
+            and lift["n_tasks"] == len(SEALED)
+        )
         assert rec["sealed_lift"] == lift
     assert data.generations[0]["sealed_lift_vs_root"] is None  # generation 0's parent is the root
     vs_root = data.generations[1]["sealed_lift_vs_root"]

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from mindforge.payloads import EvaluationSpec, LineageSpec, RuntimeSpec, Stage, UpdateOutcome, UpdateSpec
+from mindforge.payloads.training import TrainerConfig
 from mindforge.store import engine as se
 from mindforge.store import lineages, registry, trials
-from mindforge.payloads.training import TrainerConfig
 from tests.conftest import LLAMACPP_EXTRA, REPO, require_module
 from tests.e2e.test_update import _pinned, _run
 
@@ -91,8 +91,8 @@ def _spec(url: str, base_model: str, contract: Path) -> LineageSpec:
 def test_two_real_model_iterations_draw_from_the_current_adapter_and_train_on_varied_groups(
     temporal_env, ray_cluster, settings, docker_engine, image_map, tmp_path
 ):
-    from mindforge.policy.handoff import served_adapters
     from mindforge.policy.engines.models import resolve_model
+    from mindforge.policy.handoff import served_adapters
     from mindforge.policy.server.server import start_policy_server
 
     env, _address, loop = temporal_env

@@ -44,7 +44,8 @@ def make_task(root: Path, agent_timeout_sec: float = 120) -> Path:
     (d / "instruction.md").write_text("Write the 12th Fibonacci number (F1 = F2 = 1) to /app/answer.txt.\n")
     (d / "environment" / "Dockerfile").write_text("FROM mindforge/base:bookworm\nWORKDIR /app\n")
     (d / "tests" / "test.sh").write_text(
-        'if [ "$(cat /app/answer.txt 2>/dev/null)" = "144" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
+        'if [ "$(cat /app/answer.txt 2>/dev/null)" = "144" ]; then echo 1; else echo 0; fi'
+        " > /logs/verifier/reward.txt\n"
     )
     (d / "solution" / "solve.sh").write_text("echo 144 > /app/answer.txt\n")
     return d
@@ -75,7 +76,8 @@ SOLVE_WITH_HINT = {
 
 def test_hint_contract_solves_and_baseline_fails(task, docker_engine, settings):
     hinted = derive(
-        BASELINE, name="hinted", revision="1.0.0", edit="append hint", changes={"resources.append_system_prompt": "HINT_FIB"}
+        BASELINE, name="hinted", revision="1.0.0", edit="append hint",
+        changes={"resources.append_system_prompt": "HINT_FIB"},
     )
     rec = _trial(task, hinted, SOLVE_WITH_HINT, docker_engine, settings, "hint")
     assert rec.reward == 1.0, (rec.failure_class, rec.failure_detail)
@@ -133,7 +135,8 @@ def test_shell_session_persists_and_background_server_returns(task, docker_engin
     script = {
         "rules": [
             {"match": {"turn": 0}, "reply": _act("bash", command="cd /tmp && export FIB_VAR=fib-42")},
-            {"match": {"turn": 1}, "reply": _act("bash", command="python3 -m http.server 8123 >/dev/null 2>&1 & echo started")},
+            {"match": {"turn": 1},
+             "reply": _act("bash", command="python3 -m http.server 8123 >/dev/null 2>&1 & echo started")},
             {"match": {"turn": 2}, "reply": _act("bash", command="pwd; echo $FIB_VAR")},
             {"match": {"turn": 3}, "reply": _act("write_file", path="notes/a.txt", content="hello")},
             {"match": {"turn": 4}, "reply": _act("read_file", path="/app/notes/a.txt")},

@@ -69,7 +69,9 @@ def stored(tmp_path):
     """A generation with two failed trials: one ending on failing commands (rules unsure),
     one whose output the observation cap cut (rules sure)."""
     engine = init_db(f"sqlite:///{tmp_path / 'mindforge.db'}")
-    on_errors = _bash(1, "make", "exit code 2\nstderr:\nNo rule to make target") + _bash(2, "make test", "exit code 2") + FINISH
+    on_errors = (
+        _bash(1, "make", "exit code 2\nstderr:\nNo rule to make target") + _bash(2, "make test", "exit code 2") + FINISH
+    )
     cut = _bash(1, "./build.sh", "exit code 0\nstdout:\nhead\n[... 81234 bytes omitted ...]\ntail") + FINISH
     with session_scope(engine) as s:
         lineage = lineages.create_lineage(session=s, lineage_in=LineageCreate(name="audited", spec={}))
@@ -95,13 +97,16 @@ def _audits(engine, lineage_id: str) -> dict[str, tuple[str, str, dict]]:
 
 def test_rules_only_by_default_and_they_see_the_contracts_cap(stored) -> None:
     engine, lineage_id = stored
-    counts = SearchActivities(engine)._audit_stage(AuditTrialsInput(lineage_id=lineage_id, generation=0, stage=TrialStage.EXPANSION))
+    counts = SearchActivities(engine)._audit_stage(
+        AuditTrialsInput(lineage_id=lineage_id, generation=0, stage=TrialStage.EXPANSION)
+    )
     audits = _audits(engine, lineage_id)
     assert counts.by_owner == {"model": 1, "config": 1}
     assert {judged for _, judged, _ in audits.values()} == {"rules"}
     cut = audits["cut"][2]
     assert cut["rule"] == "config.output_cut"
-    assert cut["max_observation_bytes"] == BASELINE.tools.max_observation_bytes  # the trial's contract, looked up by hash
+    # the trial's contract, looked up by hash
+    assert cut["max_observation_bytes"] == BASELINE.tools.max_observation_bytes
 
 
 def test_the_judge_decides_only_what_rules_flag_and_is_recorded(stored) -> None:
@@ -111,7 +116,12 @@ def test_the_judge_decides_only_what_rules_flag_and_is_recorded(stored) -> None:
             name="audited", tasks=[], contract_path="x", runtime=RuntimeSpec(policy_url=judge.base_url),
             expansion=ExpansionSpec(audit_judge=True),
         )
-        inp = AuditTrialsInput(lineage_id=lineage_id, generation=0, stage=TrialStage.EXPANSION, judge=AuditJudge.of(spec.expansion, spec.runtime))
+        inp = AuditTrialsInput(
+            lineage_id=lineage_id,
+            generation=0,
+            stage=TrialStage.EXPANSION,
+            judge=AuditJudge.of(spec.expansion, spec.runtime),
+        )
         counts = SearchActivities(engine)._audit_stage(inp)
         again = SearchActivities(engine)._audit_stage(inp)  # a retried activity asks nobody twice
         asked = judge.app.state.policy.requests

@@ -148,10 +148,8 @@ def test_up_starts_and_down_stops_a_private_engine(monkeypatch, tmp_path):
     import tempfile
     import uuid
 
-    missing = [
-        what for what, ok in (("root", os.geteuid() == 0), ("dockerd", shutil.which("dockerd")), ("ip", shutil.which("ip")))
-        if not ok
-    ]
+    needs = (("root", os.geteuid() == 0), ("dockerd", shutil.which("dockerd")), ("ip", shutil.which("ip")))
+    missing = [what for what, ok in needs if not ok]
     if missing:
         pytest.fail(
             f"a private dockerd needs root, dockerd and ip; missing: {', '.join(missing)} "

@@ -74,7 +74,9 @@ def test_proposals_are_admitted_or_rejected_with_the_right_reason(docker_engine,
     contract = load_contract(CONTRACT)
     items = [VALID, BROKEN, TRIVIAL, near_duplicate(), READS_SOLUTION, MALFORMED, TOO_EASY]
     pool_tasks = load_tasks([BUNDLED_TASKS])
-    summary = summarise_pool(pool_tasks, solved=[pool_tasks[0].id], failed=[pool_tasks[1].id], failure_classes={"task_failed": 2})
+    summary = summarise_pool(
+        pool_tasks, solved=[pool_tasks[0].id], failed=[pool_tasks[1].id], failure_classes={"task_failed": 2}
+    )
     index = PoolIndex.from_tasks(pool_tasks)
     with start_scripted_policy(_script(contract, reply(*items))) as server:
         record = run_discovery(
@@ -105,7 +107,11 @@ def test_proposals_are_admitted_or_rejected_with_the_right_reason(docker_engine,
     assert "solved it on all 2 attempts" in details["touch-ready-flag"]
 
     [admitted] = record.admitted
-    assert (admitted.task_id, admitted.proposed_id, admitted.split) == ("g1-region-totals", "region-totals", PoolSplit.SEARCH)
+    assert (admitted.task_id, admitted.proposed_id, admitted.split) == (
+        "g1-region-totals",
+        "region-totals",
+        PoolSplit.SEARCH,
+    )
     diff = admitted.difficulty
     assert (diff.attempts, diff.scored, diff.successes, diff.success_rate) == (2, 2, 0, 0.0)
     prov = admitted.provenance

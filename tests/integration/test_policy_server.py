@@ -72,7 +72,9 @@ def chat(client: openai.OpenAI, model: str, **kw):
     kw.setdefault("messages", MESSAGES)
     kw.setdefault("max_tokens", 6)
     kw.setdefault("temperature", 0)
-    return client.chat.completions.create(model=model, logprobs=True, top_logprobs=3, extra_body={"return_token_ids": True}, **kw)
+    return client.chat.completions.create(
+        model=model, logprobs=True, top_logprobs=3, extra_body={"return_token_ids": True}, **kw
+    )
 
 
 def first_top(resp) -> dict[str, float]:
@@ -113,7 +115,10 @@ def test_chat_completion_token_ids_and_logprobs(client, tokenizer, model_dir) ->
 
 
 def test_seeded_sampling_repeats(client) -> None:
-    runs = [chat(client, "tiny", temperature=1.0, seed=7, max_tokens=8).model_dump()["choices"][0]["token_ids"] for _ in range(2)]
+    runs = [
+        chat(client, "tiny", temperature=1.0, seed=7, max_tokens=8).model_dump()["choices"][0]["token_ids"]
+        for _ in range(2)
+    ]
     other = chat(client, "tiny", temperature=1.0, seed=8, max_tokens=8).model_dump()["choices"][0]["token_ids"]
     assert runs[0] == runs[1]
     assert other != runs[0]
@@ -131,10 +136,29 @@ def test_stop_string_cuts_the_reply(client) -> None:
 
 
 def test_tools_and_tool_messages_reach_the_template(client, tokenizer) -> None:
-    tools = [{"type": "function", "function": {"name": "bash", "description": "Run a command.", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "bash",
+                "description": "Run a command.",
+                "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+            },
+        }
+    ]
     messages = [
         *MESSAGES,
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls /app"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"command": "ls /app"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "main.py\nREADME.md"},
     ]
     resp = chat(client, "tiny", messages=messages, tools=tools, max_tokens=2)

@@ -112,7 +112,9 @@ def test_container_config_from_task(sandbox):
 def test_fifty_megabytes_capped_quickly(sandbox):
     total = 50 * 1024 * 1024
     start = time.monotonic()
-    res = sandbox.exec(f"yes 0123456789 | head -c {total}; echo done >&2; exit 3", timeout_sec=60, max_output_bytes=1000)
+    res = sandbox.exec(
+        f"yes 0123456789 | head -c {total}; echo done >&2; exit 3", timeout_sec=60, max_output_bytes=1000
+    )
     elapsed = time.monotonic() - start
     assert elapsed < 10, f"took {elapsed:.1f} s"
     assert res.exit_code == 3
@@ -212,7 +214,9 @@ def test_files_round_trip(sandbox, tmp_path):
     (src / "run.sh").chmod(0o755)
     (src / "sub" / "a.txt").write_text("a\n")
     sandbox.put_dir(src, "/tests")
-    res = sandbox.exec("stat -c '%a %U %n' /data/deep/x.bin /tests/run.sh; cat /tests/sub/a.txt; stat -c %a /tmp", timeout_sec=30)
+    res = sandbox.exec(
+        "stat -c '%a %U %n' /data/deep/x.bin /tests/run.sh; cat /tests/sub/a.txt; stat -c %a /tmp", timeout_sec=30
+    )
     assert res.stdout.split("\n")[:4] == ["600 root /data/deep/x.bin", "755 root /tests/run.sh", "a", "1777"]
     with pytest.raises(InfraError):
         sandbox.get_file("/tests/run.sh", max_bytes=3)
@@ -284,7 +288,8 @@ def test_build_is_cached_by_content_hash(engine, tmp_path):
 @pytest.mark.slow
 def test_build_timeout_stops_the_build(engine, tmp_path):
     path = make_task(
-        tmp_path, "slow-build", f"FROM {BASE_IMAGE}\nRUN echo building; sleep 61\n", "[environment]\nbuild_timeout_sec = 2\n"
+        tmp_path, "slow-build", f"FROM {BASE_IMAGE}\nRUN echo building; sleep 61\n",
+        "[environment]\nbuild_timeout_sec = 2\n",
     )
     task = load_task(path)
     log = tmp_path / "build.log"
@@ -313,7 +318,9 @@ def test_failed_build_raises_with_log_tail(engine, tmp_path):
 def test_image_map_rewrites_public_base(engine, tmp_path):
     settings = Settings()
     image_map = load_image_map(settings.image_map_file)
-    path = make_task(tmp_path, "public-base", f"FROM python:3.12-slim\nRUN python3 -c 'print(\"{uuid.uuid4().hex}\")'\n")
+    path = make_task(
+        tmp_path, "public-base", f"FROM python:3.12-slim\nRUN python3 -c 'print(\"{uuid.uuid4().hex}\")'\n"
+    )
     task = load_task(path)
     try:
         result = engine.build_image(task, image_map=image_map, log_path=tmp_path / "build.log")
@@ -332,7 +339,9 @@ def test_prebuilt_docker_image_is_tagged(engine, tmp_path):
     try:
         result = engine.build_image(task)
         assert not result.cached
-        assert engine.client.api.inspect_image(task.image_tag)["Id"] == engine.client.api.inspect_image(BASE_IMAGE)["Id"]
+        assert (
+            engine.client.api.inspect_image(task.image_tag)["Id"] == engine.client.api.inspect_image(BASE_IMAGE)["Id"]
+        )
     finally:
         engine.client.api.remove_image(task.image_tag)
 

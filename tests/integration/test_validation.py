@@ -37,7 +37,9 @@ def test_all_bundled_tasks_are_valid(docker_engine, image_map, settings):
     assert not bad
 
 
-@pytest.mark.parametrize(("name", "verdict"), [("broken", Verdict.BROKEN), ("trivially_passing", Verdict.TRIVIALLY_PASSING)])
+@pytest.mark.parametrize(
+    ("name", "verdict"), [("broken", Verdict.BROKEN), ("trivially_passing", Verdict.TRIVIALLY_PASSING)]
+)
 def test_defective_fixtures_are_classified(name, verdict, docker_engine, image_map, settings):
     result = _validate(FIXTURE_TASKS / name, docker_engine, image_map, settings)
     assert result.verdict == verdict, result.reasons
@@ -68,11 +70,13 @@ class _CheatAgent(Agent):
 def test_faked_reward_and_planted_tests_do_not_count(docker_engine, image_map, settings):
     task = load_task(FIXTURE_TASKS / "anti_cheat")
     rec = run_trial(
-        task, _CheatAgent(), docker_engine, run_id="anti-cheat", trial_id="cheat.0", artifact_root=settings.artifacts, image_map=image_map
+        task, _CheatAgent(), docker_engine, run_id="anti-cheat", trial_id="cheat.0", artifact_root=settings.artifacts,
+        image_map=image_map,
     )
     assert rec.reward == 0.0, rec
     nop = run_trial(
-        task, NopAgent(), docker_engine, run_id="anti-cheat", trial_id="nop.0", artifact_root=settings.artifacts, image_map=image_map
+        task, NopAgent(), docker_engine, run_id="anti-cheat", trial_id="nop.0", artifact_root=settings.artifacts,
+        image_map=image_map,
     )
     assert nop.reward == rec.reward
 
@@ -81,7 +85,8 @@ def test_public_style_task_runs_through_the_image_map(docker_engine, image_map, 
     task = load_task(FIXTURE_TASKS / "public_style")
     assert not task.has_solution
     rec = run_trial(
-        task, NopAgent(), docker_engine, run_id="public", trial_id="nop.0", artifact_root=settings.artifacts, image_map=image_map
+        task, NopAgent(), docker_engine, run_id="public", trial_id="nop.0", artifact_root=settings.artifacts,
+        image_map=image_map,
     )
     assert rec.reward == 0.0, (rec.failure_class, rec.failure_detail)
     result = _validate(FIXTURE_TASKS / "public_style", docker_engine, image_map, settings)

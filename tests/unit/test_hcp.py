@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import tomli_w
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from mindforge.cli.hcp import app
@@ -393,7 +394,7 @@ def test_registry_is_immutable(tmp_path):
 
 def test_contract_is_frozen():
     contract = load_contract(BASELINE)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen_instance"):
         contract.workspace.max_turns = 99  # type: ignore[misc]
     assert isinstance(contract, HCPContract)
 

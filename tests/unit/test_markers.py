@@ -44,5 +44,9 @@ def test_directory_markers(markers):
 
 def test_slow_tests_are_marked(markers):
     slow = {re.sub(r"\[.*\]$", "", t.split("::")[-1]) for t, names in markers.items() if "slow" in names}
-    assert {"test_all_bundled_tasks_are_valid", "test_flaky_fixture_is_classified", "test_two_generation_lineage"} <= slow
+    assert {
+        "test_all_bundled_tasks_are_valid",
+        "test_flaky_fixture_is_classified",
+        "test_two_generation_lineage",
+    } <= slow
     assert any("slow" not in names for names in markers.values())  # quick ones stay unmarked

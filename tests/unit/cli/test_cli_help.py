@@ -58,7 +58,10 @@ def test_usage_text_drops_sections_and_keeps_the_prose():
         InputError: a bad path.
     Trailing prose stays.
     """
-    assert usage_text(doc) == "Build each task and give a verdict.\n\nExits 1 when any task is not valid.\n\nTrailing prose stays."
+    assert (
+        usage_text(doc)
+        == "Build each task and give a verdict.\n\nExits 1 when any task is not valid.\n\nTrailing prose stays."
+    )
     assert usage_text(None) == "" and usage_text("One line.") == "One line."
     # a word ending in a colon inside prose is not a section header
     assert usage_text("Ports:  the ones in use: 8000.") == "Ports:  the ones in use: 8000."

@@ -47,6 +47,7 @@ def test_a_generation_row_says_what_decided_and_what_trained() -> None:
         "update": {"outcome": "promoted", "iterations": [{"steps": 2, "guided_groups": 3}, {"steps": 0}]},
     }
     assert generation_row(0, 1175.4, record) == [
-        "0", "1175 s", "promoted +0.346 [+0.154, +0.577], 13 tasks", "promoted (2 iterations, 1 trained, 3 guided groups)"
+        "0", "1175 s", "promoted +0.346 [+0.154, +0.577], 13 tasks",
+        "promoted (2 iterations, 1 trained, 3 guided groups)",
     ]
     assert generation_row(1, None, {}) == ["1", "-", "-", "-"]

@@ -25,7 +25,10 @@ def test_start_prints_split_sizes_and_each_gates_minimum_detectable_lift(setting
     assert lines[0] == "splits: search 10 tasks, selection 5 tasks, sealed 5 tasks"
     successor, promotion = lines[1], lines[2]
     # the race's finalist runs 3 attempts on each of 5 tasks: 3 of 5 tasks with a pass, exact lift 0.31
-    assert successor.startswith("successor gate: 3 attempt(s) on each of 5 selection tasks") and "3 of 5 tasks" in successor
+    assert (
+        successor.startswith("successor gate: 3 attempt(s) on each of 5 selection tasks")
+        and "3 of 5 tasks" in successor
+    )
     assert "the smallest lift it detects with 80% power is 0.31 (exact binomial)" in successor
     assert promotion.startswith("promotion gate: 2 attempt(s)") and "80% power is 0.43" in promotion
     assert "simulated, 1000 draws, seed 0" in promotion
@@ -59,5 +62,7 @@ def test_the_selection_split_is_sized_for_the_target_lift_and_says_so(settings):
             "expansion,update", 16, "tiny", say=lines.append, curriculum=drawn, power_baseline=0.0, target_lift=lift,
         )
         sized[lift] = spec.curriculum.selection_instances
-        assert lines[0].startswith("selection sized by power") and f"power to detect a lift of {lift:.2f} over" in lines[0]
+        assert (
+            lines[0].startswith("selection sized by power") and f"power to detect a lift of {lift:.2f} over" in lines[0]
+        )
     assert sized[0.25] < sized[0.10]

@@ -111,7 +111,9 @@ def test_status_json_carries_every_reading_per_generation(readings) -> None:
             assert set(figures) == READING_KEYS
             assert figures["sealed"]["score"] == stored["successor"]["score"]
             assert figures["sealed_parent"]["score"] == stored["parent"]["score"]
-            assert figures["lift_vs_prev"] == stored["lift_vs_prev"] and figures["lift_vs_root"] == stored["lift_vs_root"]
+            assert (
+                figures["lift_vs_prev"] == stored["lift_vs_prev"] and figures["lift_vs_root"] == stored["lift_vs_root"]
+            )
             assert figures["attribution"] == stored["attribution"] and figures["n_tasks"] == len(stored["sealed_tasks"])
             assert figures["base"]["score"] == (stored["root"] or stored["parent"])["score"]
             assert bool(figures["parts"]) == (reading == "instances")

@@ -137,7 +137,11 @@ def near_duplicate() -> dict[str, Any]:
         **copy.deepcopy(VALID),
         "task_id": "jsonl-records-to-csv",
         "instruction": text.replace("event export", "record export").replace("events.jsonl", "records.jsonl"),
-        "test_files": {"test_outputs.py": "from pathlib import Path\n\ndef test_csv():\n    assert Path('/app/out/records.csv').is_file()\n"},
+        "test_files": {
+            "test_outputs.py": (
+                "from pathlib import Path\n\ndef test_csv():\n    assert Path('/app/out/records.csv').is_file()\n"
+            )
+        },
     }
 
 

@@ -122,7 +122,14 @@ def test_admit_to_store_registers_moves_and_is_idempotent(tmp_path):
     root = materialise(PROPOSAL, tmp_path / "staging", task_id="g1-region-totals")
     digest = content_hash(root)
     pair = PairInfo(contract_hash="ab" * 32, contract_ref="baseline@1.0.0", model="m", adapter="lin-r1")
-    verdict = ProposalVerdict(task_id=root.name, path=str(root), content_hash=digest, validation_verdict="valid", oracle_rewards=[1.0, 1.0], nop_reward=0.0)
+    verdict = ProposalVerdict(
+        task_id=root.name,
+        path=str(root),
+        content_hash=digest,
+        validation_verdict="valid",
+        oracle_rewards=[1.0, 1.0],
+        nop_reward=0.0,
+    )
     admitted = AdmittedTask(
         task_id=root.name, proposed_id="region-totals", path=str(root), content_hash=digest, category="data-processing",
         declared_difficulty="medium", split=PoolSplit.SELECTION,
@@ -138,7 +145,9 @@ def test_admit_to_store_registers_moves_and_is_idempotent(tmp_path):
     with session_scope(engine) as session:
         stored = session.exec(select(StoredTask)).all()
         members = session.exec(select(PoolMembership)).all()
-        assert [(s.id, s.task_id, s.source, s.path) for s in stored] == [(digest, "g1-region-totals", TaskSource.DISCOVERED, done.path)]
+        assert [(s.id, s.task_id, s.source, s.path) for s in stored] == [
+            (digest, "g1-region-totals", TaskSource.DISCOVERED, done.path)
+        ]
         prov = stored[0].provenance
         assert prov["generation"] == 1 and prov["lineage_id"] == lineage_id
         assert prov["proposed_by"]["adapter"] == "lin-r1" and prov["proposed_by"]["contract_hash"] == "ab" * 32
@@ -183,9 +192,12 @@ def _staged(tmp_path, item: dict, task_id: str):
     prop = TaskProposal.model_validate(item)
     root = materialise(prop, tmp_path / "staging", task_id=task_id)
     staged = StagedProposal(
-        task_id=task_id, proposed_id=prop.task_id, path=str(root), category=prop.category, declared_difficulty=prop.difficulty
+        task_id=task_id, proposed_id=prop.task_id, path=str(root), category=prop.category,
+        declared_difficulty=prop.difficulty,
     )
-    verdict = ProposalVerdict(task_id=task_id, path=str(root), content_hash=content_hash(root), validation_verdict="valid")
+    verdict = ProposalVerdict(
+        task_id=task_id, path=str(root), content_hash=content_hash(root), validation_verdict="valid"
+    )
     return staged, verdict
 
 
@@ -199,7 +211,9 @@ def test_admission_record_dedupes_parallel_verdicts_and_splits(tmp_path):
     other, v3 = _staged(tmp_path, READS_SOLUTION, "g4-uppercase-names")
     v3 = v3.model_copy(update={"reason": RejectReason.TESTS_READ_SOLUTION, "detail": "reads /solution"})
     pair = PairInfo(contract_hash="cd" * 32, contract_ref="baseline@1.0.0", model="m")
-    batch = ProposalBatch(run_id="discovery-t", generation=4, pair=pair, requested=4, proposed=4, staged=[first, copy_, other])
+    batch = ProposalBatch(
+        run_id="discovery-t", generation=4, pair=pair, requested=4, proposed=4, staged=[first, copy_, other]
+    )
     splits = SplitConfig(selection_fraction=0.2, sealed_fraction=0.2)
     config = DiscoveryConfig(count=4, generation=4, splits=splits, split_key="lin")
     record = admission_record(batch, [v3, v2, v1], config)

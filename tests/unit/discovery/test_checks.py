@@ -92,7 +92,11 @@ def test_tests_reading_the_solution_are_rejected(tmp_path):
     rejection = find_solution_reads(_task(tmp_path, READS_SOLUTION))
     assert rejection.reason == RejectReason.TESTS_READ_SOLUTION
     assert "tests/test.sh line 3" in rejection.detail
-    py = {**copy.deepcopy(VALID), "task_id": "py-reads", "test_files": {"test_outputs.py": "X = open('/app/solve.sh')\n"}}
+    py = {
+        **copy.deepcopy(VALID),
+        "task_id": "py-reads",
+        "test_files": {"test_outputs.py": "X = open('/app/solve.sh')\n"},
+    }
     assert find_solution_reads(_task(tmp_path, py)).reason == RejectReason.TESTS_READ_SOLUTION
     assert find_solution_reads(_task(tmp_path, VALID)) is None
 
@@ -114,7 +118,9 @@ def test_expected_literal_of_the_tests_in_the_instruction_is_rejected(tmp_path):
     item = {
         **copy.deepcopy(VALID),
         "task_id": "leaky-tests",
-        "instruction": VALID["instruction"] + "\nThe result is:\n  region,total\n  east,7.00\n  north,12.75\n  south,3.75\n",
+        "instruction": (
+            VALID["instruction"] + "\nThe result is:\n  region,total\n  east,7.00\n  north,12.75\n  south,3.75\n"
+        ),
     }
     rejection = find_answer_in_instruction(_task(tmp_path, item))
     assert rejection.reason == RejectReason.ANSWER_IN_INSTRUCTION
@@ -137,7 +143,10 @@ def test_single_line_expectations_are_not_answers(tmp_path):
         **copy.deepcopy(BROKEN),
         "task_id": "prints-greeting",
         "instruction": "Make /app/hello.sh print exactly `Hello, operator of this machine`.\n",
-        "test_sh": "#!/usr/bin/env bash\n[ \"$(bash /app/hello.sh)\" = 'Hello, operator of this machine' ] && echo 1 > /logs/verifier/reward.txt\n",
+        "test_sh": (
+            "#!/usr/bin/env bash\n"
+            "[ \"$(bash /app/hello.sh)\" = 'Hello, operator of this machine' ] && echo 1 > /logs/verifier/reward.txt\n"
+        ),
     }
     assert find_answer_in_instruction(_task(tmp_path, item)) is None
 

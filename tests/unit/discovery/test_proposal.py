@@ -106,7 +106,10 @@ def test_limits_come_from_the_rules():
     rules = ProposalRules(max_total_bytes=200, allowed_bases=("mindforge/base:bookworm", "debian:bookworm"))
     assert "over the limit of 200 bytes" in _one(VALID, rules=rules).detail
     rules = ProposalRules(allowed_bases=("debian:bookworm",))
-    item = {**VALID, "dockerfile": "FROM docker.io/library/debian:bookworm AS build\nFROM build\nCOPY data/ /app/data/\n"}
+    item = {
+        **VALID,
+        "dockerfile": "FROM docker.io/library/debian:bookworm AS build\nFROM build\nCOPY data/ /app/data/\n",
+    }
     assert _one(item, rules=rules).proposal is not None
 
 
@@ -134,7 +137,9 @@ def test_prompt_carries_the_contract_text_the_pool_and_the_format():
     contract = load_contract(CONTRACT)
     tasks = load_tasks([REPO_ROOT / "tasks"])
     solved, failed = tasks[0].id, tasks[1].id
-    summary = summarise_pool(tasks, solved=[solved], failed=[failed], failure_classes={"max_turns": 3, "task_failed": 5})
+    summary = summarise_pool(
+        tasks, solved=[solved], failed=[failed], failure_classes={"max_turns": 3, "task_failed": 5}
+    )
     messages = render_proposal_prompt(contract, summary, 3)
     assert [m["role"] for m in messages] == ["system", "user"]
     assert messages[0]["content"] == contract.prompts.discovery

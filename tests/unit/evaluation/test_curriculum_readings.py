@@ -39,7 +39,9 @@ def test_held_out_families_are_seeded_by_the_lineage_and_leave_some_to_train_on(
 
 
 def _drawn(family: str, n: int, levels=("easy", "medium", "hard")) -> list[DrawnInstance]:
-    return [DrawnInstance(instance_id=f"{family}-{i:08x}", family=family, level=levels[i % len(levels)]) for i in range(n)]
+    return [
+        DrawnInstance(instance_id=f"{family}-{i:08x}", family=family, level=levels[i % len(levels)]) for i in range(n)
+    ]
 
 
 def test_instances_are_dealt_per_family_and_level_and_held_out_families_are_all_sealed():
@@ -50,7 +52,9 @@ def test_instances_are_dealt_per_family_and_level_and_held_out_families_are_all_
     assert per[("fam-c", PoolSplit.SEALED)] == 5 and per[("fam-c", PoolSplit.SEARCH)] == 0
     for fam in ("fam-a", "fam-b"):
         assert per[(fam, PoolSplit.SELECTION)] == 3
-        assert per[(fam, PoolSplit.SEALED)] in (2, 3) and per[(fam, PoolSplit.SEARCH)] + per[(fam, PoolSplit.SEALED)] == 9
+        assert (
+            per[(fam, PoolSplit.SEALED)] in (2, 3) and per[(fam, PoolSplit.SEARCH)] + per[(fam, PoolSplit.SEALED)] == 9
+        )
     # selection takes its instances from every level
     chosen = [d for d in drawn if d.role == "selection" and d.family == "fam-a"]
     assert {d.level for d in chosen} == {"easy", "medium", "hard"}

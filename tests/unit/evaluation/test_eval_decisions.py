@@ -17,7 +17,9 @@ from mindforge.trials.record import FailureClass, TrialRecord
 P, C, N = "p" * 64, "c" * 64, "n" * 64
 
 
-def trial(task: str, attempt: int, reward: float | None, *, contract: str = P, adapter: str = "", failure=None) -> TrialRecord:
+def trial(
+    task: str, attempt: int, reward: float | None, *, contract: str = P, adapter: str = "", failure=None
+) -> TrialRecord:
     if failure is None and reward is not None and reward < 1.0:
         failure = FailureClass.TASK_FAILED
     return TrialRecord(
@@ -51,7 +53,9 @@ def test_paired_lift_pairs_tasks_and_skips_errors():
         trial("z", 0, 1.0),  # parent only: unpaired
         trial("s", 0, 1.0, **s),  # not on the split: ignored
     ]
-    report = paired_lift(records, parent, successor, {"h-x", "h-y", "h-z"}, measured_on=PoolSplit.SEALED, resamples=500, seed=1)
+    report = paired_lift(
+        records, parent, successor, {"h-x", "h-y", "h-z"}, measured_on=PoolSplit.SEALED, resamples=500, seed=1
+    )
     assert report.measured_on == PoolSplit.SEALED and report.n_tasks == 2 and report.unpaired_tasks == 1
     assert report.excluded_trials == 1 and report.n_trials == 7
     assert report.parent_score == pytest.approx(0.25) and report.successor_score == pytest.approx(1.0)
@@ -64,14 +68,20 @@ def test_paired_lift_pairs_tasks_and_skips_errors():
 
 
 def test_paired_lift_without_pairs_has_a_reason():
-    report = paired_lift([trial("x", 0, 1.0)], PairRef(contract_hash=P), PairRef(contract_hash=C), {"h-x"}, measured_on=PoolSplit.SEALED)
+    report = paired_lift(
+        [trial("x", 0, 1.0)], PairRef(contract_hash=P), PairRef(contract_hash=C), {"h-x"}, measured_on=PoolSplit.SEALED
+    )
     assert report.mean is None and report.n_tasks == 0 and "both pairs" in report.reason
     empty = paired_lift([], PairRef(contract_hash=P), PairRef(contract_hash=C), set(), measured_on=PoolSplit.SEALED)
     assert "no sealed tasks" in empty.reason
 
 
 def _table(contract_scores: dict[str, list[float]], adapter: str = "") -> list[TrialRecord]:
-    return [trial(f"t{i}", 0, r, contract=c, adapter=adapter) for c, rewards in contract_scores.items() for i, r in enumerate(rewards)]
+    return [
+        trial(f"t{i}", 0, r, contract=c, adapter=adapter)
+        for c, rewards in contract_scores.items()
+        for i, r in enumerate(rewards)
+    ]
 
 
 def test_successor_is_promoted_only_on_selection_evidence():
@@ -85,7 +95,9 @@ def test_successor_is_promoted_only_on_selection_evidence():
     # trials on other tasks are never read, even when they would change the choice
     other = _table({C: [0.0] * 8}, adapter="")
     other = [r.model_copy(update={"task_hash": "sealed-" + r.task_hash, "trial_id": "x" + r.trial_id}) for r in other]
-    assert choose_successor(records + other, PairRef(contract_hash=P), [C, N], tasks).model_dump() == choice.model_dump()
+    assert (
+        choose_successor(records + other, PairRef(contract_hash=P), [C, N], tasks).model_dump() == choice.model_dump()
+    )
     # too few tasks, or an interval reaching 0, keeps the parent
     few = choose_successor(records, PairRef(contract_hash=P), [C], {"h-t0", "h-t1"}, min_tasks=5)
     assert not few.promoted and "fewer than 5" in few.considered[C]["skipped"]
@@ -97,17 +109,32 @@ def test_promotion_gate_promotes_on_a_lower_bound_above_0_or_a_declared_margin()
     tasks = {f"h-t{i}" for i in range(6)}
     without, with_adapter = PairRef(contract_hash=C), PairRef(contract_hash=C, adapter="lin-g0-r0")
     base = _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]})
-    better = decide_promotion(base + _table({C: [1.0] * 5 + [0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5)
-    assert better.promoted and better.decided_on == PoolSplit.SELECTION and better.lift.measured_on == PoolSplit.SELECTION
+    better = decide_promotion(
+        base + _table({C: [1.0] * 5 + [0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5
+    )
+    assert (
+        better.promoted and better.decided_on == PoolSplit.SELECTION and better.lift.measured_on == PoolSplit.SELECTION
+    )
     assert better.lift.mean == pytest.approx(0.5) and better.lift.lo > 0 and len(better.trial_ids) == 12
     assert "lower bound is above 0 on at least 5 paired" in better.rule and better.min_tasks == 5
     # not worse is not better: the default rule (lower bound above 0) keeps the parent adapter
-    same = decide_promotion(base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5)
+    same = decide_promotion(
+        base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5
+    )
     assert not same.promoted and "not above +0.000" in same.reason
     # ... unless the spec declares a non-inferiority margin; then the rule says so
-    margin = decide_promotion(base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5, margin=0.1)
+    margin = decide_promotion(
+        base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"),
+        without,
+        with_adapter,
+        tasks,
+        min_tasks=5,
+        margin=0.1,
+    )
     assert margin.promoted and "non-inferiority margin of 0.1" in margin.rule
-    worse = decide_promotion(base + _table({C: [0.0] * 6}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5, margin=0.1)
+    worse = decide_promotion(
+        base + _table({C: [0.0] * 6}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5, margin=0.1
+    )
     assert not worse.promoted and "not above -0.100" in worse.reason
     none = decide_promotion(base, without, with_adapter, tasks, min_tasks=1)
     assert not none.promoted and "no evidence" in none.reason

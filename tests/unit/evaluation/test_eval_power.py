@@ -19,7 +19,9 @@ from mindforge.evaluation.stats import bootstrap_lift
 
 
 def rule(tasks: int = 5, attempts: int = 2, min_tasks: int = 5, margin: float = 0.0) -> GateRule:
-    return GateRule(gate="successor", tasks=tasks, attempts=attempts, baseline_attempts=2, min_tasks=min_tasks, margin=margin)
+    return GateRule(
+        gate="successor", tasks=tasks, attempts=attempts, baseline_attempts=2, min_tasks=min_tasks, margin=margin
+    )
 
 
 def test_power_matches_a_hand_computed_exact_binomial():
@@ -61,12 +63,17 @@ def test_simulation_agrees_with_the_exact_case_and_is_deterministic():
 
 
 def test_a_gate_that_cannot_pass_is_refused_with_the_numbers():
-    with pytest.raises(GateCannotPassError, match="needs at least 5 paired selection tasks but the selection split holds 3"):
+    with pytest.raises(
+        GateCannotPassError, match="needs at least 5 paired selection tasks but the selection split holds 3"
+    ):
         check_gate(rule(tasks=3, min_tasks=5))
     with pytest.raises(GateCannotPassError, match="holds 0 tasks"):
         gate_power(rule(tasks=0, min_tasks=0))
     assert exact_power(rule(tasks=3, min_tasks=5), 1.0) == 0.0
     power = gate_power(rule(), baseline_rate=0.25, draws=300)
     assert power.min_positive_tasks == 3 and 0.4 < power.min_detectable_lift < 0.45
-    assert power.simulated_min_detectable_lift is not None and power.simulated_min_detectable_lift > power.min_detectable_lift
+    assert (
+        power.simulated_min_detectable_lift is not None
+        and power.simulated_min_detectable_lift > power.min_detectable_lift
+    )
     assert "3 of 5 tasks" in power.describe() and "80% power" in power.describe()

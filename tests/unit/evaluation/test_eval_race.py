@@ -25,7 +25,8 @@ def run(trial, adapter: str = "", failure=None) -> TrialRecord:
     return TrialRecord(
         trial_id=f"{trial.contract_hash[:2]}/{trial.task_hash}/{trial.attempt}", run_id="r", task_id=trial.task_hash,
         task_hash=trial.task_hash, agent="model", contract_hash=trial.contract_hash, adapter=adapter,
-        attempt=trial.attempt, reward=reward, failure_class=failure or (None if reward == 1.0 else FailureClass.TASK_FAILED),
+        attempt=trial.attempt, reward=reward,
+        failure_class=failure or (None if reward == 1.0 else FailureClass.TASK_FAILED),
     )
 
 
@@ -83,7 +84,9 @@ def test_race_keeps_every_trial_id_and_never_reads_a_sealed_trial():
     again = plan_race(stored, PairRef(contract_hash=P), candidates, TASKS, RaceConfig(budget=8, parent_attempts=2))
     assert again.model_dump() == plan.model_dump()
     # the decision reads the same trials, promotes only the finalist, and ignores the sealed split
-    choice = choose_successor(stored, PairRef(contract_hash=P), candidates, TASKS, min_tasks=5, finalists=[plan.finalist])
+    choice = choose_successor(
+        stored, PairRef(contract_hash=P), candidates, TASKS, min_tasks=5, finalists=[plan.finalist]
+    )
     assert choice.promoted and choice.contract_hash == STRONG and choice.trial_ids == plan.trial_ids
     assert "race" in choice.considered[MID]["skipped"] and choice.decided_on == "selection"
     assert "lower bound above 0 on at least 5" in choice.rule
@@ -97,10 +100,14 @@ def test_hoeffding_race_stops_clear_losers_early_and_errors_are_read_not_scored(
     stored, _rounds, plan = race_to_the_end([STRONG, NONE, WEAK, MID], RaceConfig(budget=64, parent_attempts=1))
     # 8 attempts a task in round 0: NONE (0 of 40) and WEAK (8 of 40) are out by their bounds; MID (24 of 40) is not
     first = plan.rounds[0]
-    assert "Hoeffding" in first.eliminated[NONE] and "Hoeffding" in first.eliminated[WEAK] and MID not in first.eliminated
+    assert (
+        "Hoeffding" in first.eliminated[NONE] and "Hoeffding" in first.eliminated[WEAK] and MID not in first.eliminated
+    )
     assert plan.finalist == STRONG
     # an infrastructure error is read (its id recorded) but never scored as a 0
     error = run(plan_race([], parent, [STRONG], TASKS, config).trials[-1], failure=FailureClass.INFRA_ERROR)
     with_error = plan_race([error], parent, [STRONG], TASKS, config)
-    assert error.trial_id in with_error.trial_ids and all(t.attempt != error.attempt or t.task_hash != error.task_hash or
-                                                          t.contract_hash != error.contract_hash for t in with_error.trials)
+    assert error.trial_id in with_error.trial_ids and all(
+        t.attempt != error.attempt or t.task_hash != error.task_hash or t.contract_hash != error.contract_hash
+        for t in with_error.trials
+    )

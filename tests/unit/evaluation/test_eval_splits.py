@@ -54,7 +54,9 @@ def test_within_a_category_tasks_go_in_hash_order_sealed_first():
     pool = _pool(10, ["one"])
     a = assign_splits(pool, SplitConfig(), split_key="lin")
     ordered = sorted(pool, key=lambda t: order_key("lin", t.task_hash))
-    assert [a[t.task_hash] for t in ordered] == [PoolSplit.SEALED] * 2 + [PoolSplit.SELECTION] * 2 + [PoolSplit.SEARCH] * 6
+    assert [a[t.task_hash] for t in ordered] == (
+        [PoolSplit.SEALED] * 2 + [PoolSplit.SELECTION] * 2 + [PoolSplit.SEARCH] * 6
+    )
 
 
 def test_tasks_admitted_later_keep_the_pool_at_the_fractions_and_never_move_old_ones():
@@ -105,7 +107,9 @@ def test_a_pool_below_the_minimum_is_an_error_naming_the_split_and_numbers():
 
 
 def test_an_empty_split_by_choice_is_not_checked_and_fractions_must_leave_room():
-    counts = split_counts(assign_splits(_pool(10), SplitConfig(sealed_fraction=0.0, selection_fraction=0.5), split_key="x"))
+    counts = split_counts(
+        assign_splits(_pool(10), SplitConfig(sealed_fraction=0.0, selection_fraction=0.5), split_key="x")
+    )
     assert counts[PoolSplit.SEALED] == 0
     assert check_split_sizes(counts, SplitConfig(sealed_fraction=0.0, selection_fraction=0.5)) == []
     with pytest.raises(ValueError, match="room for the search split"):

@@ -28,7 +28,10 @@ def test_parse_tool_calls_extracts_hermes_blocks() -> None:
 
 
 def test_parse_tool_calls_several_and_only_calls() -> None:
-    text = '<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": "{\\"x\\": 1}"}</tool_call>'
+    text = (
+        '<tool_call>{"name": "a", "arguments": {}}</tool_call>'
+        '<tool_call>{"name": "b", "arguments": "{\\"x\\": 1}"}</tool_call>'
+    )
     content, calls = parse_tool_calls(text)
     assert content is None
     assert [c["function"]["name"] for c in calls] == ["a", "b"]
@@ -45,7 +48,9 @@ def test_malformed_tool_call_stays_text(body: str) -> None:
 def test_request_checks() -> None:
     ok = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], stop="END", max_tokens=5)
     assert ok.stop_list == ["END"] and ok.token_limit == 5
-    both = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=5, max_completion_tokens=9)
+    both = ChatCompletionRequest(
+        model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=5, max_completion_tokens=9
+    )
     assert both.token_limit == 9
     for bad in ({"n": 2}, {"stream": True}, {"temperature": -1}, {"top_logprobs": 21}, {"messages": []}):
         with pytest.raises(ValidationError):
@@ -61,7 +66,15 @@ def test_message_text_and_tool_names() -> None:
 
 
 def test_completion_body_token_ids_only_when_asked() -> None:
-    kw = dict(model="m", content="hi", tool_calls=[], finish_reason="stop", prompt_token_ids=[1, 2, 3], completion_token_ids=[4, 5], logprobs=None)
+    kw = dict(
+        model="m",
+        content="hi",
+        tool_calls=[],
+        finish_reason="stop",
+        prompt_token_ids=[1, 2, 3],
+        completion_token_ids=[4, 5],
+        logprobs=None,
+    )
     plain = completion_body(**kw, return_token_ids=False)
     assert "prompt_token_ids" not in plain and "token_ids" not in plain["choices"][0]
     assert plain["usage"] == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}

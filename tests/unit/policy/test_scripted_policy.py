@@ -20,11 +20,14 @@ SCRIPT = {
         {"match": {"model": "slow"}, "reply": {"content": "late", "delay_sec": 0.5}},
         {"match": {"system_contains": "BREAK"}, "reply": {"http_status": 500}},
         {"match": {"system_contains": "HINT_X"}, "reply": {"content": json.dumps(ACTION)}},
-        {"match": {"tool_available": "bash", "turn": 0}, "reply": {"tool_call": {"name": "bash", "arguments": {"command": "ls"}}}},
+        {"match": {"tool_available": "bash", "turn": 0},
+         "reply": {"tool_call": {"name": "bash", "arguments": {"command": "ls"}}}},
         {"match": {"last_message_contains": "exit code 1"}, "reply": {"content": "", "finish_reason": "stop"}},
         {"match": {"last_message_contains": "long"}, "reply": {"content": "cut he", "finish_reason": "length"}},
-        {"match": {"system_contains": "COIN"}, "success_probability": 0.5, "reply": {"content": "heads"}, "on_failure": {"content": "tails"}},
-        {"match": {"system_contains": "FLIP"}, "alternate": True, "reply": {"content": "pass"}, "on_failure": {"content": "fail"}},
+        {"match": {"system_contains": "COIN"}, "success_probability": 0.5,
+         "reply": {"content": "heads"}, "on_failure": {"content": "tails"}},
+        {"match": {"system_contains": "FLIP"}, "alternate": True,
+         "reply": {"content": "pass"}, "on_failure": {"content": "fail"}},
         {"match": {"system_contains": "EVEN"}, "alternate": True, "reply": {"content": "first"}},
     ],
     "default": {"content": "no rule"},
@@ -76,7 +79,11 @@ def test_native_tool_call_when_tool_offered_on_first_turn(client) -> None:
 
 
 def test_knobs_empty_length_error_delay(client) -> None:
-    tool_turn = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "x"}, {"role": "tool", "tool_call_id": "c", "content": "exit code 1"}]
+    tool_turn = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "x"},
+        {"role": "tool", "tool_call_id": "c", "content": "exit code 1"},
+    ]
     assert ask(client, messages=tool_turn).choices[0].message.content == ""
     cut = ask(client, user="make it long").choices[0]
     assert (cut.message.content, cut.finish_reason) == ("cut he", "length")
@@ -119,9 +126,12 @@ def test_models_adapters_and_unknown_model(server, client) -> None:
     assert [m.id for m in client.models.list().data] == ["scripted", "slow"]
     with pytest.raises(openai.NotFoundError):
         ask(client, model="rev1")
-    assert httpx.post(f"{url}/load_lora_adapter", json={"lora_name": "rev1", "lora_path": "/x/rev1"}).text.startswith("Success")
+    loaded = httpx.post(f"{url}/load_lora_adapter", json={"lora_name": "rev1", "lora_path": "/x/rev1"})
+    assert loaded.text.startswith("Success")
     assert ask(client, model="rev1").choices[0].message.content == "no rule"
-    assert httpx.post(f"{url}/load_lora_adapter", json={"lora_name": "rev1", "lora_path": "/x/other"}).status_code == 400
+    assert (
+        httpx.post(f"{url}/load_lora_adapter", json={"lora_name": "rev1", "lora_path": "/x/other"}).status_code == 400
+    )
     assert httpx.post(f"{url}/unload_lora_adapter", json={"lora_name": "rev1"}).status_code == 200
     assert httpx.post(f"{url}/unload_lora_adapter", json={"lora_name": "rev1"}).status_code == 404
     assert httpx.post(f"{url}/load_lora_adapter", json={"lora_name": ""}).status_code == 400
@@ -143,7 +153,9 @@ def test_script_file_errors_name_the_field(tmp_path: Path) -> None:
 
 def test_runs_as_a_subprocess(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"rules": [{"match": {"system_contains": "HINT_X"}, "reply": {"content": "from child"}}]}))
+    script.write_text(
+        json.dumps({"rules": [{"match": {"system_contains": "HINT_X"}, "reply": {"content": "from child"}}]})
+    )
     args = ["--script", str(script)]
     with PolicyServerProcess("mindforge.policy.doubles.scripted", args, ready_timeout_sec=60) as proc:
         client = openai.OpenAI(base_url=proc.base_url, api_key="unused", max_retries=0)

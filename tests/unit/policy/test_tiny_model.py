@@ -49,7 +49,11 @@ def test_chat_template_roles(built: Path) -> None:
     messages = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": "ok", "tool_calls": [{"type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}]},
+        {
+            "role": "assistant",
+            "content": "ok",
+            "tool_calls": [{"type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}],
+        },
         {"role": "tool", "content": "a.txt"},
         {"role": "tool", "content": "b.txt"},
         {"role": "assistant", "content": "done"},
@@ -58,7 +62,8 @@ def test_chat_template_roles(built: Path) -> None:
     assert text == (
         "<|im_start|>system\nBe brief.<|im_end|>\n"
         "<|im_start|>user\nhi<|im_end|>\n"
-        '<|im_start|>assistant\nok\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call><|im_end|>\n'
+        '<|im_start|>assistant\nok\n<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n'
+        "</tool_call><|im_end|>\n"
         "<|im_start|>user\n<tool_response>\na.txt\n</tool_response>\n<tool_response>\nb.txt\n</tool_response><|im_end|>\n"
         "<|im_start|>assistant\ndone<|im_end|>\n"
     )

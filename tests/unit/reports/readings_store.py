@@ -46,7 +46,10 @@ PASSES = {
 }
 #: the preparation's record of a curriculum (``Lineage.spec["curriculum_prep"]``)
 PREP = {
-    "rejected": ["alpha-deadbeef: build_failed: docker build exited 1", "gamma-0badf00d: nop_passed: doing nothing passes"],
+    "rejected": [
+        "alpha-deadbeef: build_failed: docker build exited 1",
+        "gamma-0badf00d: nop_passed: doing nothing passes",
+    ],
     "warnings": ["family beta admits 3 medium instances of the 4 asked"],
     "validated": 14, "cached": 2, "images": ["mindforge-family-alpha:1"], "seconds": 42.0,
 }
@@ -154,4 +157,6 @@ def _sealed_trials(session, sealed: dict, pairs: dict[str, PairRef]) -> None:
                     rec = _record(f"sealed-{role}-{task.task_id}-{attempt}", task, pair.contract_hash, attempt, reward,
                                   clock)
                     rec.adapter = pair.adapter
-                    trials.insert_trial(session=session, record=rec, lineage_id=NAME, generation_index=0, stage="sealed")
+                    trials.insert_trial(
+                        session=session, record=rec, lineage_id=NAME, generation_index=0, stage="sealed"
+                    )

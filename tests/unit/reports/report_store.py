@@ -200,7 +200,8 @@ def fill_store(db_url: str, *, evaluation: bool = True, discovery: bool = True) 
                     attempts=2, resamples=200,
                 )
                 lineages.update_generation(
-                    session=s, lineage_id=lineage.id, index=generation, record={"compounding": row.model_dump(mode="json")}
+                    session=s, lineage_id=lineage.id, index=generation,
+                    record={"compounding": row.model_dump(mode="json")},
                 )
     engine.dispose()
     return FilledStore(

@@ -11,16 +11,30 @@ from mindforge.sandbox.pids import fork_failure_line
 @pytest.mark.parametrize(
     ("text", "line"),
     [
-        ("ok\nbash: fork: retry: Resource temporarily unavailable\nmore", "bash: fork: retry: Resource temporarily unavailable"),
-        ("mindforge-exec: fork: Resource temporarily unavailable", "mindforge-exec: fork: Resource temporarily unavailable"),
+        (
+            "ok\nbash: fork: retry: Resource temporarily unavailable\nmore",
+            "bash: fork: retry: Resource temporarily unavailable",
+        ),
+        (
+            "mindforge-exec: fork: Resource temporarily unavailable",
+            "mindforge-exec: fork: Resource temporarily unavailable",
+        ),
         ("sh: 0: Cannot fork", "sh: 0: Cannot fork"),
         ("ash: can't fork", "ash: can't fork"),
-        ("timeout: fork system call failed: Resource temporarily unavailable", "timeout: fork system call failed: Resource temporarily unavailable"),
         (
-            'OCI runtime exec failed: exec failed: unable to start container process: fork/exec /usr/bin/bash: resource temporarily unavailable',
-            'OCI runtime exec failed: exec failed: unable to start container process: fork/exec /usr/bin/bash: resource temporarily unavailable',
+            "timeout: fork system call failed: Resource temporarily unavailable",
+            "timeout: fork system call failed: Resource temporarily unavailable",
         ),
-        ("    pid = os.fork()\nBlockingIOError: [Errno 11] Resource temporarily unavailable", "BlockingIOError: [Errno 11] Resource temporarily unavailable"),
+        (
+            "OCI runtime exec failed: exec failed: unable to start container process: "
+            "fork/exec /usr/bin/bash: resource temporarily unavailable",
+            "OCI runtime exec failed: exec failed: unable to start container process: "
+            "fork/exec /usr/bin/bash: resource temporarily unavailable",
+        ),
+        (
+            "    pid = os.fork()\nBlockingIOError: [Errno 11] Resource temporarily unavailable",
+            "BlockingIOError: [Errno 11] Resource temporarily unavailable",
+        ),
         # a busy socket is EAGAIN too, but no refused fork
         ("recv: Resource temporarily unavailable", None),
         ("3 passed, 1 failed: fork of the repo is stale", None),

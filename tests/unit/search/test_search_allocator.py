@@ -243,7 +243,9 @@ def test_command_format_with_examples_is_found_from_the_plain_json_baseline(seed
     assert {t.rule for t in failing} == {"config.parse_failure"}
     oracle = UnlockOracle(baseline, tasks, seed=seed)
     config = SearchConfig(seed=seed, examples=SIM_EXAMPLES)
-    start = init_search(job_id="small", root=baseline, tasks=failing, budget=SearchBudget(max_attempts=160), config=config)
+    start = init_search(
+        job_id="small", root=baseline, tasks=failing, budget=SearchBudget(max_attempts=160), config=config
+    )
     state = run(start, oracle)
     assert state.stop_reason == "full_coverage" and state.spent.attempts <= 160
     for t in range(len(failing)):

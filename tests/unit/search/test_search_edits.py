@@ -272,7 +272,10 @@ def test_the_stone_that_gets_past_the_failure_most_often_is_refined_first(monkey
             "0:1": CellStats(attempts=2, usable=2, progress=2), "1:1": CellStats(attempts=2, usable=2, progress=1),
         },
     )
-    assert _progress_rate([4, 0, 3]) > _progress_rate([7, 0, 4]) and _progress_rate([4, 0, 4]) > _progress_rate([1, 0, 1])
+    assert (
+        _progress_rate([4, 0, 3]) > _progress_rate([7, 0, 4])
+        and _progress_rate([4, 0, 4]) > _progress_rate([1, 0, 1])
+    )
     monkeypatch.setattr("mindforge.search.arms.STEPPING_STONES_PER_CLUSTER", 1)
     arms = Arms(state, smollm2)
     offer_new_arms(arms, state, operator_edits(smollm2, SIM_EXAMPLES), unsolved=[0, 1])

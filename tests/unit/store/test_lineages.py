@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 import sqlalchemy as sa
@@ -20,7 +20,12 @@ from mindforge.store import lineages as repo
 
 
 def test_create_and_read_lineage(engine: Engine) -> None:
-    spec = {"tasks": "tasks/", "contract": "baseline@1.0.0", "generations": 3, "splits": {"selection_fraction": 0.2, "sealed_fraction": 0.2}}
+    spec = {
+        "tasks": "tasks/",
+        "contract": "baseline@1.0.0",
+        "generations": 3,
+        "splits": {"selection_fraction": 0.2, "sealed_fraction": 0.2},
+    }
     with session_scope(engine) as session:
         created = repo.create_lineage(session=session, lineage_in=LineageCreate(name="alpha", spec=spec))
     with session_scope(engine) as session:
@@ -30,8 +35,8 @@ def test_create_and_read_lineage(engine: Engine) -> None:
         assert stored.spec == spec
         assert stored.status is RunStatus.PENDING
         assert stored.current_generation == 0
-        assert stored.created_at.tzinfo is timezone.utc
-        assert abs(stored.created_at - datetime.now(timezone.utc)) < timedelta(minutes=1)
+        assert stored.created_at.tzinfo is UTC
+        assert abs(stored.created_at - datetime.now(UTC)) < timedelta(minutes=1)
         assert repo.get_lineage_by_name(session=session, name="alpha").id == created.id
         assert repo.get_lineage_by_name(session=session, name="beta") is None
 
@@ -104,7 +109,7 @@ def test_update_generation_merges_record(engine: Engine, lineage_id: str) -> Non
         assert generation.record == {"counts": {"trials": 8}, "stop_reason": "budget"}
         # stored as UTC and read back aware: the same instant, in UTC
         assert generation.started_at == started
-        assert generation.started_at.tzinfo is timezone.utc
+        assert generation.started_at.tzinfo is UTC
         assert generation.started_at.hour == 1
 
 

@@ -78,9 +78,9 @@ def test_held_out_tasks_of_an_older_store_become_sealed(engine: Engine) -> None:
                                    "created_at, updated_at) VALUES ('l', 'l', '{}', 'pending', 0, '{}', "
                                    "'2026-01-01 00:00:00', '2026-01-01 00:00:00')")
         for task, split in (("a", "search"), ("b", "held_out")):
-            connection.exec_driver_sql(f"INSERT INTO tasks (id, task_id, path, category, difficulty, source, provenance, "
-                                       f"created_at) VALUES ('{task}', '{task}', '/t', 'x', 'easy', 'bundled', '{{}}', "
-                                       "'2026-01-01 00:00:00')")
+            connection.exec_driver_sql(f"INSERT INTO tasks (id, task_id, path, category, difficulty, source, "
+                                       f"provenance, created_at) VALUES ('{task}', '{task}', '/t', 'x', 'easy', "
+                                       "'bundled', '{}', '2026-01-01 00:00:00')")
             connection.exec_driver_sql(f"INSERT INTO pool_memberships (lineage_id, task_hash, split, added_generation, "
                                        f"created_at) VALUES ('l', '{task}', '{split}', 0, '2026-01-01 00:00:00')")
     command.upgrade(config, "head")

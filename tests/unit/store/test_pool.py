@@ -85,8 +85,16 @@ def test_pool_membership_and_splits(engine: Engine, lineage_id: str, tasks: list
         }
         held = repo.list_pool_tasks(session=session, lineage_id=lineage_id, split=PoolSplit.SEALED)
         assert [t.task_id for t in held] == [held_task.id]
-        assert repo.pool_counts(session=session, lineage_id=lineage_id) == {PoolSplit.SEARCH: 1, PoolSplit.SELECTION: 0, PoolSplit.SEALED: 1}
-        assert repo.pool_counts(session=session, lineage_id="other") == {PoolSplit.SEARCH: 0, PoolSplit.SELECTION: 0, PoolSplit.SEALED: 0}
+        assert repo.pool_counts(session=session, lineage_id=lineage_id) == {
+            PoolSplit.SEARCH: 1,
+            PoolSplit.SELECTION: 0,
+            PoolSplit.SEALED: 1,
+        }
+        assert repo.pool_counts(session=session, lineage_id="other") == {
+            PoolSplit.SEARCH: 0,
+            PoolSplit.SELECTION: 0,
+            PoolSplit.SEALED: 0,
+        }
 
 
 def test_sealed_task_cannot_move_to_search(engine: Engine, lineage_id: str, tasks: list[Task]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -16,7 +16,7 @@ from mindforge.store.lineages import create_generation
 from mindforge.trials.record import FailureClass, LimitFired, PhaseTimings, TrialRecord
 
 CONTRACT = "c0" * 32
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def _record(lineage_id: str, task: str, attempt: int, reward: float | None, **extra: object) -> TrialRecord:

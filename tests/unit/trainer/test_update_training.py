@@ -57,7 +57,9 @@ def test_trains_reports_progress_and_is_idempotent(make_trajectory, tiny_model_d
     # a retry finds the finished adapter and returns its record without training again
     before = (out_dir / "adapter_model.safetensors").stat().st_mtime_ns
     again = Progress()
-    assert train_adapter_payload(payload, again) == TrainAdapterResult.model_validate_json((out_dir / TRAIN_RECORD).read_text())
+    assert train_adapter_payload(payload, again) == TrainAdapterResult.model_validate_json(
+        (out_dir / TRAIN_RECORD).read_text()
+    )
     assert again.messages == [] and (out_dir / "adapter_model.safetensors").stat().st_mtime_ns == before
 
 
