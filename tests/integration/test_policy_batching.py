@@ -17,7 +17,7 @@ torch = require_module("torch")
 transformers = require_module("transformers")
 peft = require_module("peft")
 
-from mindforge.policy.server.protocol import ChatCompletionRequest  # noqa: E402
+from mindforge.policy.server.protocol import ChatCompletionRequest  # noqa: E402 - imported after the checks above, which fail the module when its extra is missing
 
 
 @pytest.fixture(scope="module")

@@ -395,7 +395,7 @@ def test_registry_is_immutable(tmp_path):
 def test_contract_is_frozen():
     contract = load_contract(BASELINE)
     with pytest.raises(ValidationError, match="frozen_instance"):
-        contract.workspace.max_turns = 99  # type: ignore[misc]
+        contract.workspace.max_turns = 99  # type: ignore[misc] - assigning is the error under test
     assert isinstance(contract, HCPContract)
 
 

@@ -59,8 +59,10 @@ def test_configuration_has_no_blanket_ignores() -> None:
 
 def test_every_ignore_states_its_reason() -> None:
     bare = []
-    for package in GATED:
+    for package in RUFF_GATED:
         for path in sorted((REPO / package).rglob("*.py")):
+            if path.match("tests/fixtures/families/*/templates/**/*.py"):
+                continue  # not Python until rendered (pyproject.toml's extend-exclude)
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
                 match = _PRAGMA.search(line)
                 if match and not re.search(r"[A-Za-z]{2,}", match.group("rest")):

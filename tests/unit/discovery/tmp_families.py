@@ -35,7 +35,8 @@ TEMPLATES = {
     ),
     "common/gen.py": GEN_PY,
     "tests/check.py": (
-        "import sys\nfrom pathlib import Path\n\nsys.path.insert(0, '/tests')\nimport gen  # noqa: E402\n\n"
+        "import sys\nfrom pathlib import Path\n\nsys.path.insert(0, '/tests')\n"
+        "import gen  # noqa: E402 - after the sys.path line\n\n"
         "out = Path('/app/count.txt')\n"
         "sys.exit(0 if out.is_file() and out.read_text().strip() == str(len(gen.lines())) else 1)\n"
     ),

@@ -17,7 +17,7 @@ def test_every_stage_has_its_split() -> None:
         TrialStage.SEALED: PoolSplit.SEALED,
     }
     # the stage as stored (a string) maps the same way
-    assert split_of_stage("rollout") is PoolSplit.SEARCH  # type: ignore[arg-type]
+    assert split_of_stage("rollout") is PoolSplit.SEARCH  # type: ignore[arg-type] - a wrong stage on purpose
 
 
 @pytest.mark.parametrize("stage", list(TrialStage))
