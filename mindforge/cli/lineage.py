@@ -286,10 +286,14 @@ def check_gates(spec, counts: dict) -> list[str]:
         except GateCannotPassError as exc:
             raise InputError(exc.field, "evaluation.splits", exc.reason) from None
     if any(r.gate == "successor" for r in gates):
-        lines.append(
-            f"  (successor: up to {ev.successor_candidates} search contracts race on selection by successive halving, "
-            f"{ev.race_budget} attempts per task among them; the figure is the finalist's)"
-        )
+        if ev.successor_candidates == 1:
+            race = "the search's best contract alone runs on selection"
+        else:
+            race = (
+                f"up to {ev.successor_candidates} search contracts race on selection by successive halving, "
+                f"{ev.race_budget} attempts per task among them; the figure is the finalist's"
+            )
+        lines.append(f"  (successor: {race})")
     return lines
 
 

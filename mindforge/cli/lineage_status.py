@@ -211,7 +211,10 @@ def _generation_cells(record: dict) -> list[str]:
     succ = record.get("successor") or {}
     succ_text = ""
     if succ:
-        succ_text = ("promoted: " if succ.get("promoted") else "kept parent: ") + succ.get("reason", "")[:60]
+        reason = str(succ.get("reason", "")).removesuffix("; the parent is kept")  # the cell says so first
+        if len(reason) > 60:
+            reason = reason[:59].rstrip(" ;,(") + "…"  # the whole reason: --verbose
+        succ_text = ("promoted: " if succ.get("promoted") else "kept parent: ") + reason
     return [
         f"{len(disc.get('admitted', []))}/{disc.get('proposed', 0)}" if disc else "",
         (

@@ -42,8 +42,9 @@ def _discovery(record: Any) -> str | None:
         reasons[r.get("reason", "?")] = reasons.get(r.get("reason", "?"), 0) + 1
     why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "-"
     return (
-        f"  Discovery: asked for {record.get('requested', 0)}, proposed {record.get('proposed', 0)}, "
-        f"admitted {len(record.get('admitted', []))}; rejected by reason: {why}"
+        f"  Discovery: asked for {record.get('requested', 0)}, the reply held {record.get('proposed', 0)} item(s), "
+        f"admitted {len(record.get('admitted', []))}; rejected by reason: {why} (a reply that cannot be read as a list "
+        "counts once as malformed)"
     )
 
 

@@ -60,6 +60,18 @@ def successor_rule(min_tasks: int) -> str:
     )
 
 
+def _kept_reason(considered: dict[str, dict]) -> str:
+    """Why the parent is kept: no candidate, no candidate with enough evidence, or no lift above 0."""
+    if not considered:
+        return "no candidate contract besides the parent reached selection; the parent is kept"
+    measured = sum(1 for c in considered.values() if "lift" in c)
+    if not measured:
+        skipped = sorted({c["skipped"] for c in considered.values()})
+        why = ", ".join(skipped)
+        return f"no candidate had evidence on selection ({len(considered)} skipped: {why}); the parent is kept"
+    return f"no candidate's selection lift has a 95% lower bound above 0 ({measured} measured); the parent is kept"
+
+
 def choose_successor(
     records: Iterable[TrialRecord],
     parent: PairRef,
@@ -120,10 +132,7 @@ def choose_successor(
     }
     if best is None:
         return SuccessorChoice(
-            contract_hash=parent.contract_hash,
-            promoted=False,
-            reason="no candidate's selection lift has a 95% lower bound above 0; the parent is kept",
-            **evidence,
+            contract_hash=parent.contract_hash, promoted=False, reason=_kept_reason(considered), **evidence
         )
     _key, contract, lift, count = best
     return SuccessorChoice(

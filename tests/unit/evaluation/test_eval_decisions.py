@@ -101,8 +101,14 @@ def test_successor_is_promoted_only_on_selection_evidence():
     # too few tasks, or an interval reaching 0, keeps the parent
     few = choose_successor(records, PairRef(contract_hash=P), [C], {"h-t0", "h-t1"}, min_tasks=5)
     assert not few.promoted and "fewer than 5" in few.considered[C]["skipped"]
+    assert "no candidate had evidence on selection (1 skipped: fewer than 5" in few.reason
     noisy = _table({P: [0.0] * 8, C: [1.0, 1.0] + [0.0] * 6})
-    assert not choose_successor(noisy, PairRef(contract_hash=P), [C], tasks).promoted
+    kept = choose_successor(noisy, PairRef(contract_hash=P), [C], tasks)
+    assert not kept.promoted
+    assert kept.reason.startswith("no candidate's selection lift has a 95% lower bound above 0 (1 measured)")
+    # the reason never claims a lift was measured when no candidate ran
+    alone = choose_successor(noisy, PairRef(contract_hash=P), [], tasks)
+    assert not alone.promoted and alone.reason.startswith("no candidate contract besides the parent")
 
 
 def test_promotion_gate_promotes_on_a_lower_bound_above_0_or_a_declared_margin():
