@@ -29,6 +29,7 @@ from mindforge.payloads import (
     Stage,
 )
 from mindforge.policy.doubles.scripted import start_scripted_policy
+from mindforge.sandbox import owner
 from mindforge.store import engine as se
 from mindforge.store import lineages, trials
 from mindforge.store.infra_attempts import list_infra_attempts
@@ -123,16 +124,31 @@ def test_lineage_on_the_cluster_survives_a_killed_worker(temporal_env, settings,
     killed_after: list[int] = []
 
     async def kill_when_busy() -> None:
-        """Once the victim has stored a trial it is on its next one: kill its container then."""
+        """Kill the victim's container as it starts a trial, once it has stored one.
+
+        A sandbox of the victim's host that was not there at the last look started less
+        than a look ago, and its trial waits 2 s on the policy: the kill lands mid-trial.
+        (Killing on a stored trial alone can find the victim idle once the other worker
+        has taken the rest of the batch: then no trial is in flight and none faults.)
+        """
+        client = docker.from_env()
+        seen: set[str] = set()
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             rows, _ = await asyncio.to_thread(_stored, cluster_settings.db_url, name)
-            if any(r.worker.startswith(victim + "/") for r in rows):
-                await asyncio.to_thread(lambda: docker.from_env().containers.get(victim).kill())
+            running = await asyncio.to_thread(
+                lambda: {
+                    c.id for c in client.containers.list(filters={"label": f"{owner.OWNER_HOST}={victim}"})
+                    if c.labels.get(owner.RUN_ID) != "probe"  # the engine's start-up check, not a trial
+                }
+            )
+            started, seen = running - seen, seen | running
+            if started and any(r.worker.startswith(victim + "/") for r in rows):
+                await asyncio.to_thread(lambda: client.containers.get(victim).kill())
                 killed_after.append(len(rows))
                 return
-            await asyncio.sleep(0.3)
-        raise AssertionError(f"{victim} stored no trial within 300 s")
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"{victim} started no trial after storing one within 300 s")
 
     async def run(policy_url: str):
         spec = LineageSpec(
