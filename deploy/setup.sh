@@ -8,8 +8,8 @@
 # compiling llama.cpp for llama-cpp-python (the llamacpp extra: an sdist only on PyPI),
 # and unpacking torch/ray. The compile starts first, in the background, while the other
 # wheels download and install; it builds only what MindForge loads (LLAMACPP_CMAKE_ARGS).
-# Each step prints its elapsed seconds (`setup: ... (N s)`), which is how README's set-up
-# figure is measured.
+# Each step prints its own seconds and the running total (`setup: ... (N s; M s since set-up
+# began)`), which is how README's set-up figure is measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -23,7 +23,10 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && .venv/bin/python -c "imp
   exit 0
 fi
 start=$SECONDS
-step() { echo "setup: $1 ($((SECONDS - start)) s)"; }
+last=$SECONDS
+# the step's own seconds, then the running total (the background compile overlaps the steps
+# before "llama.cpp built", whose own time is the wait for it)
+step() { echo "setup: $1 ($((SECONDS - last)) s; $((SECONDS - start)) s since set-up began)"; last=$SECONDS; }
 
 # llama.cpp as llama-cpp-python 0.3.36 builds it, less what MindForge never loads:
 # - LLAVA_BUILD=OFF: no libmtmd (multimodal: CLIP/vision/audio encoders; 51 of the 178

@@ -232,6 +232,8 @@ def _generation_cells(record: dict) -> list[str]:
 
 def _search_text(search: dict) -> str:
     """The search cell: off, refused, or coverage, best candidate in the run, trials and stop reason."""
+    from mindforge.search.state import stop_reason_text
+
     if search.get("disabled"):
         return "off"
     if "refused" in search:
@@ -242,8 +244,9 @@ def _search_text(search: dict) -> str:
         f"{search.get('covered', 0)}/{search.get('failing_tasks', 0)} covered, best candidate in the run "
         f"(not a sweep) {search.get('best_single', {}).get('covered', 0)}; "
         f"{search.get('spent', {}).get('attempts', 0)} trials, "
-        f"{search.get('stop_reason')}"
+        f"{stop_reason_text(search.get('stop_reason'))}"
     )
+
 
 
 def _lift_lines(record: dict) -> str:

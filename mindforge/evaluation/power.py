@@ -113,7 +113,7 @@ class GatePower(BaseModel):
         rule = "95% lower bound above 0" if r.margin == 0 else f"95% lower bound above -{r.margin:g} (non-inferiority)"
         text = (
             f"{r.gate} gate: {r.attempts} attempt(s) on each of {r.tasks} selection tasks "
-            f"(baseline {r.baseline_attempts}),"
+            f"(the pair it is compared with: {r.baseline_attempts} attempt(s) each),"
             f" paired bootstrap {rule}, at least {r.min_tasks} paired tasks; against a baseline passing nothing it "
             f"needs a pass on {self.min_positive_tasks} of {r.tasks} tasks; the smallest lift it detects with "
             f"{TARGET_POWER:.0%} power is {self.min_detectable_lift:.2f} (exact binomial)"

@@ -19,6 +19,25 @@ from mindforge.search.edits import Edit
 from mindforge.search.proposals import PromptRequest
 
 StopReason = Literal["budget_attempts", "budget_tokens", "budget_time", "full_coverage", "no_candidates"]
+#: each stop reason in words, for screens (the JSON and the store keep the short name)
+STOP_REASON_TEXT: dict[str, str] = {
+    "budget_attempts": "stopped at its trial budget",
+    "budget_tokens": "stopped at its token budget",
+    "budget_time": "stopped at its time budget",
+    "full_coverage": "stopped with every failing task covered",
+    "no_candidates": "stopped with no candidate left to try",
+}
+
+
+def stop_reason_text(reason: str | None) -> str:
+    """A search's stop reason in words (``budget_attempts`` -> ``stopped at its trial budget``).
+
+    A reason this version does not know (a newer worker's, or a refusal's note) is
+    returned as it is.
+    """
+    if reason is None:
+        return "no stop reason recorded"
+    return STOP_REASON_TEXT.get(reason, reason)
 Strategy = Literal["adaptive", "random"]
 
 

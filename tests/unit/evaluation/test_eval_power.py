@@ -77,3 +77,5 @@ def test_a_gate_that_cannot_pass_is_refused_with_the_numbers():
         and power.simulated_min_detectable_lift > power.min_detectable_lift
     )
     assert "3 of 5 tasks" in power.describe() and "80% power" in power.describe()
+    # the baseline's attempts are named as such, not a bare "(baseline 2)"
+    assert "(the pair it is compared with: 2 attempt(s) each)" in power.describe()
