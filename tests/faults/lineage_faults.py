@@ -70,17 +70,18 @@ class Reads:
 
 
 async def read_while_written(name: str, stop: asyncio.Event, reads: Reads) -> None:
-    """Run ``mindforge lineage status NAME --json`` and ``mindforge report NAME -f json`` in turn until ``stop``.
+    """Run ``mindforge lineage status NAME --json`` and ``mindforge report NAME -f json`` in rounds until ``stop``.
 
-    Each is a separate process, as a user's would be, reading the store the lineage's
-    workers write (SQLite in WAL mode). A read must exit 0 and print one whole JSON document.
+    The two run side by side in each round, each a separate process as a user's would
+    be, reading the store the lineage's workers write (SQLite in WAL mode). A read must
+    exit 0 and print one whole JSON document. The first round starts at once, so both
+    commands read while the lineage writes however slowly a loaded machine starts them;
+    a round under way when ``stop`` is set finishes.
     """
     cli = [sys.executable, "-m", "mindforge.cli.main"]
     commands = [["lineage", "status", name, "--json"], ["report", name, "-f", "json"]]
-    turn = 0
-    while not stop.is_set():
-        args = commands[turn % 2]
-        turn += 1
+
+    async def read(args: list[str]) -> None:
         proc = await asyncio.create_subprocess_exec(
             *cli, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ}
         )
@@ -91,6 +92,11 @@ async def read_while_written(name: str, stop: asyncio.Event, reads: Reads) -> No
         except ValueError as exc:
             problem = f"not JSON ({exc}); stderr: {err.decode(errors='replace')[-300:]}"
         reads.done.append((" ".join(args), proc.returncode or 0, problem))
+
+    while True:
+        await asyncio.gather(*(read(args) for args in commands))
+        if stop.is_set():
+            return
 
 
 async def run_with_fault(

@@ -56,6 +56,23 @@ class TimerWorkflow:
 
 
 
+async def _timer_started(handle) -> None:
+    """Wait until the workflow's history holds its timer (so its activity completed and was recorded).
+
+    Raises:
+        AssertionError: no timer within 60 s.
+    """
+    from temporalio.api.enums.v1 import EventType
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        history = await handle.fetch_history()
+        if any(e.event_type == EventType.EVENT_TYPE_TIMER_STARTED for e in history.events):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the workflow started no timer within 60 s")
+
+
 @pytest.mark.parametrize("seed", fault_seeds())
 def test_a_run_rides_out_a_killed_and_restarted_server(tmp_path, seed) -> None:
     settings = temporal_settings(tmp_path)
@@ -73,6 +90,7 @@ def test_a_run_rides_out_a_killed_and_restarted_server(tmp_path, seed) -> None:
         async with Worker(client, task_queue=queue, workflows=[TimerWorkflow], activities=[note_run]):
             handle = await client.start_workflow(TimerWorkflow.run, 12.0, id=f"timer-{seed}", task_queue=queue)
             result = asyncio.create_task(handle.result())
+            await _timer_started(handle)  # the activity's completion is on record: the kill cannot split it
             await asyncio.sleep(kill_after)
             pid = _pid_alive(pid_file)
             assert pid, "the dev server is not running"

@@ -148,8 +148,14 @@ def test_a_ray_head_started_as_the_dev_stack_starts_it_listens_on_loopback_only(
     pids: set[int] = set()
     try:
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-        pids = ray_head_pids(gcs_port)
-        socks = listening(pids)
+        # `ray start` returns before every process of the head listens: look until three do (30 s)
+        deadline = time.monotonic() + 30
+        while True:
+            pids = ray_head_pids(gcs_port)
+            socks = listening(pids)
+            if len({pid for *_x, pid in socks}) >= 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         assert gcs_port in {p for _ip, p, _pid in socks} and len({pid for *_x, pid in socks}) >= 3, socks
         assert not beyond_loopback(socks), socks
     finally:

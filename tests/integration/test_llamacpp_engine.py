@@ -185,8 +185,16 @@ def test_a_prompt_prefilled_on_one_slot_is_copied_into_another(server, client) -
     # sampling (same seed) from the copied KV cells gives the same tokens as from the computed ones
     assert a["choices"][0]["token_ids"] == b["choices"][0]["token_ids"]
     # and a slot that holds another prompt now takes the stored snapshot instead of prefilling
-    both_slots(OTHER)
-    assert all(slot.tokens()[: len(a["prompt_token_ids"])] != a["prompt_token_ids"] for slot in engine._slots)
+    def some_slot_holds_long() -> bool:
+        return any(slot.tokens()[: len(a["prompt_token_ids"])] == a["prompt_token_ids"] for slot in engine._slots)
+
+    # the two requests must overlap to take both slots; one that starts after the other ends
+    # reuses its slot (the longest shared prefix) and leaves LONG in the other: ask again then
+    for _ in range(5):
+        both_slots(OTHER)
+        if not some_slot_holds_long():
+            break
+    assert not some_slot_holds_long()
     again = chat(client, "smol", messages=LONG, max_tokens=12, temperature=0.8, seed=7).model_dump()
     assert again["timings"]["shared_n"] >= n - 4 and again["timings"]["prompt_n"] <= 4
     assert again["choices"][0]["token_ids"] == a["choices"][0]["token_ids"]

@@ -99,7 +99,7 @@ def test_quick_commands_never_wait_for_the_watchdog(sandbox):
     # a command that ends before the script starts waiting must still end the exec at once
     for i in range(30):
         res = sandbox.exec(f"exit {i % 3}", timeout_sec=20)
-        assert res.exit_code == i % 3 and res.duration_sec < 5, res
+        assert res.exit_code == i % 3 and res.duration_sec < 10, res  # far under timeout_sec
 
 
 def test_container_config_from_task(sandbox):
@@ -116,7 +116,7 @@ def test_fifty_megabytes_capped_quickly(sandbox):
         f"yes 0123456789 | head -c {total}; echo done >&2; exit 3", timeout_sec=60, max_output_bytes=1000
     )
     elapsed = time.monotonic() - start
-    assert elapsed < 10, f"took {elapsed:.1f} s"
+    assert elapsed < 30, f"took {elapsed:.1f} s"  # half of timeout_sec: it did not wait for the watchdog
     assert res.exit_code == 3
     assert res.stdout_bytes == total and res.stdout_omitted_bytes == total - 1000
     assert f"[... {total - 1000} bytes omitted ...]" in res.stdout
@@ -145,7 +145,7 @@ def test_binary_output_decodes_with_replacement(sandbox):
 def test_backgrounded_server_does_not_hold_exec(sandbox):
     start = time.monotonic()
     res = sandbox.exec("sleep 1000 & python3 -m http.server 8765 & echo started", timeout_sec=60)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 30  # half of timeout_sec: the background jobs did not hold it
     assert res.ok and res.stdout == "started\n"
     # the server keeps running for later commands (no network needed: loopback)
     probe = sandbox.exec(
@@ -158,7 +158,7 @@ def test_backgrounded_server_does_not_hold_exec(sandbox):
 def test_timeout_kills_process_group(sandbox):
     start = time.monotonic()
     res = sandbox.exec("echo before; sleep 300 & sleep 301; echo never", timeout_sec=1)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 30  # the sleeps (300 s) did not outlive the timeout
     assert res.timed_out and res.exit_code is None and not res.ok
     assert res.stdout == "before\n"
     left = sandbox.exec("ps -eo args | grep -c '^sleep 30[01]$'", timeout_sec=30)
@@ -225,7 +225,7 @@ def test_files_round_trip(sandbox, tmp_path):
 def test_close_removes_and_is_idempotent(engine, task):
     sb = engine.start(task, run_id="test-run", trial_id="close")
     spent = sb.close()
-    assert 0 < spent < 10 and sb.close() == 0.0
+    assert 0 < spent < 30 and sb.close() == 0.0
     with pytest.raises(docker.errors.NotFound):
         engine.client.api.inspect_container(sb.container_id)
 
@@ -280,7 +280,7 @@ def test_build_is_cached_by_content_hash(engine, tmp_path):
         assert not first.cached and "Successfully tagged" in log.read_text()
         second = engine.build_image(task, log_path=log)
         assert second.cached and second.image == task.image_tag
-        assert second.duration_sec < 1.0
+        assert second.duration_sec < 5.0  # an image lookup, no build
     finally:
         engine.client.api.remove_image(task.image_tag, force=True)
 
@@ -296,7 +296,7 @@ def test_build_timeout_stops_the_build(engine, tmp_path):
     start = time.monotonic()
     with pytest.raises(BuildTimeout) as info:
         engine.build_image(task, log_path=log)
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 30  # the build's sleep 61 was cut at build_timeout_sec
     assert "build_timeout_sec" in str(info.value) and "building" in log.read_text()
     # the engine cancels the build when the client goes away: its RUN step stops
     deadline = time.monotonic() + 15
