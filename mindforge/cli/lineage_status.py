@@ -248,7 +248,6 @@ def _search_text(search: dict) -> str:
     )
 
 
-
 def _lift_lines(record: dict) -> str:
     """The sealed-lift cell: one line per reading, ``instances: +0.25 [+0.00, +0.50], 4 tasks`` (or why none)."""
     from mindforge.reports.compounding import generation_readings, sealed_reading_of

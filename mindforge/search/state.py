@@ -19,6 +19,7 @@ from mindforge.search.edits import Edit
 from mindforge.search.proposals import PromptRequest
 
 StopReason = Literal["budget_attempts", "budget_tokens", "budget_time", "full_coverage", "no_candidates"]
+Strategy = Literal["adaptive", "random"]
 #: each stop reason in words, for screens (the JSON and the store keep the short name)
 STOP_REASON_TEXT: dict[str, str] = {
     "budget_attempts": "stopped at its trial budget",
@@ -38,7 +39,6 @@ def stop_reason_text(reason: str | None) -> str:
     if reason is None:
         return "no stop reason recorded"
     return STOP_REASON_TEXT.get(reason, reason)
-Strategy = Literal["adaptive", "random"]
 
 
 class SearchBudget(BaseModel):
