@@ -66,7 +66,9 @@ def test_crash_between_plan_and_observe_repeats_neither_trials_nor_candidates(tm
         register_contract(s, BASE, None)
         register_contract(s, ROOT, BASE.content_hash)
         lineages.create_generation(session=s, lineage_id=lineage.id, index=0, contract_hash=ROOT.content_hash)
-        job = search.create_search_job(session=s, lineage_id=lineage.id, generation_index=0, budget={"attempts": 400})
+        job = search.create_search_job(
+            session=s, lineage_id=lineage.id, generation_index=0, budget={"attempts": 400}, job_id="resume-crash"
+        )  # a fixed id: the allocator's draws are seeded by it, so every run takes the same path
         state = init_search(
             job_id=job.id,
             root=ROOT,
@@ -108,7 +110,8 @@ def test_crash_between_plan_and_observe_repeats_neither_trials_nor_candidates(tm
         return StepResults(step=plan.step, results=results)
 
     crashed_plans = {}
-    crash_at = {1: "after_half_the_cells", 3: "after_observe_before_commit"}
+    # 12 tasks at 6 cells a step cannot all be covered in step 1, so step 2 always comes
+    crash_at = {1: "after_half_the_cells", 2: "after_observe_before_commit"}
     while True:
         with session_scope(engine) as s:
             state = load_state(session=s, job_id=job.id)
@@ -132,7 +135,7 @@ def test_crash_between_plan_and_observe_repeats_neither_trials_nor_candidates(tm
         with session_scope(engine) as s:
             commit_state(session=s, job_id=job.id, state=new_state)
 
-    assert len(crashed_plans) == 2 and not crash_at and final_steps(engine, job.id) > 3
+    assert len(crashed_plans) == 2 and not crash_at and final_steps(engine, job.id) > 2
     with session_scope(engine) as s:
         final = load_state(session=s, job_id=job.id)
         stored = s.exec(select(Trial)).all()
