@@ -130,11 +130,9 @@ def measure_engines(
     configs[f"transformers, torch {cpus} threads"] = (hf, cpus, hf_cold)
     if cpus > 1:
         configs["transformers, torch 1 thread"] = (hf, 1, hf_cold)
-    configs[f"llamacpp 2 slots x {max(1, cpus // 2)} thr (default)"] = (
-        LlamaCppEngine(gguf, served_name="m"), None, None
-    )
-    configs[f"llamacpp 1 slot x {cpus} thr"] = (
-        LlamaCppEngine(gguf, served_name="m", slots=1, n_threads=cpus), None, None
+    configs[f"llamacpp {cpus} contexts x 1 thr (default)"] = (LlamaCppEngine(gguf, served_name="m"), None, None)
+    configs[f"llamacpp 1 context x {cpus} thr"] = (
+        LlamaCppEngine(gguf, served_name="m", contexts=1, n_threads=cpus), None, None
     )
     samples: dict[str, dict[str, list[float]]] = {k: {} for k in configs}
     try:

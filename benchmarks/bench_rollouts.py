@@ -185,18 +185,23 @@ def run_batch(base_url: str, artifacts: Path, contract: Any, label: str, tasks: 
 
 
 def serve(before: bool) -> Any:
-    """A cold embedded server on SmolLM2's GGUF with 2 slots: the engine's defaults, or ``before`` them.
+    """A cold embedded server on SmolLM2's GGUF: the engine's defaults, or ``before`` them.
 
-    ``before`` is the engine as it was: no prompt shared between slots
-    (:mod:`mindforge.policy.engines.kv_snapshots`).
+    ``before`` is the engine as it was before continuous batching: two single-threaded
+    slots (:class:`benchmarks.baseline_engines.SlotEngine`).
     """
+    from benchmarks.baseline_engines import SlotEngine
     from mindforge.policy.engines.llamacpp_engine import LlamaCppEngine
     from mindforge.policy.engines.models import resolve_model
     from mindforge.policy.server.runner import ServerHandle
     from mindforge.policy.server.server import create_app
 
     resolved = resolve_model("smollm2")
-    engine = LlamaCppEngine(str(resolved.gguf_path), served_name=resolved.name, slots=2, share_prefills=not before)
+    engine: Any = (
+        SlotEngine(str(resolved.gguf_path), served_name=resolved.name, slots=2)
+        if before
+        else LlamaCppEngine(str(resolved.gguf_path), served_name=resolved.name)
+    )
     return ServerHandle(create_app(engine))
 
 

@@ -55,6 +55,10 @@ class Settings(BaseSettings):
         bind_host: the address the dev stack's Temporal dev server and Ray head listen on
             (``MINDFORGE_BIND_HOST``); loopback unless set, e.g. ``0.0.0.0`` to reach them
             from other machines.
+        trial_cpus: Ray CPUs one model trial asks for (``MINDFORGE_TRIAL_CPUS``), so a node
+            runs ``CPUs / trial_cpus`` trials at once. A trial mostly waits, on the policy
+            endpoint and on Docker, so several share a core; the default was chosen by
+            ``benchmarks/bench_rollouts.py`` (rollouts a minute by trials at once).
     """
 
     model_config = SettingsConfigDict(env_prefix="MINDFORGE_", extra="ignore")
@@ -73,6 +77,7 @@ class Settings(BaseSettings):
     policy_url: str = "http://127.0.0.1:8000/v1"
     policy_api_key: SecretStr | None = None
     bind_host: str = "127.0.0.1"
+    trial_cpus: float = Field(default=0.25, gt=0.0, le=64.0)
 
     @classmethod
     def settings_customise_sources(

@@ -91,7 +91,9 @@ def init_ray(address: str) -> None:
 
 
 def warm_up_ray(settings: Settings | None = None) -> int:
-    """Start one Ray worker process per CPU of the cluster and load MindForge's trial code in each.
+    """Start one Ray worker process per trial the cluster runs at once and load MindForge's trial code in each.
+
+    A cluster of C CPUs runs ``C / trial_cpus`` trials at once (settings' ``trial_cpus``).
 
     Ray starts worker processes lazily; without this the first trials of a job also pay
     for interpreter start-up, imports and the Docker client (seconds). Returns the number
@@ -106,9 +108,10 @@ def warm_up_ray(settings: Settings | None = None) -> int:
     from mindforge.payloads.ray_tasks import SandboxSettings
     from workers.ray_trials import warm
 
-    sandbox = SandboxSettings.from_settings(settings or get_settings())
-    n = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    ray.get([warm.remote(sandbox) for _ in range(n)])
+    settings = settings or get_settings()
+    sandbox = SandboxSettings.from_settings(settings)
+    n = max(1, int(ray.cluster_resources().get("CPU", 1) / settings.trial_cpus))
+    ray.get([warm.options(num_cpus=settings.trial_cpus).remote(sandbox) for _ in range(n)])
     return n
 
 

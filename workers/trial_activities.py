@@ -60,7 +60,9 @@ class TrialActivities:
 
     def __init__(self, engine, settings: Settings | None = None) -> None:
         self.engine = engine
-        self.sandbox = SandboxSettings.from_settings(settings or get_settings())
+        settings = settings or get_settings()
+        self.sandbox = SandboxSettings.from_settings(settings)
+        self.trial_cpus = settings.trial_cpus
 
     @activity.defn(name="run_trials")
     async def run_trials(self, inp: RunTrialsInput) -> RunTrialsResult:
@@ -90,7 +92,7 @@ class TrialActivities:
         if todo and activity.info().attempt > 1:  # sandboxes an earlier attempt's fault left behind
             await asyncio.to_thread(self._clean_up, {t.trial_id for t in todo}, strict=True)
         payloads = [self._payload(inp, t, toml_text, self.sandbox) for t in todo]
-        refs = [run_trial_ref(p) for p in payloads]
+        refs = [run_trial_ref(p, self.trial_cpus) for p in payloads]
         by_ref = {ref: (payload, spec.task_hash) for ref, payload, spec in zip(refs, payloads, todo, strict=True)}
         attempt = activity.info().attempt
         store_faults_as_trials = attempt >= INFRA_RERUNS
@@ -245,11 +247,11 @@ class TrialActivities:
         return [self.run_trials]
 
 
-def run_trial_ref(payload: RunTrialTaskInput) -> Any:
-    """Submit one trial to Ray; returns its ObjectRef."""
+def run_trial_ref(payload: RunTrialTaskInput, cpus: float = 1.0) -> Any:
+    """Submit one trial to Ray, asking for ``cpus`` Ray CPUs (settings' ``trial_cpus``); returns its ObjectRef."""
     from workers.ray_trials import run_trial_task
 
-    return run_trial_task.remote(payload)
+    return run_trial_task.options(num_cpus=cpus).remote(payload)
 
 
 def _record_of(ref: Any, payload: RunTrialTaskInput, task_hash: str) -> TrialRecord:

@@ -144,11 +144,34 @@ def _check(tool: Any, arguments: Any, allowed: list[str], call_id: str) -> Actio
     return Action(tool=tool, arguments=arguments, call_id=call_id)
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+def _json_action_object(text: str) -> tuple[dict[str, Any], int] | None:
+    """The JSON action object of a ``json``-format reply and the index just past it, or None.
+
+    The action is the object, among every ``{`` of ``text`` that starts a complete JSON
+    object naming a ``tool`` (or ``name``), that **ends first** (ties: the one that starts
+    first). Ending first is what makes the rule hold on a reply cut short: the text up to
+    that end holds the same action, so the engine may stop decoding there
+    (:func:`action_end`). A fenced ```` ```json ```` block is found the same way, through
+    the ``{`` inside it.
+    """
+    # strict=False: a command string may hold a raw newline (a multi-line command), which
+    # a grammar-constrained reply can contain
+    decoder = json.JSONDecoder(strict=False)
+    best: tuple[dict[str, Any], int] | None = None
+    start = text.find("{")
+    while start != -1 and (best is None or start < best[1]):
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):  # not JSON, too deep, or a number past the digit limit
+            obj, end = None, 0
+        if isinstance(obj, dict) and ("tool" in obj or "name" in obj) and (best is None or end < best[1]):
+            best = (obj, end)
+        start = text.find("{", start + 1)
+    return best
 
 
 def parse_json_action(text: str, allowed: list[str], call_id: str = "") -> Action:
-    """Parse a ``json``-format reply.
+    """Parse a ``json``-format reply: its first JSON action object (see :func:`_json_action_object`).
 
     Args:
         text: the reply's content.
@@ -156,29 +179,14 @@ def parse_json_action(text: str, allowed: list[str], call_id: str = "") -> Actio
         call_id: id to give the action.
 
     Raises:
-        ActionParseError: no JSON object, unknown tool, missing or mistyped argument.
+        ActionParseError: no JSON action object, unknown tool, missing or mistyped argument.
     """
-    candidates = [m.group(1) for m in _FENCE.finditer(text)]
-    # strict=False: a command string may hold a raw newline (a multi-line command), which
-    # a grammar-constrained reply can contain
-    decoder = json.JSONDecoder(strict=False)
-    for i, ch in enumerate(text):
-        if ch == "{":
-            try:
-                obj, _end = decoder.raw_decode(text[i:])
-            except (ValueError, RecursionError):  # not JSON, too deep, or a number past the digit limit
-                continue
-            candidates.append(json.dumps(obj))
-            break
-    for raw in candidates:
-        try:
-            obj = json.loads(raw, strict=False)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(obj, dict) and ("tool" in obj or "name" in obj):
-            args = obj.get("arguments", obj.get("args"))
-            return _check(obj.get("tool", obj.get("name")), args, allowed, call_id)
-    raise ActionParseError('no JSON action found; reply with one object {"tool": ..., "arguments": {...}}')
+    found = _json_action_object(text)
+    if found is None:
+        raise ActionParseError('no JSON action found; reply with one object {"tool": ..., "arguments": {...}}')
+    obj = found[0]
+    args = obj.get("arguments", obj.get("args"))
+    return _check(obj.get("tool", obj.get("name")), args, allowed, call_id)
 
 
 #: replies that are the ``finish`` action in the shell formats (lower-cased, final "." dropped)
@@ -223,6 +231,79 @@ def first_shell_block(text: str) -> str | None:
         if tag in SHELL_FENCE_TAGS:
             return "\n".join(body)
     return None
+
+
+def _command_line_end(text: str) -> int | None:
+    """Index just past the line ``parse_command`` takes (first non-empty, non-fence), once that line has ended."""
+    pos = 0
+    for raw in text.splitlines(keepends=True):
+        pos += len(raw)
+        line = raw.strip()
+        if line and not line.startswith("```"):
+            return pos if raw.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029") != raw else None
+    return None
+
+
+def _shell_block_end(text: str) -> int | None:
+    """Index just past the closing fence of the block :func:`first_shell_block` takes, once it has closed."""
+    lines = text.splitlines(keepends=True)
+    pos, i = 0, 0
+    while i < len(lines):
+        raw = lines[i]
+        line = raw.strip()
+        i += 1
+        pos += len(raw)
+        if not line.startswith("```"):
+            continue
+        if raw == raw.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+            return None  # an opening fence line still being written: inline or a block's start, not known yet
+        if _INLINE_FENCE.fullmatch(line) and len(line) > 6:
+            return pos
+        tag = line[3:].strip().lower()
+        while i < len(lines) and not lines[i].strip().startswith("```"):
+            pos += len(lines[i])
+            i += 1
+        if i == len(lines):
+            return None  # the block is still open
+        closing = lines[i]
+        if tag in SHELL_FENCE_TAGS:
+            return pos + closing.index("```") + 3
+        pos += len(closing)
+        i += 1
+    return None
+
+
+def action_end(action_format: str, text: str) -> int | None:
+    """Where the action a reply's parser takes ends, once the reply holds all of it; None before that.
+
+    The agent acts on the first action of a reply only, so an engine may stop decoding at
+    this index: the parser of ``action_format`` takes the same action from
+    ``text[:end]`` (plus whatever the last token added) as from any longer reply that
+    starts with it. ``json``: the end of the first-ending JSON action object
+    (:func:`parse_json_action`); ``fenced_bash``: the closing fence of the first shell block;
+    ``command``: the newline ending the first command line. A reply whose action is its
+    whole text (``done`` in the shell formats, or a block left open) has no end short of
+    the end of the reply. ``tool_calls`` is the server's format: see
+    :func:`mindforge.policy.server.protocol.tool_call_end`.
+
+    Args:
+        action_format: ``json``, ``fenced_bash`` or ``command``.
+        text: the reply so far.
+
+    Returns:
+        the index in ``text`` just past the action, or None while it is incomplete.
+
+    Raises:
+        ValueError: another action format.
+    """
+    if action_format == "json":
+        found = _json_action_object(text)
+        return None if found is None else found[1]
+    if action_format == "fenced_bash":
+        return _shell_block_end(text)
+    if action_format == "command":
+        return _command_line_end(text)
+    raise ValueError(f"no action end for action format {action_format!r}")
 
 
 def parse_fenced_bash(text: str, allowed: list[str], call_id: str = "") -> Action:

@@ -144,7 +144,16 @@ class ModelAgent(Agent):
             installed.append(target)
         return installed
 
-    def _call(self, client: openai.OpenAI, messages: list[dict[str, Any]], deadline: float) -> Any:
+    def _call(
+        self, client: openai.OpenAI, messages: list[dict[str, Any]], deadline: float, *, planning: bool = False
+    ) -> Any:
+        """One model call; the reply is asked to end with its first action (``stop_at_action``), unless it is a plan.
+
+        The loop acts on the first action of a reply only, so decoding past it is wasted:
+        the request names the contract's action format in the MindForge extension field
+        ``stop_at_action`` (:class:`mindforge.policy.server.protocol.ChatCompletionRequest`),
+        which endpoints that do not know it ignore.
+        """
         c = self.contract
         opts = c.provider_options
         remaining = deadline - time.monotonic()
@@ -157,7 +166,7 @@ class ModelAgent(Agent):
             "temperature": opts.temperature,
             "top_p": opts.top_p,
             "logprobs": True,
-            "extra_body": {"return_token_ids": True},
+            "extra_body": {"return_token_ids": True} | ({} if planning else {"stop_at_action": c.tools.action_format}),
             "timeout": min(remaining, self.request_timeout_sec),
         }
         if getattr(opts, "seed", None) is not None:
@@ -209,7 +218,7 @@ class ModelAgent(Agent):
             tr.write("request", turn=turn, messages=messages[sent:], model=c.model.adapter or c.model.id)
             sent = len(messages)
             asked = time.monotonic()
-            resp = self._call(client, messages, deadline)
+            resp = self._call(client, messages, deadline, planning=state.planning)
             out.num_turns = turn
             choice = resp.choices[0]
             self._account(resp, out, tr, turn, choice, time.monotonic() - asked)

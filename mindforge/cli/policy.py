@@ -42,6 +42,15 @@ def serve(
         help="transformers (default; transformers + PEFT) or llamacpp (inference only, --model a .gguf file; "
         "needs the optional 'llamacpp' extra).",
     ),
+    contexts: int = typer.Option(
+        None, "--contexts", min=1, help="llamacpp: contexts, each decoding its requests together (default: one a CPU)."
+    ),
+    parallel: int = typer.Option(
+        None, "--parallel", min=1, help="llamacpp: sequences decoded together in each context (default 8)."
+    ),
+    weights: str = typer.Option(
+        None, "--weights", help="llamacpp: 'q8_0' (default: the GGUF re-stored as Q8_0, faster on CPUs) or 'gguf'."
+    ),
 ) -> None:
     """Serve one base model and its LoRA adapters on /v1 (chat completions, models, load/unload adapter)."""
     from mindforge.errors import MindForgeError
@@ -70,7 +79,11 @@ def serve(
             highlight=False,
             soft_wrap=True,
         )
-        run_server(model, host, port, device, served_model_name, engine)
+        options = {"contexts": contexts, "parallel": parallel, "weights": weights}
+        run_server(
+            model, host, port, device, served_model_name, engine,
+            llamacpp={k: v for k, v in options.items() if v is not None},
+        )
     except MindForgeError as exc:  # UnprotectedBindError, HubUnreachableError, ModelSpecError
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None

@@ -19,7 +19,7 @@ from typing import Any, cast
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList, StopStringCriteria
 
-from mindforge.policy.engines.completion import TokenLogprobs
+from mindforge.policy.engines.completion import TokenLogprobs, action_complete
 from mindforge.policy.engines.prefix_cache import PrefixCache, batch_cache, row_states
 
 
@@ -34,6 +34,8 @@ class Row:
         adapter: PEFT adapter name, or None for the base weights.
         top_logprobs: alternatives per token to return (0: only the chosen token's), or
             None for no logprobs at all.
+        stop_at_action: the request's action format: the row ends where its first action
+            is complete (:func:`mindforge.policy.engines.completion.action_complete`).
     """
 
     prompt: list[int]
@@ -41,6 +43,7 @@ class Row:
     stop: list[str] = field(default_factory=list)
     adapter: str | None = None
     top_logprobs: int | None = None
+    stop_at_action: str | None = None
 
 
 @dataclass
@@ -52,7 +55,7 @@ class RowResult:
 
 
 class RowStops(StoppingCriteria):
-    """Per-row stopping: each row's own budget, stop strings and EOS ids.
+    """Per-row stopping: each row's own budget, stop strings, EOS ids and first action.
 
     Args:
         prompt_len: padded prompt length of the batch (tokens).
@@ -70,6 +73,8 @@ class RowStops(StoppingCriteria):
         self.max_new = [r.max_new for r in rows]
         self.stops = [StopStringCriteria(tokenizer=tokenizer, stop_strings=r.stop) if r.stop else None for r in rows]
         self.eos_ids = set(eos_ids)
+        self.actions = [r.stop_at_action for r in rows]
+        self.tokenizer = tokenizer
         self.ends: list[int | None] = [None] * len(rows)
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
@@ -83,10 +88,20 @@ class RowStops(StoppingCriteria):
                     length - self.prompt_len >= self.max_new[i]
                     or last[i] in self.eos_ids
                     or (stop is not None and bool(stop(input_ids[i : i + 1], scores)[0]))
+                    or self._action_done(i, input_ids)
                 ):
                     self.ends[i] = length
             done[i] = self.ends[i] is not None
         return cast(torch.BoolTensor, done)  # a bool-dtype tensor, which transformers annotates as BoolTensor
+
+
+    def _action_done(self, row: int, input_ids: torch.LongTensor) -> bool:
+        """Whether row ``row``'s completion so far holds its whole first action."""
+        fmt = self.actions[row]
+        if fmt is None:
+            return False
+        text = self.tokenizer.decode(input_ids[row, self.prompt_len :].tolist(), skip_special_tokens=True)
+        return action_complete(fmt, text)
 
 
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -12,12 +12,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from mindforge.agent.actions import action_end
 from mindforge.policy.server.protocol import (
     ChatCompletionRequest,
     completion_body,
     logprob_entry,
     message_text,
     parse_tool_calls,
+    tool_call_end,
 )
 
 
@@ -97,6 +99,20 @@ def completion_budget(req: ChatCompletionRequest, prompt_tokens: int, max_model_
     return min(req.token_limit or room, room)
 
 
+def action_complete(action_format: str | None, text: str) -> bool:
+    """Whether ``text`` holds the whole first action of ``action_format`` (the request's ``stop_at_action``).
+
+    The agent acts on a reply's first action only, so an engine stops decoding once this
+    is true: :func:`mindforge.agent.actions.action_end` for the text formats,
+    :func:`mindforge.policy.server.protocol.tool_call_end` for ``tool_calls``. None: never.
+    """
+    if action_format is None:
+        return False
+    if action_format == "tool_calls":
+        return tool_call_end(text) is not None
+    return action_end(action_format, text) is not None
+
+
 #: per generated token: (logprob of the chosen token, [(alternative token id, logprob), ...] best first)
 TokenLogprobs = tuple[float, list[tuple[int, float]]]
 
@@ -116,8 +132,9 @@ def reply_body(
     """The ``chat.completion`` body for a finished generation.
 
     Stop strings cut the text before the first one (``finish_reason`` ``stop``); a reply
-    that neither ended with EOS nor hit a stop string and used all ``max_new`` tokens
-    finished by ``length``; parsed tool calls turn ``stop`` into ``tool_calls``.
+    that neither ended with EOS nor hit a stop string nor completed its first action
+    (``stop_at_action``) and used all ``max_new`` tokens finished by ``length``; parsed
+    tool calls turn ``stop`` into ``tool_calls``.
 
     Args:
         req: the request (stop strings, logprobs flags, model name, token-id flag).
@@ -140,7 +157,11 @@ def reply_body(
     cut = [text.find(s) for s in req.stop_list if s in text]
     if cut:
         text = text[: min(cut)]
-    elif not (completion and completion[-1] in eos_ids) and len(completion) >= max_new:
+    elif (
+        not (completion and completion[-1] in eos_ids)
+        and len(completion) >= max_new
+        and not action_complete(req.stop_at_action, text)
+    ):
         finish = "length"
     content, calls = parse_tool_calls(text)
     if calls and finish == "stop":

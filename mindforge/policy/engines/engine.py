@@ -274,6 +274,7 @@ class PolicyEngine:
             stop=req.stop_list,
             adapter=None if req.model == self.base_name else req.model,
             top_logprobs=(req.top_logprobs or 0) if req.logprobs else None,
+            stop_at_action=req.stop_at_action,
         )
 
 

@@ -7,82 +7,70 @@ trials (Expansion, held-out runs); training stays on transformers + PEFT.
 - **Prompt**: the transformers tokenizer read from the same GGUF applies the chat
   template, so a request gets the same prompt token ids as from the transformers engine
   on that GGUF; the ids go to llama.cpp as they are.
-- **Generation**: ``Llama.generate`` drives llama.cpp's sampler chain set to the request
-  (greedy at temperature 0, else temperature and top-p only: top-k, min-p, typical and
-  repeat penalty off); this module stops each reply at EOS (kept in ``token_ids``, as
-  the transformers engine does), at a stop string, or at the budget.
-- **Logprobs**: read after each token from the context's logits (``llama_get_logits``,
-  the raw distribution before temperature/top-p, as vLLM returns by default), so the
-  request's chosen-token logprob and its ``top_logprobs`` are exact for the Q4 model.
-- **Concurrency**: ``slots`` independent ``Llama`` instances (each its own context and
-  KV cache, the weights mmapped once by the OS), one request per slot at a time;
-  llama.cpp releases the GIL while it decodes, so slots run in parallel.
-- **Prefix cache**: a slot keeps the KV cache of its last request and ``Llama.generate``
-  reuses its longest common prefix; a request goes to the free slot whose last tokens
-  (under the same adapter) share the longest prefix with its prompt, so a trial's next
-  turn finds its earlier turns already evaluated. Each reply says how much it reused:
-  ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's field) and a ``timings`` object
-  in llama.cpp server's shape (``cache_n``, ``prompt_n``, ``prompt_ms``, ``predicted_n``,
-  ``predicted_ms``) plus ``queue_ms``, ``host_ms`` and ``shared_n``, which
-  ``benchmarks/bench_rollouts.py`` reads to say where a trial's generation time goes.
-- **Shared prefills**: a prompt one slot prefilled is copied into another slot instead of
-  being computed again (:mod:`mindforge.policy.engines.kv_snapshots`); a request waits for
-  another slot's prefill of (nearly) the same prompt, as the rollouts of a GRPO group ask.
+- **Batching**: ``contexts`` llama.cpp contexts (one per CPU by default) of ``parallel``
+  sequences each; each context decodes all its running requests together, step by step
+  (continuous batching: :mod:`mindforge.policy.engines.llamacpp_decoder`), so concurrent
+  trials share each step's pass over the weights. A context computes on one thread: ggml
+  synchronises the threads of one computation with spinning barriers, so on a machine whose
+  cores are also busy with sandboxes one thread descheduled stalls the other
+  (``benchmarks/bench_rollouts.py --ceiling`` measures one and two threads on a loaded
+  machine); contexts of one thread each never wait on each other. A request goes to the
+  context that holds most of its prompt, net of load (:meth:`LlamaCppEngine._route`).
+- **Weights**: served as the GGUF holds them, or re-stored as ``Q8_0`` (``weights``), which
+  llama.cpp multiplies faster on CPUs with 8-bit dot products; the conversion
+  (``llama_model_quantize``) is done once and cached beside the other derived models.
+- **Generation**: each request's own llama.cpp sampler chain (greedy at temperature 0,
+  else top-p, temperature and a seeded draw; a grammar first for a JSON-schema
+  ``response_format``); a reply ends at EOS (kept in ``token_ids``, as the transformers
+  engine does), a stop string, its first complete action (``stop_at_action``) or its budget.
+- **Logprobs**: read from the raw logits of the request's batch row (before temperature
+  and top-p, as vLLM returns by default), exact for the served weights.
+- **Prefix cache**: a sequence keeps the KV cells of its last request; a request goes to
+  the free sequence sharing the longest prefix (under the same adapter), or copies in
+  another sequence's or a stored snapshot's cells (:mod:`mindforge.policy.engines.kv_snapshots`);
+  rollouts of one prompt that arrive together prefill it once. Each reply says how much
+  it reused: ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's field) and a
+  ``timings`` object in llama.cpp server's shape (``cache_n``, ``prompt_n``,
+  ``prompt_ms``, ``predicted_n``, ``predicted_ms``) plus ``queue_ms``, ``host_ms`` and
+  ``shared_n``, which ``benchmarks/bench_rollouts.py`` reads.
 - **Adapters**: ``/v1/load_lora_adapter`` converts the PEFT directory to a GGUF LoRA
-  (:mod:`mindforge.policy.engines.gguf_lora`) and loads it into every slot's model
-  (``llama_adapter_lora_init``); a request sets its adapter on its slot's context
-  (``llama_set_adapters_lora``, none for the base model), and a slot whose adapter
-  changes drops its KV cache, which depends on the adapter.
+  (:mod:`mindforge.policy.engines.gguf_lora`) and loads it into the model
+  (``llama_adapter_lora_init``); a step runs the requests of one adapter
+  (``llama_set_adapters_lora`` applies to the whole context), so an adapter applies to
+  its own requests only.
 """
 
 from __future__ import annotations
 
 import ctypes
-import itertools
+import functools
 import json
 import os
 import random
 import tempfile
 import threading
-import time
-from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, Literal
 
 from mindforge.policy.engines.completion import (
     PolicyRequestError,
-    TokenLogprobs,
     completion_budget,
     prompt_token_ids,
     reply_body,
     unknown_model,
 )
 from mindforge.policy.engines.gguf_lora import AdapterConversionError, peft_to_gguf_lora
-from mindforge.policy.engines.kv_snapshots import MIN_GAIN_TOKENS, MIN_NEW_TOKENS, KVSnapshots, common_prefix, restore
-from mindforge.policy.server.protocol import (
-    AdapterRegistry,
-    ChatCompletionRequest,
-    adapter_sha256,
-)
+from mindforge.policy.engines.kv_snapshots import KVSnapshots
+from mindforge.policy.engines.llamacpp_decoder import BatchedDecoder, DecodeCancelled, DecodeRequest
+from mindforge.policy.server.protocol import AdapterRegistry, ChatCompletionRequest, adapter_sha256
 
+#: weight formats the engine serves: the GGUF's own, or re-stored as Q8_0
+Weights = Literal["gguf", "q8_0"]
+#: prompt tokens one queued or running request is worth when a request picks a context (:meth:`LlamaCppEngine._route`)
+LOAD_TOKENS = 64
 
-@dataclass
-class _Slot:
-    llm: Any  # llama_cpp.Llama
-    adapters: dict[str, Any] = field(default_factory=dict)  # name -> llama_adapter_lora_p of this slot's model
-    adapter: str | None = None  # the adapter its KV cache was computed with
-
-    def tokens(self) -> list[int]:
-        return self.llm._input_ids.tolist()
-
-
-#: the longest a request waits for another slot's prefill of a prompt it shares (seconds)
-SHARE_WAIT_SEC = 60.0
+_LOG_CALLBACK: Any = None  # llama.cpp's log sink, kept alive for the process
 
 
 class LlamaCppEngine:
@@ -91,28 +79,31 @@ class LlamaCppEngine:
     Args:
         gguf_path: the base model's GGUF file.
         served_name: the base model's name in ``/v1/models`` and requests.
-        slots: concurrent requests (one ``Llama`` instance each).
-        n_threads: CPU threads per slot for decoding; default ``max(1, cpus // slots)``.
-            Decoding one token is bound by memory traffic and gains nothing from more
-            threads on a 2-core machine (93 tok/s with 1 or 2 for SmolLM2-135M Q4_1).
-        n_threads_batch: CPU threads per slot for prefill. Default: every CPU for a
-            request that finds every other slot free (prefill scales with threads: 167 ->
-            345 tok/s from 1 to 2 for SmolLM2-135M, and the other rollouts of a GRPO group
-            wait for it), else ``n_threads`` (with two slots busy on 2 cores, prefill on
-            every core slows the other slot's decoding). A number fixes it.
-        share_prefills: slots share prompt prefills
-            (:mod:`mindforge.policy.engines.kv_snapshots`): a request waits for another
-            slot's prefill of (nearly) the same prompt, then copies it in.
+        contexts: llama.cpp contexts, each with its own decoding loop; default
+            ``cpus // n_threads``.
+        parallel: sequences decoded together in each context (llama.cpp server's
+            ``--parallel``); a request beyond them waits for one to finish.
+        n_threads: CPU threads of each context's steps.
+        n_ctx: context window of each sequence in tokens; default the GGUF's training context.
+        step_tokens: the most tokens one step evaluates (decoded tokens plus prompt chunks).
+        weights: ``gguf`` serves the file's tensors; ``q8_0`` re-stores them as Q8_0 first
+            (cached under ``cache_dir``).
+        cache_dir: where the re-stored weights go; default beside ``gguf_path`` in a
+            temporary folder of this process.
+        share_prefills: copy KV cells between sequences and keep prompt snapshots.
         snapshot_bytes: the most bytes of prompt snapshots kept per adapter.
-        n_ctx: context window in tokens; default the GGUF's training context.
+        flash_attn: llama.cpp's fused attention kernel (its default, "auto", turns it on).
 
     Attributes:
         base_name, model_path, max_model_len, adapters, tokenizer, eos_ids: as on
             :class:`mindforge.policy.engines.engine.PolicyEngine`.
+        decoder: the batching loop (:class:`BatchedDecoder`).
 
     Raises:
         ImportError: ``llama_cpp`` is not installed (the ``llamacpp`` extra).
         FileNotFoundError: no file at ``gguf_path``.
+        ValueError: ``parallel`` below 1.
+        RuntimeError: llama.cpp could not load the model or make the context.
     """
 
     def __init__(
@@ -120,12 +111,16 @@ class LlamaCppEngine:
         gguf_path: str | Path,
         *,
         served_name: str,
-        slots: int = 2,
-        n_threads: int | None = None,
-        n_threads_batch: int | None = None,
+        contexts: int | None = None,
+        parallel: int = 8,
+        n_threads: int = 1,
         n_ctx: int | None = None,
+        step_tokens: int = 512,
+        weights: Weights = "q8_0",
+        cache_dir: str | Path | None = None,
         share_prefills: bool = True,
         snapshot_bytes: int = 512 << 20,
+        flash_attn: bool = False,
     ) -> None:
         import llama_cpp
         from transformers import AutoTokenizer
@@ -133,92 +128,85 @@ class LlamaCppEngine:
         path = Path(gguf_path).expanduser()
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such GGUF file")
-        if slots < 1:
-            raise ValueError(f"slots must be at least 1, got {slots}")
-        self._llama_cpp = llama_cpp
+        if parallel < 1 or n_threads < 1 or (contexts is not None and contexts < 1):
+            raise ValueError(f"contexts, parallel, n_threads must be at least 1: {contexts}, {parallel}, {n_threads}")
+        self._lib = lib = llama_cpp
+        _quiet_llama_logs(lib)
         self.tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        cpus = os.cpu_count() or 1
-        threads = n_threads or max(1, cpus // slots)
-        batch_threads = n_threads_batch or threads
-        self._cpus, self._threads = cpus, threads
-        self._adaptive_prefill = n_threads_batch is None and share_prefills
-        self._slots = [
-            _Slot(
-                llama_cpp.Llama(
-                    str(path), n_ctx=n_ctx or 0, n_threads=threads, n_threads_batch=batch_threads, verbose=False
-                )
-            )
-            for _ in range(slots)
-        ]
-        first = self._slots[0].llm
-        self.max_model_len = int(first.n_ctx())
-        self.n_vocab = int(first.n_vocab())
+        self._tmp = tempfile.TemporaryDirectory(prefix="mindforge-llamacpp-")
+        served = path if weights == "gguf" else restore_weights(path, Path(cache_dir or self._tmp.name), weights)
+        self._model = lib.llama_model_load_from_file(str(served).encode(), lib.llama_model_default_params())
+        if not self._model:
+            raise RuntimeError(f"llama.cpp could not load {served}")
+        per_seq = n_ctx or int(lib.llama_model_n_ctx_train(self._model))
+        count = contexts or max(1, (os.cpu_count() or 1) // n_threads)
+        self._ctxs = [self._context(per_seq, parallel, n_threads, step_tokens, flash_attn) for _ in range(count)]
+        vocab = lib.llama_model_get_vocab(self._model)
+        self.n_vocab = int(lib.llama_vocab_n_tokens(vocab))
+        self.max_model_len = int(lib.llama_n_ctx_seq(self._ctxs[0]))
         self.base_name = served_name
         self.model_path = str(path)
+        self.served_path = str(served)
+        self.parallel = parallel * count
         self.adapters = AdapterRegistry()
-        self._grammars: dict[str, Any] = {}
-        eos = {int(first.token_eos())}
+        self._adapter_ptrs: dict[str, Any] = {}
+        self._grammars: dict[str, str] = {}
+        self._lock = threading.Lock()  # adapter loads and unloads, one at a time
+        eos = {int(lib.llama_vocab_eos(vocab))}
         if self.tokenizer.eos_token_id is not None:
             eos.add(int(self.tokenizer.eos_token_id))
         self.eos_ids = sorted(eos)
-        self._free = list(self._slots)
-        self._cond = threading.Condition()
-        self._gguf_dir = tempfile.TemporaryDirectory(prefix="mindforge-lora-gguf-")
-        #: per recent request: prompt tokens whose KV cache its slot held or copied in (tests, benchmarks)
-        self.prefix_hits: deque[int] = deque(maxlen=1000)
-        self._snapshots = KVSnapshots(snapshot_bytes) if share_prefills else None
-        #: claim -> (adapter, prompt) while a request prefills (or is about to) a prompt others may share
-        self._prefilling: dict[int, tuple[str | None, list[int]]] = {}
-        self._claims = itertools.count()
+        snapshots = KVSnapshots(snapshot_bytes) if share_prefills else None
+        self.decoders = [
+            BatchedDecoder(
+                lib, ctx, vocab, n_seq=parallel, n_vocab=self.n_vocab, eos_ids=self.eos_ids,
+                decode_text=lambda ids: str(self.tokenizer.decode(ids, skip_special_tokens=True)),
+                step_tokens=step_tokens, snapshots=snapshots, adapters=self._adapter_ptrs,
+            )
+            for ctx in self._ctxs
+        ]
+
+    def _context(self, per_seq: int, parallel: int, threads: int, step_tokens: int, flash_attn: bool) -> Any:
+        """One llama.cpp context: ``parallel`` sequences of ``per_seq`` tokens, a split KV cache, ``threads`` threads.
+
+        Raises:
+            RuntimeError: llama.cpp could not make it.
+        """
+        lib = self._lib
+        params = lib.llama_context_default_params()
+        params.n_ctx, params.n_seq_max, params.kv_unified = per_seq * parallel, parallel, False
+        params.n_batch = params.n_ubatch = step_tokens
+        params.n_threads = params.n_threads_batch = threads
+        params.flash_attn_type = (
+            lib.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        )
+        ctx = lib.llama_init_from_model(self._model, params)
+        if not ctx:
+            raise RuntimeError(f"llama.cpp could not make a context of {parallel} x {per_seq} tokens")
+        return ctx
+
+    @property
+    def decoder(self) -> BatchedDecoder:
+        """The first context's decoder (the only one with ``contexts=1``)."""
+        return self.decoders[0]
+
+    @property
+    def prefix_hits(self) -> list[int]:
+        """Per recent request (of every context), the prompt tokens it did not compute (own cells or copied in)."""
+        return [n for d in self.decoders for n in d.prefix_hits]
 
     def close(self) -> None:
-        """Free the models and the converted adapter files."""
-        with self._all_slots():
-            for slot in self._slots:
-                slot.llm.close()
-        self._gguf_dir.cleanup()
-
-    # ------------------------------------------------------------------ slots
-
-    @contextmanager
-    def _slot_for(self, adapter: str | None, prompt: list[int]) -> Iterator[_Slot]:
-        """The free slot sharing the longest prefix with ``prompt`` under ``adapter`` (waits for one)."""
-        with self._cond:
-            self._cond.wait_for(lambda: bool(self._free))
-            slot = max(self._free, key=lambda s: common_prefix(s.tokens(), prompt) if s.adapter == adapter else -1)
-            self._free.remove(slot)
-        try:
-            yield slot
-        finally:
-            with self._cond:
-                self._free.append(slot)
-                self._cond.notify_all()
-
-    @contextmanager
-    def _all_slots(self) -> Iterator[None]:
-        """Every slot, once the requests running on them are done (for adapter loads and unloads)."""
-        with self._cond:
-            self._cond.wait_for(lambda: len(self._free) == len(self._slots))
-            taken, self._free = self._free, []
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._free = taken
-                self._cond.notify_all()
-
-    def _set_adapter(self, slot: _Slot, adapter: str | None) -> None:
-        lib = self._llama_cpp
-        if adapter is None:
-            rc = lib.llama_set_adapters_lora(slot.llm.ctx, None, 0, None)
-        else:
-            ptrs = (lib.llama_adapter_lora_p_ctypes * 1)(slot.adapters[adapter])
-            rc = lib.llama_set_adapters_lora(slot.llm.ctx, ptrs, 1, (ctypes.c_float * 1)(1.0))
-        if rc != 0:
-            raise RuntimeError(f"llama.cpp could not set adapter {adapter!r} (code {rc})")
-        if slot.adapter != adapter:
-            slot.llm.reset()  # its KV cache was computed with other weights
-            slot.adapter = adapter
+        """Stop the decoders and free the contexts, the adapters, the model and the re-stored weights."""
+        for decoder in self.decoders:
+            decoder.close()
+        lib = self._lib
+        for ctx in self._ctxs:
+            lib.llama_free(ctx)
+        for ptr in self._adapter_ptrs.values():
+            lib.llama_adapter_lora_free(ptr)
+        self._adapter_ptrs.clear()
+        lib.llama_model_free(self._model)
+        self._tmp.cleanup()
 
     # ----------------------------------------------------------------- adapters
 
@@ -240,49 +228,40 @@ class LlamaCppEngine:
         if name == self.base_name:
             raise PolicyRequestError(400, f"adapter name '{name}' is the base model's name", "InvalidUserInput")
         sha = adapter_sha256(adapter_dir)
-        with self._all_slots():
+        with self._lock:
             try:
                 state = self.adapters.check_load(name, sha)
             except ValueError as exc:
                 raise PolicyRequestError(400, str(exc), "InvalidUserInput") from exc
             if state == "same":
                 return f"Success: LoRA adapter '{name}' is already loaded with the same weights."
-            out = Path(self._gguf_dir.name) / f"{sha[:24]}.gguf"
+            out = Path(self._tmp.name) / f"{sha[:24]}.gguf"
             try:
                 peft_to_gguf_lora(adapter_dir, self.model_path, out)
             except AdapterConversionError as exc:
                 raise PolicyRequestError(400, f"cannot load adapter '{name}' into llama.cpp: {exc}") from exc
-            for slot in self._slots:
-                ptr = self._llama_cpp.llama_adapter_lora_init(slot.llm.model, str(out).encode())
-                if not ptr:
-                    self._free_adapter(name)
-                    raise PolicyRequestError(400, f"llama.cpp could not load adapter '{name}' converted from '{path}'")
-                slot.adapters[name] = ptr
+            ptr = self._lib.llama_adapter_lora_init(self._model, str(out).encode())  # the model's, no context's
+            if not ptr:
+                raise PolicyRequestError(400, f"llama.cpp could not load adapter '{name}' converted from '{path}'")
+            self._adapter_ptrs[name] = ptr
             self.adapters.add(name, str(adapter_dir), sha)
         return f"Success: LoRA adapter '{name}' added successfully."
 
-    def _free_adapter(self, name: str) -> None:
-        if self._snapshots is not None:
-            self._snapshots.drop(name)
-        for slot in self._slots:
-            ptr = slot.adapters.pop(name, None)
-            if ptr is None:
-                continue
-            if slot.adapter == name:
-                self._set_adapter(slot, None)
-            self._llama_cpp.llama_adapter_lora_free(ptr)
-
     def unload_adapter(self, name: str) -> str:
-        """Unload adapter ``name`` from every slot.
+        """Unload adapter ``name`` once no request uses it.
 
         Raises:
             PolicyRequestError: 404 when no adapter of that name is loaded.
         """
-        with self._all_slots():
+        with self._lock:
             if name not in self.adapters.loaded:
                 raise PolicyRequestError(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError")
-            self._free_adapter(name)
-            self.adapters.remove(name)
+            self.adapters.remove(name)  # new requests for it are refused from now on
+            for decoder in self.decoders:  # each context drops it once its requests under it have ended
+                decoder.call(functools.partial(decoder.forget_adapter, name), when_idle_of=name)
+            ptr = self._adapter_ptrs.pop(name, None)
+            if ptr is not None:
+                self._lib.llama_adapter_lora_free(ptr)
         return f"Success: LoRA adapter '{name}' removed successfully."
 
     def model_names(self) -> list[str]:
@@ -291,193 +270,115 @@ class LlamaCppEngine:
 
     # ---------------------------------------------------------------- completion
 
+    def submit(
+        self, req: ChatCompletionRequest, on_done: Callable[[], None] | None = None
+    ) -> tuple[DecodeRequest, list[int]]:
+        """Queue one chat completion; wait on the returned request's ``done``, then call :meth:`reply`.
+
+        Args:
+            req: the request.
+            on_done: called on the decoder's thread once the request is done (see
+                :class:`~mindforge.policy.engines.llamacpp_decoder.DecodeRequest`).
+
+        Returns:
+            ``(the queued decode request, the prompt's token ids)``.
+
+        Raises:
+            PolicyRequestError: 404 for an unknown model, 400 for a prompt that does not
+                fit the context window, a template failure or a schema with no grammar.
+        """
+        prompt = prompt_token_ids(self.tokenizer, req)
+        max_new = completion_budget(req, len(prompt), self.max_model_len)
+        adapter = None if req.model == self.base_name else req.model
+        if adapter is not None and adapter not in self.adapters.loaded:
+            raise unknown_model(req.model)
+        job = DecodeRequest(
+            prompt=prompt,
+            adapter=adapter,
+            max_new=max_new,
+            temperature=1.0 if req.temperature is None else req.temperature,
+            top_p=1.0 if req.top_p is None else req.top_p,
+            seed=req.seed if req.seed is not None else random.getrandbits(31),
+            grammar=self._grammar(req),
+            stops=req.stop_list,
+            action_format=req.stop_at_action,
+            logprobs_k=(req.top_logprobs or 0) if req.logprobs else None,
+            on_done=on_done,
+        )
+        self._route(job).submit(job)
+        return job, prompt
+
+    def reply(self, req: ChatCompletionRequest, job: DecodeRequest) -> dict[str, Any]:
+        """The ``chat.completion`` body of a finished ``job`` (see :meth:`submit`).
+
+        Raises:
+            PolicyRequestError: 404 when the adapter was unloaded before the request ran;
+                500 when llama.cpp failed or the engine closed; 499 when it was cancelled.
+        """
+        if isinstance(job.error, KeyError):
+            raise unknown_model(req.model)
+        if isinstance(job.error, DecodeCancelled):
+            raise PolicyRequestError(499, "the request was cancelled", "Cancelled")
+        if job.error is not None:
+            raise PolicyRequestError(500, f"generation failed: {job.error}", "InternalServerError")
+        first = job.first or job.ended
+        timings = {
+            "cache_n": job.cached + job.shared,
+            "prompt_n": len(job.prompt) - job.cached - job.shared,
+            "shared_n": job.shared,
+            "queue_ms": (job.admitted - job.asked) * 1000.0,
+            "prompt_ms": (first - job.admitted) * 1000.0,
+            "predicted_ms": (job.ended - first) * 1000.0,
+            "predicted_n": len(job.completion),
+            "host_ms": job.host_sec * 1000.0,
+        }
+        return reply_body(
+            req,
+            prompt=job.prompt,
+            completion=job.completion,
+            tokenizer=self.tokenizer,
+            eos_ids=self.eos_ids,
+            max_new=job.max_new,
+            logprobs=job.logprobs if req.logprobs else None,
+            cached_tokens=job.cached + job.shared,
+            timings=timings,
+        )
+
     def chat(self, req: ChatCompletionRequest) -> dict[str, Any]:
-        """Answer one chat completion request (waits for a free slot).
+        """Answer one chat completion request (blocks until it is decoded).
 
         Returns:
             the ``chat.completion`` body; logprobs of the raw distribution, EOS kept in
             ``token_ids``.
 
         Raises:
-            PolicyRequestError: 404 for an unknown model, 400 for a prompt that does not
-                fit the context window or a template failure.
+            PolicyRequestError: see :meth:`submit` and :meth:`reply`.
         """
-        prompt = prompt_token_ids(self.tokenizer, req)
-        max_new = completion_budget(req, len(prompt), self.max_model_len)
-        adapter = None if req.model == self.base_name else req.model
-        asked = time.perf_counter()
-        claim = self._claim_prefill(adapter, prompt)
-        try:
-            with self._slot_for(adapter, prompt) as slot:
-                if adapter is not None and adapter not in slot.adapters:
-                    raise unknown_model(req.model)
-                self._set_adapter(slot, adapter)
-                shared, snapshot = self._share_prefill(slot, adapter, prompt, claim)
-                queue_ms = (time.perf_counter() - asked) * 1000.0
-                # llama.cpp re-evaluates at least the last prompt token to get its logits
-                cached = min(common_prefix(slot.tokens(), prompt), len(prompt) - 1)
-                self.prefix_hits.append(cached)
-                completion, logprobs, timings = self._generate(slot, req, prompt, max_new, claim if snapshot else None)
-        finally:
-            self._end_prefill(claim)
-        timings.update(cache_n=cached, prompt_n=len(prompt) - cached, shared_n=shared, queue_ms=queue_ms)
-        return reply_body(
-            req,
-            prompt=prompt,
-            completion=completion,
-            tokenizer=self.tokenizer,
-            eos_ids=self.eos_ids,
-            max_new=max_new,
-            logprobs=logprobs if req.logprobs else None,
-            cached_tokens=cached,
-            timings=timings,
+        job, _prompt = self.submit(req)
+        job.done.wait()
+        return self.reply(req, job)
+
+    def cancel(self, job: DecodeRequest) -> None:
+        """Drop a queued or running request (its client went away); its sequence is freed at the next step."""
+        for decoder in self.decoders:
+            decoder.cancel(job)
+
+    def _route(self, job: DecodeRequest) -> BatchedDecoder:
+        """The context whose cells or requests save ``job`` the most prompt compute, net of its load.
+
+        Cost of a context: the prompt tokens it would compute (the prompt less the longest
+        prefix its sequences hold or its running requests are prefilling under the same
+        adapter) plus :data:`LOAD_TOKENS` for each request it already has. So a trial's next
+        turn and a GRPO group's rollouts go where their prompt is, and unrelated requests
+        spread over the contexts.
+        """
+        return min(
+            self.decoders,
+            key=lambda d: len(job.prompt) - d.affinity(job.prompt, job.adapter) + LOAD_TOKENS * d.load(),
         )
 
-    def _claim_prefill(self, adapter: str | None, prompt: list[int]) -> int | None:
-        """Wait while another request prefills (nearly) this prompt, then claim its prefill if still needed.
-
-        (Nearly) the same: it shares all but ``MIN_NEW_TOKENS`` of ``prompt`` - the rollouts
-        of one GRPO group. The wait holds no slot and lasts at most :data:`SHARE_WAIT_SEC`;
-        the request then copies the prompt in rather than computing it again, and the
-        prefill it waited for had every core (see :meth:`_share_prefill`). A prefill that
-        shares less is not waited for: that would idle a core to save part of a prompt.
-
-        The wait and the claim are one step under the lock, so of requests that arrive
-        together exactly one claims and the rest wait for it; a claim is taken before the
-        request has a slot, so one that finds its slot's own cache covers the prompt gives
-        it back at once (:meth:`_share_prefill`).
-
-        Returns:
-            the claim (give it to :meth:`_end_prefill`), or None when prefills are not
-            shared or a stored snapshot already leaves fewer than ``MIN_NEW_TOKENS`` to compute.
-        """
-        if self._snapshots is None:
-            return None
-        need = len(prompt) - MIN_NEW_TOKENS
-        with self._cond:
-            self._cond.wait_for(
-                lambda: (
-                    not any(a == adapter and common_prefix(p, prompt) >= need for a, p in self._prefilling.values())
-                ),
-                timeout=SHARE_WAIT_SEC,
-            )
-            hit = self._snapshots.best(prompt, adapter)
-            if hit is not None and hit.shared >= need:
-                return None
-            claim = next(self._claims)
-            self._prefilling[claim] = (adapter, prompt)
-            return claim
-
-    def _share_prefill(
-        self, slot: _Slot, adapter: str | None, prompt: list[int], claim: int | None
-    ) -> tuple[int, bool]:
-        """Copy in a stored prefill of ``prompt`` when it covers more than ``slot``'s own cache; set prefill threads.
-
-        Loads the stored snapshot sharing the most with ``prompt`` if it beats the slot's
-        own cache by ``MIN_GAIN_TOKENS``. A slot that will still compute ``MIN_NEW_TOKENS``
-        or more snapshots the prompt once prefilled and keeps the request's ``claim`` till
-        then, so requests for the same prompt wait for it; otherwise the claim is given back.
-        Without a fixed ``n_threads_batch``, the prefill runs on every CPU when every other
-        slot is free (a lone request, or one whose group waits for it), else on the slot's
-        share.
-
-        Returns:
-            ``(tokens copied in from a snapshot, 0 when none; whether to snapshot the
-            prompt once it is prefilled)``.
-        """
-        if self._snapshots is None:
-            return 0, False
-        own = common_prefix(slot.tokens(), prompt)
-        with self._cond:
-            hit = self._snapshots.best(prompt, adapter)
-            use = hit is not None and hit.shared >= own + MIN_GAIN_TOKENS
-            start = hit.shared if hit is not None and use else own
-            snapshot = len(prompt) - start >= MIN_NEW_TOKENS
-            if not snapshot and claim is not None and self._prefilling.pop(claim, None) is not None:
-                self._cond.notify_all()
-            alone = len(self._free) == len(self._slots) - 1
-        if self._adaptive_prefill:
-            batch = self._cpus if alone else self._threads
-            self._llama_cpp.llama_set_n_threads(slot.llm.ctx, self._threads, batch)
-        if hit is None or not use:
-            return 0, snapshot
-        try:
-            restore(slot.llm, hit.state)
-        except RuntimeError:
-            return 0, snapshot  # the slot was reset: it prefills the whole prompt
-        return hit.shared, snapshot
-
-    def _end_prefill(self, claim: int | None) -> None:
-        """The request holding ``claim`` no longer prefills: wake the requests waiting to share its prompt."""
-        if claim is None:
-            return
-        with self._cond:
-            if self._prefilling.pop(claim, None) is not None:
-                self._cond.notify_all()
-
-    def _generate(
-        self, slot: _Slot, req: ChatCompletionRequest, prompt: list[int], max_new: int, claim: int | None = None
-    ) -> tuple[list[int], list[TokenLogprobs], dict[str, float]]:
-        """Sample one reply on ``slot``; with a ``claim``, store the prompt's KV cells once prefilled and end it.
-
-        Returns:
-            ``(completion token ids, per-token logprobs, timings)``: ``prompt_ms`` is the
-            time to the first token (prefill of the uncached prompt tokens and the first
-            sample), ``predicted_ms`` the rest, ``predicted_n`` the completion tokens, and
-            ``host_ms`` the part of both spent in this module's per-token Python (logprobs
-            and stop-string checks), all in milliseconds.
-        """
-        llm = slot.llm
-        temperature = 1.0 if req.temperature is None else req.temperature
-        llm.set_seed(req.seed if req.seed is not None else random.getrandbits(31))
-        k = (req.top_logprobs or 0) if req.logprobs else 0
-        stops, eos = req.stop_list, set(self.eos_ids)
-        completion: list[int] = []
-        logprobs: list[TokenLogprobs] = []
-        gen = llm.generate(
-            prompt,
-            grammar=self._grammar(req),
-            temp=temperature,
-            top_p=1.0 if req.top_p is None else req.top_p,
-            top_k=0,
-            min_p=0.0,
-            typical_p=1.0,
-            repeat_penalty=1.0,
-        )
-        start = time.perf_counter()
-        first = host = 0.0
-        try:
-            for token in gen:
-                got = time.perf_counter()
-                if not completion:
-                    first = got
-                    if claim is not None and self._snapshots is not None:
-                        self._snapshots.save(llm, prompt, slot.adapter)  # the context holds exactly the prompt
-                        self._end_prefill(claim)
-                completion.append(int(token))
-                if req.logprobs:
-                    logprobs.append(self._token_logprobs(llm, int(token), k))
-                if token in eos or len(completion) >= max_new:
-                    host += time.perf_counter() - got
-                    break
-                if stops and any(s in self.tokenizer.decode(completion, skip_special_tokens=True) for s in stops):
-                    host += time.perf_counter() - got
-                    break
-                host += time.perf_counter() - got
-        finally:
-            gen.close()
-        end = time.perf_counter()
-        first = first or end
-        timings = {
-            "prompt_ms": (first - start) * 1000.0,
-            "predicted_ms": (end - first) * 1000.0,
-            "predicted_n": len(completion),
-            "host_ms": host * 1000.0,
-        }
-        return completion, logprobs, timings
-
-    def _grammar(self, req: ChatCompletionRequest) -> Any:
-        """The llama.cpp grammar of the request's JSON schema (cached per schema), or None.
+    def _grammar(self, req: ChatCompletionRequest) -> str | None:
+        """The GBNF grammar of the request's JSON schema (cached per schema), or None.
 
         Raises:
             PolicyRequestError: 400 when llama.cpp cannot turn the schema into a grammar.
@@ -487,24 +388,64 @@ class LlamaCppEngine:
             return None
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            from llama_cpp import LlamaGrammar
+            from llama_cpp.llama_grammar import json_schema_to_gbnf
 
             try:
-                self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+                self._grammars[key] = json_schema_to_gbnf(key)
             except (ValueError, RuntimeError, KeyError) as exc:
                 raise PolicyRequestError(
                     400, f"response_format.json_schema: no grammar: {exc}", "invalid_request_error"
                 ) from exc
         return self._grammars[key]
 
-    def _token_logprobs(self, llm: Any, token: int, k: int) -> TokenLogprobs:
-        """Logprob of ``token`` and the top ``k`` under the logits that produced it (raw distribution)."""
-        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(self.n_vocab,)).astype(np.float64)
-        logits -= logits.max()
-        logp = logits - np.log(np.exp(logits).sum())
-        top: list[tuple[int, float]] = []
-        if k:
-            idx = np.argpartition(-logp, k)[:k]
-            idx = idx[np.argsort(-logp[idx])]
-            top = [(int(i), float(logp[i])) for i in idx]
-        return float(logp[token]), top
+
+def restore_weights(gguf: Path, cache_dir: Path, weights: str) -> Path:
+    """``gguf`` re-stored in another tensor type by llama.cpp (``llama_model_quantize``), cached by content.
+
+    Re-storing a Q4_1 file as Q8_0 keeps its values to within Q8_0's rounding (a 32-value
+    block of 16 levels, re-scaled to 255) and lets llama.cpp take its 8-bit matrix kernels.
+
+    Args:
+        gguf: the source GGUF file.
+        cache_dir: folder of the re-stored file (made when missing).
+        weights: ``q8_0``.
+
+    Returns:
+        the path of the re-stored file (an existing one is reused).
+
+    Raises:
+        ValueError: an unknown ``weights``.
+        RuntimeError: llama.cpp failed to write it.
+    """
+    import hashlib
+
+    import llama_cpp
+
+    ftypes = {"q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}
+    if weights not in ftypes:
+        raise ValueError(f"unknown weights {weights!r}; choose gguf or {', '.join(ftypes)}")
+    digest = hashlib.sha256()
+    with gguf.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    out = cache_dir / f"{gguf.stem}.{weights}.{digest.hexdigest()[:16]}.gguf"
+    if out.is_file():
+        return out
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype, params.allow_requantize, params.nthread = ftypes[weights], True, os.cpu_count() or 1
+    part = out.with_suffix(f".part{os.getpid()}")
+    if llama_cpp.llama_model_quantize(str(gguf).encode(), str(part).encode(), ctypes.byref(params)) != 0:
+        part.unlink(missing_ok=True)
+        raise RuntimeError(f"llama.cpp could not re-store {gguf} as {weights}")
+    part.replace(out)
+    return out
+
+
+def _quiet_llama_logs(lib: Any) -> None:
+    """Start llama.cpp's backends once, and send its own log lines nowhere (the engine reports what matters)."""
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is None:
+        lib.llama_backend_init()
+        _LOG_CALLBACK = lib.llama_log_callback(lambda *_args: None)
+        lib.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))

@@ -49,6 +49,11 @@ class ChatCompletionRequest(BaseModel):
         response_format: OpenAI structured output: ``{"type": "json_schema", "json_schema":
             {"name", "schema"}}`` constrains the reply to the schema where the engine can
             (llama.cpp: a grammar); ``{"type": "text"}`` or None: free text.
+        stop_at_action: MindForge extension: the agent's action format; the engine ends the
+            reply where its first complete action ends (the agent acts on that action only,
+            :func:`mindforge.agent.actions.action_end`, :func:`tool_call_end`), with
+            ``finish_reason`` ``stop``. None: replies end at EOS, a stop string or the cap.
+            Servers that do not know the field (vLLM) ignore it.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -68,6 +73,7 @@ class ChatCompletionRequest(BaseModel):
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     return_token_ids: bool = False
     response_format: dict[str, Any] | None = None
+    stop_at_action: Literal["json", "tool_calls", "fenced_bash", "command"] | None = None
 
     @property
     def json_schema(self) -> dict[str, Any] | None:
@@ -178,6 +184,23 @@ def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
         return text, []
     rest = rest.strip()
     return (rest or None), calls
+
+
+def tool_call_end(text: str) -> int | None:
+    """Index just past the first ``<tool_call>...</tool_call>`` block :func:`parse_tool_calls` takes, or None.
+
+    The agent uses the first tool call of a reply only (``tools.action_format`` =
+    ``tool_calls``), so an engine may stop decoding here; until a block with a JSON object
+    naming a string ``name`` has closed, None.
+    """
+    for match in _TOOL_CALL_RE.finditer(text):
+        try:
+            body = json.loads(match.group(1))
+        except ValueError:
+            continue
+        if isinstance(body, dict) and isinstance(body.get("name"), str):
+            return match.end()
+    return None
 
 
 def tool_names(tools: list[dict[str, Any]] | None) -> list[str]:

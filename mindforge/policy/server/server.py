@@ -17,11 +17,13 @@ vLLM without touching the callers.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import SecretStr
 
@@ -69,7 +71,10 @@ def _hub_reachable(timeout_sec: float = 5.0) -> bool:
 ENGINES = ("transformers", "llamacpp")
 
 
-def load_engine(model: str, device: str = "auto", served_name: str | None = None, engine: str = "transformers"):
+def load_engine(
+    model: str, device: str = "auto", served_name: str | None = None, engine: str = "transformers",
+    llamacpp: dict[str, Any] | None = None,
+):
     """Load the base model behind the server.
 
     Args:
@@ -84,6 +89,8 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
             ``llamacpp`` (inference only, on the model's GGUF file; the optional
             ``llamacpp`` extra). Both serve the same weights: the trainer's copy is the
             GGUF file dequantised.
+        llamacpp: keyword arguments of the llama.cpp engine (``contexts``, ``parallel``,
+            ``weights``; :class:`mindforge.policy.engines.llamacpp_engine.LlamaCppEngine`).
 
     Returns:
         a :class:`mindforge.policy.engines.engine.PolicyEngine` or a
@@ -104,8 +111,12 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
         if not resolved.gguf_path:
             raise ValueError(f"the llamacpp engine serves a GGUF file; {model!r} resolves to none")
         from mindforge.policy.engines.llamacpp_engine import LlamaCppEngine
+        from mindforge.settings import get_settings
 
-        return LlamaCppEngine(Path(resolved.gguf_path), served_name=served_name or resolved.name)
+        return LlamaCppEngine(
+            Path(resolved.gguf_path), served_name=served_name or resolved.name,
+            cache_dir=get_settings().data_dir / "models", **(llamacpp or {}),
+        )
     local_only = True
     if resolved.source == ModelSource.TINY:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the tiny model never needs the hub
@@ -132,9 +143,9 @@ def load_engine(model: str, device: str = "auto", served_name: str | None = None
 def create_app(engine: Any) -> FastAPI:
     """The FastAPI app over a loaded engine (:func:`load_engine`).
 
-    Handlers are plain functions, so FastAPI runs them in its thread pool; concurrent
-    chat requests meet in the engine (batched by the transformers engine, spread over
-    slots by the llama.cpp one).
+    Concurrent chat requests meet in the engine: the transformers engine batches them
+    (its ``chat`` runs in the thread pool); the llama.cpp engine queues them on its
+    decoder (``submit``), and a request whose client disconnects is cancelled there.
     """
     from mindforge.policy.engines.completion import PolicyRequestError
 
@@ -158,8 +169,10 @@ def create_app(engine: Any) -> FastAPI:
         return {"status": "ok"}
 
     @app.post("/v1/chat/completions")
-    def chat_completions(req: ChatCompletionRequest) -> dict:
-        return engine.chat(req)
+    async def chat_completions(req: ChatCompletionRequest, request: Request) -> dict:
+        if not hasattr(engine, "submit"):
+            return await run_in_threadpool(engine.chat, req)
+        return await _submitted(engine, req, request)
 
     @app.post("/v1/load_lora_adapter", response_class=PlainTextResponse)
     def load_lora_adapter(req: LoadLoRAAdapterRequest) -> str:
@@ -172,6 +185,35 @@ def create_app(engine: Any) -> FastAPI:
     return app
 
 
+#: seconds between checks of whether a waiting client is still connected
+DISCONNECT_POLL_SEC = 0.5
+
+
+async def _submitted(engine: Any, req: ChatCompletionRequest, request: Request) -> dict:
+    """Queue ``req`` on an engine that decodes in the background, and answer when it is done.
+
+    A client that goes away (its timeout fired: an agent's deadline) gets its request
+    cancelled, so its sequence is freed for the trials still running.
+    """
+    loop = asyncio.get_running_loop()
+    finished = loop.create_future()
+
+    def settle() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
+    def wake() -> None:
+        loop.call_soon_threadsafe(settle)
+
+    job, _prompt = await run_in_threadpool(engine.submit, req, wake)
+    while not finished.done():
+        await asyncio.wait({finished}, timeout=DISCONNECT_POLL_SEC)
+        if not finished.done() and await request.is_disconnected():
+            engine.cancel(job)
+            await finished
+    return engine.reply(req, job)
+
+
 def start_policy_server(
     model: str = TINY,
     host: str = "127.0.0.1",
@@ -181,6 +223,7 @@ def start_policy_server(
     served_name: str | None = None,
     engine: str = "transformers",
     api_key: SecretStr | str | None = None,
+    llamacpp: dict[str, Any] | None = None,
 ) -> ServerHandle:
     """Load ``model`` and serve it from a background thread of this process.
 
@@ -194,6 +237,7 @@ def start_policy_server(
         engine: see :func:`load_engine`.
         api_key: the key clients must send (``Authorization: Bearer``); None: settings'
             ``policy_api_key`` (:mod:`mindforge.policy.server.auth`).
+        llamacpp: the llama.cpp engine's keyword arguments (see :func:`load_engine`).
 
     Returns:
         a handle with ``.base_url`` (``http://host:port/v1``), ``.app.state.engine`` and
@@ -206,7 +250,7 @@ def start_policy_server(
     """
     key = as_secret(api_key) if api_key is not None else settings_key()
     check_bind(host, key)
-    return ServerHandle(create_app(load_engine(model, device, served_name, engine)), host, port, api_key=key)
+    return ServerHandle(create_app(load_engine(model, device, served_name, engine, llamacpp)), host, port, api_key=key)
 
 
 def serve(
@@ -217,6 +261,7 @@ def serve(
     served_name: str | None = None,
     engine: str = "transformers",
     api_key: SecretStr | str | None = None,
+    llamacpp: dict[str, Any] | None = None,
 ) -> None:
     """Load ``model`` and serve it in the foreground until interrupted.
 
@@ -226,6 +271,7 @@ def serve(
             ``--served-model-name``); default the resolved name (see :func:`load_engine`).
         engine: ``transformers`` or ``llamacpp`` (see :func:`load_engine`).
         api_key: the key clients must send; None: settings' ``policy_api_key``.
+        llamacpp: the llama.cpp engine's keyword arguments (see :func:`load_engine`).
 
     Raises:
         UnprotectedBindError: ``host`` is beyond loopback and there is no key (checked
@@ -234,14 +280,16 @@ def serve(
     """
     key = as_secret(api_key) if api_key is not None else settings_key()
     check_bind(host, key)
-    serve_app(create_app(load_engine(model, device, served_name, engine)), host, port, key)
+    serve_app(create_app(load_engine(model, device, served_name, engine, llamacpp)), host, port, key)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m mindforge.policy.server --model M --host H --port P [options]``.
 
-    Options: ``--device D``, ``--served-model-name N``, ``--engine E``. The API key comes
-    from settings (``MINDFORGE_POLICY_API_KEY``), never from the command line.
+    Options: ``--device D``, ``--served-model-name N``, ``--engine E``; for the llama.cpp
+    engine ``--contexts N`` (default one per CPU), ``--parallel N`` (sequences per
+    context) and ``--weights gguf|q8_0``. The API key comes from settings
+    (``MINDFORGE_POLICY_API_KEY``), never from the command line.
     """
     import argparse
     import sys
@@ -253,9 +301,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--served-model-name", default=None)
     parser.add_argument("--engine", choices=ENGINES, default="transformers")
+    parser.add_argument("--contexts", type=int, default=None)
+    parser.add_argument("--parallel", type=int, default=None)
+    parser.add_argument("--weights", choices=["gguf", "q8_0"], default=None)
     ns = parser.parse_args(argv)
+    llamacpp = {k: v for k, v in (("contexts", ns.contexts), ("parallel", ns.parallel), ("weights", ns.weights)) if v}
     try:
-        serve(ns.model, ns.host, ns.port, ns.device, ns.served_model_name, ns.engine)
+        serve(ns.model, ns.host, ns.port, ns.device, ns.served_model_name, ns.engine, llamacpp=llamacpp)
     except MindForgeError as exc:  # UnprotectedBindError, HubUnreachableError, ModelSpecError
         print(exc, file=sys.stderr)
         return 2
