@@ -57,7 +57,7 @@ def generation_row(index: int, seconds: float | None, record: dict[str, Any]) ->
 
 
 def reading_rows(table: Any) -> list[list[str]]:
-    """One sealed reading's rows (:data:`READING_COLUMNS`), pair 0 first; a kept pair says so instead of figures.
+    """One sealed reading's rows (:data:`READING_COLUMNS`), pair 0 first; a kept pair is marked re-read, no figures.
 
     Args:
         table: a :class:`mindforge.reports.readings.ReadingTable`.
@@ -68,7 +68,7 @@ def reading_rows(table: Any) -> list[list[str]]:
     for row in table.rows:
         name = f"{table.reading} ({table.n_tasks} tasks)" if row.pair == 0 else ""
         if row.kept:
-            rows.append([name, str(row.pair), f"= pair {row.pair - 1} (kept)", "-", "-", "-"])
+            rows.append([name, str(row.pair), f"= pair {row.pair - 1} (kept; re-read)", "-", "-", "-"])
         elif row.pair == 0:
             rows.append([name, "0 (root)", score_text(row.sealed, compact=True), "-", "-", "-"])
         else:

@@ -121,7 +121,7 @@ def compounding_lines(data: ReportData) -> list[str]:
     reason there is no figure), pair 0's success beside it, and a line with the harness
     and weights parts of the first; under the instances reading, a line per part
     (copyable, needs adaptation: success and lift over pair 0). A pair the generation kept
-    is one line, ``= pair k-1 (kept; one reading)``: the same trials, not a new figure.
+    is one line, ``= pair k-1 (kept; re-read, not run again)``: the same trials, not a new figure.
     The figures are the report's (:mod:`mindforge.reports.compounding`).
 
     Args:

@@ -165,11 +165,11 @@ def readings_text(generation: dict[str, Any]) -> str:
     if not readings:
         return "not measured on the sealed split yet"
     if all(figures.get("kept") for figures in readings.values()):
-        return "kept its parent pair: the pair it hands on is its own, read once (no change to measure on any reading)"
+        return "kept its parent pair: the pair it hands on is its own, re-read, not run again (no change to measure)"
     parts = []
     for reading, figures in readings.items():
         if figures.get("kept"):
-            parts.append(f"{reading_name(reading)}: kept its parent pair (one reading, no change to measure)")
+            parts.append(f"{reading_name(reading)}: kept its parent pair (re-read, no change to measure)")
             continue
         lift = sealed_text(figures.get("lift_vs_prev"), figures.get("lift_vs_prev_reason", ""))
         parts.append(f"{reading_name(reading)}: sealed lift {lift}")

@@ -61,7 +61,8 @@ def test_an_old_lineage_reads_its_whole_sealed_split_as_sealed_tasks(filled) -> 
     assert first[1] == f"    lift vs previous (pair 0) {figure}; vs root (pair 0) {figure}"
     assert "harness part " in first[2] and "weights part unchanged" in first[2]
     # generation 1 kept its pair: one line, the same pair read once, no new figure
-    assert kept.startswith("  pair 2 (handed on by gen 1, ") and kept.endswith(": = pair 1 (kept; one reading)")
+    assert kept.startswith("  pair 2 (handed on by gen 1, ")
+    assert kept.endswith(": = pair 1 (kept; re-read, not run again)")
     # the per-generation lines name the reading their sealed lift is of
     assert "  sealed lift over the parent pair (sealed tasks): +0.250 (95% CI +0.000..+0.500) on 2 sealed tasks, " \
         "8 trials" in lines
@@ -95,7 +96,9 @@ def test_each_reading_is_its_own_block_with_its_parts(readings) -> None:
         parts = next(line for line in block if line.startswith("    of the lift vs previous"))
         harness, weights = (rows[reading][1].attribution[k]["lift"] for k in ("harness", "weights"))
         assert parts == f"    of the lift vs previous: harness part {_figure(harness)}; weights part {_figure(weights)}"
-        assert block[-1] == "  pair 2 (handed on by gen 1, fam@1.1.0 / gen0-lora): = pair 1 (kept; one reading)"
+        assert block[-1] == (
+            "  pair 2 (handed on by gen 1, fam@1.1.0 / gen0-lora): = pair 1 (kept; re-read, not run again)"
+        )
     # the instances reading's copyable and needs-adaptation parts, under each measured pair
     assert instances[2:4] == [
         "    copyable: sealed 0.500 (2/4 passed, 2 tasks)", "    needs adaptation: sealed 0.000 (0/4 passed, 2 tasks)",
