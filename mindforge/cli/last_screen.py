@@ -41,7 +41,10 @@ def generation_row(index: int, seconds: float | None, record: dict[str, Any]) ->
         figure = ""
         if len(lift) == 3:
             figure = f" {lift[0]:+.3f} [{lift[1]:+.3f}, {lift[2]:+.3f}], {succ.get('n_tasks', 0)} tasks"
-        successor = ("promoted" if succ.get("promoted") else "kept the parent") + figure
+        verdict = "promoted" if succ.get("promoted") else "kept the parent"
+        if succ.get("cannot_compare"):
+            verdict = "cannot compare: kept the parent"
+        successor = verdict + figure
     else:
         successor = "-"
     upd = record.get("update") or {}

@@ -22,7 +22,7 @@ from mindforge.evaluation import PoolSplit
 from mindforge.experience.validation import RejectionReason
 from mindforge.reports import experience, plots
 from mindforge.reports.blocks import Block, Section, Table
-from mindforge.reports.compounding import generation_readings
+from mindforge.reports.compounding import generation_readings, reused_text
 from mindforge.reports.data import ReportData
 from mindforge.reports.reading_sections import (
     READING_SECTION_IDS,
@@ -409,9 +409,10 @@ def _decisions(data: ReportData) -> Section:
                     f"without={lift.get('parent_score'):.3f}, with={lift.get('successor_score'):.3f}"
                     if lift.get("parent_score") is not None else "-"
                 )
+            read = f"{len(d.get('trial_ids') or [])}{reused_text(d.get('reused'))}"
             rows.append(
                 [
-                    ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, len(d.get("trial_ids") or []),
+                    ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, read,
                     d.get("reason", "") + (f" (rule: {d['rule']})" if d.get("rule") else ""),
                 ]
             )

@@ -122,3 +122,27 @@ def test_no_sealed_measurement_says_so(filled) -> None:
     assert compounding_lines(data.model_copy(update={"readings": empty})) == [
         "compounding: no pair measured on the sealed split"
     ]
+
+
+def test_a_decision_says_what_it_reused_and_how_its_race_ended() -> None:
+    from mindforge.cli.last_screen import generation_row
+    from mindforge.cli.results import _decisions
+    from mindforge.reports import ReportData
+
+    data = ReportData(lineage_id="x", lineage_name="x", status="completed")
+    successor = {
+        "kind": "successor_contract", "decided_on": "selection", "promoted": False, "cannot_compare": False,
+        "contract_hash": "p" * 64, "reason": "no candidate's selection lift passes the gate", "trial_ids": ["a"] * 30,
+        "rule": "promote ...", "reused": [{"generation": 0, "contract_hash": "p" * 64, "adapter": "", "trials": 24}],
+        "race": {"run_trials": 38, "full_trials": 48, "stopped_early": True, "settled": {"c" * 64: "fails"}},
+    }
+    lines = _decisions(data, [successor])
+    assert lines[2] == "    reused trials: 24 of generation 0 (read, not run again)"
+    assert lines[3] == "    race: 38 of the full race's 48 trials stored, stopped once settled; candidates: " \
+        f"{'c' * 12} fails"
+    apart = {"kind": "adapter_promotion", "decided_on": "selection", "promoted": False, "cannot_compare": True,
+             "reason": "cannot compare: the two pairs share no scored selection task"}
+    first = _decisions(data, [apart])[0]
+    assert first.startswith("  adapter promotion (decided on selection, 0 trials): cannot compare")
+    row = generation_row(1, 10.0, {"successor": {"promoted": False, "cannot_compare": True}})
+    assert row[2] == "cannot compare: kept the parent"
