@@ -277,8 +277,8 @@ def plan_race(
         if missing:
             plan.look, plan.trials = index, missing
             return plan
-        if any((c, t, a) in stored for c in racers for a, t in look):
-            plan.look = index
+        if any((c, t, a) in stored for c in attempts for a, t in look):
+            plan.look = index  # the last look with a stored trial
     plan.done = True
     plan.stopped_early = plan.run_trials < plan.full_trials
     return plan

@@ -76,6 +76,7 @@ def test_a_clear_winner_settles_early_and_reads_no_sealed_trial():
     # STRONG passes every trial, the parent none: settled before the full race (2 attempts x 6 tasks x 3 racers)
     assert plan.done and plan.settled == {STRONG: "passes", NONE: "fails"} and plan.stopped_early
     assert plan.full_trials == 36 and plan.run_trials < 36 and plan.confidence == pytest.approx(0.975)
+    assert plan.look == len(looks) - 1 < plan.looks - 1  # the last look run, before the last of the full race
     # the first look gives every racer the first attempt of the first tasks
     assert {t.contract_hash for t in looks[0]} == {P, STRONG, NONE} and {t.attempt for t in looks[0]} == {0}
     choice = choose_successor(stored, PairRef(contract_hash=P), [STRONG, NONE], TASKS, min_tasks=5, resamples=500)
