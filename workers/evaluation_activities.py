@@ -142,11 +142,18 @@ def lineage_sealed_records(session, lineage_id: str) -> tuple[list[Any], set[str
 
     The sealed split is frozen and a pair's sealed trials do not depend on the generation
     that ran them, so every generation reads a pair's trials wherever they were run: a
-    pair is read once per lineage, never re-read with a different figure.
+    pair is run once per lineage (``plan_sealed_trials`` drops what is stored), and a later
+    generation that reads it again re-reads the same trials, never a different figure.
     """
     tasks = split_tasks(session, lineage_id, PoolSplit.SEALED)
     rows = trials.list_trials(session=session, lineage_id=lineage_id, stage=STAGE_OF_SPLIT[PoolSplit.SEALED].value)
     return [r.to_record() for r in rows if r.task_hash in tasks], tasks
+
+
+def trial_generations(session, lineage_id: str, split: PoolSplit) -> dict[str, int]:
+    """Trial id -> the generation that ran it, for the lineage's evaluation trials on ``split``."""
+    rows = trials.list_trials(session=session, lineage_id=lineage_id, stage=STAGE_OF_SPLIT[split].value)
+    return {r.trial_id: r.generation_index for r in rows if r.generation_index is not None}
 
 
 def split_records(session, lineage_id: str, generation: int, split: PoolSplit) -> tuple[list[Any], set[str]]:
@@ -168,6 +175,31 @@ def split_records(session, lineage_id: str, generation: int, split: PoolSplit) -
             continue
         first.setdefault((r.contract_hash or "", r.adapter, r.task_hash, r.attempt), r)
     return [r.to_record() for r in first.values()], tasks
+
+
+def reused_trials(session, lineage_id: str, generation: int, split: PoolSplit, trial_ids: list[str]) -> list[dict]:
+    """Which earlier generations ran the trials a decision or reading of generation ``generation`` read.
+
+    Args:
+        session: an open store session.
+        lineage_id / generation: the reader.
+        split: the split the trials are on (``selection`` or ``sealed``).
+        trial_ids: the ids read.
+
+    Returns:
+        ``{"generation", "contract_hash", "adapter", "trials"}`` per earlier generation and pair,
+        oldest first (empty when every trial read was run by ``generation`` itself).
+    """
+    wanted = set(trial_ids)
+    counts: dict[tuple[int, str, str], int] = {}
+    for r in trials.list_trials(session=session, lineage_id=lineage_id, stage=STAGE_OF_SPLIT[split].value):
+        g = r.generation_index if r.generation_index is not None else -1
+        if r.trial_id in wanted and g < generation:
+            key = (g, r.contract_hash or "", r.adapter)
+            counts[key] = counts.get(key, 0) + 1
+    return [
+        {"generation": g, "contract_hash": c, "adapter": a, "trials": n} for (g, c, a), n in sorted(counts.items())
+    ]
 
 
 def drop_read(batches: list[RunTrialsInput], records: list[Any]) -> list[RunTrialsInput]:
@@ -247,13 +279,14 @@ class EvaluationActivities:
     def _measure(self, inp: SealedEvaluationInput) -> SealedLiftResult:
         with store_engine.session_scope(self.engine) as s:
             records, all_tasks = lineage_sealed_records(s, inp.lineage_id)
+            ran = trial_generations(s, inp.lineage_id, PoolSplit.SEALED)
             readings = lineage_readings(s, inp.lineage_id)
             figures = {
-                reading.value: self._compounding(inp, records, tasks)
+                reading.value: self._compounding(inp, records, tasks, ran)
                 for reading in READING_ORDER if (tasks := readings.tasks_of(reading) & all_tasks)
             }
             parts = {
-                name: self._compounding(inp, records, tasks)
+                name: self._compounding(inp, records, tasks, ran)
                 for name, tasks in readings.parts_of_instances().items() if tasks & all_tasks
             }
             primary = next((r for r in READING_ORDER if r.value in figures), None)
@@ -280,13 +313,15 @@ class EvaluationActivities:
             return out
 
     @staticmethod
-    def _compounding(inp: SealedEvaluationInput, records: list[Any], tasks: set[str]) -> GenerationCompounding:
-        """One reading's compounding row: every pair's sealed score, the lifts and their attribution."""
+    def _compounding(
+        inp: SealedEvaluationInput, records: list[Any], tasks: set[str], ran: dict[str, int] | None = None
+    ) -> GenerationCompounding:
+        """One reading's compounding row: every pair's sealed score (and the generations that ran it), the lifts."""
         return measure_generation(
             records, tasks, generation=inp.generation, parent=inp.parent, successor=inp.successor, root=inp.root,
             harness=inp.harness, attempts=inp.evaluation.sealed_attempts or inp.evaluation.attempts,
             resamples=inp.evaluation.lift_resamples,
-            seed=inp.evaluation.seed,
+            seed=inp.evaluation.seed, generation_of=ran,
         )
 
     @staticmethod

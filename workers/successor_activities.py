@@ -1,10 +1,11 @@
-"""The successor check after the configuration search: the search's leaders race the parent on selection.
+"""The successor check after the configuration search: the search's best one or two contracts race the parent.
 
-Each round ``plan_successor_check`` returns the round's missing selection-split trials
+Each round ``plan_successor_check`` returns the next look's missing selection-split trials
 (:func:`mindforge.evaluation.race.plan_race`, planned from the stored trials, so a retried
-round re-plans the same ids); the ExpansionWorkflow runs them like a search step; then
-``choose_successor`` decides on the race's finalist
-(:func:`mindforge.evaluation.choose_successor`) and records the decision.
+round re-plans the same ids, and none once the outcome is settled); the ExpansionWorkflow
+runs them like a search step; then ``choose_successor`` decides by the gate's rule
+(:func:`mindforge.evaluation.choose_successor`) and records the decision, with the race and
+the generations whose trials it reused.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mindforge.payloads import RunTrialsInput, SearchStepInput, SuccessorCheckPl
 from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, trials
 from mindforge.store import search as search_repo
-from workers.evaluation_activities import split_records
+from workers.evaluation_activities import reused_trials, split_records
 
 
 class SuccessorActivities:
@@ -37,11 +38,13 @@ class SuccessorActivities:
     async def plan_successor_check(self, inp: SearchStepInput) -> SuccessorCheckPlan:
         """The successor race's next selection-split trials (:func:`mindforge.evaluation.race.plan_race`).
 
-        The search's leading contracts (``evaluation.successor_candidates``) race on the
-        selection split within ``evaluation.race_budget`` attempts per task; the parent runs
-        ``evaluation.attempts`` in round 0. Called once per round: it returns the round's
-        missing trials (batched by contract, ``trial_batch_size``), and none when the race
-        is over or there is nothing to compare.
+        The search's best contracts (``evaluation.successor_candidates``, ranked by
+        :func:`mindforge.search.summary.ranked_candidates`) race the parent on the selection
+        split: each runs ``race_budget // successor_candidates`` attempts per task, the parent
+        ``evaluation.attempts`` (trials already stored, in this generation or an earlier one,
+        are read, not run). Called once per look: it returns the look's missing trials
+        (batched by contract, ``trial_batch_size``), and none when the outcome is settled,
+        the race is over, or there is nothing to compare.
         """
         return await asyncio.to_thread(self._plan_successor, inp)
 
@@ -58,7 +61,11 @@ class SuccessorActivities:
         records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
         if not candidates or not tasks:
             return None, candidates, records, tasks
-        config = RaceConfig(budget=inp.evaluation.race_budget, parent_attempts=inp.evaluation.attempts)
+        ev = inp.evaluation
+        config = RaceConfig(
+            budget=ev.race_budget, parent_attempts=ev.attempts, min_tasks=max(1, ev.splits.min_tasks),
+            resamples=ev.lift_resamples, seed=ev.seed,
+        )
         parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
         return plan_race(records, parent, candidates, tasks, config), candidates, records, tasks
 
@@ -90,17 +97,20 @@ class SuccessorActivities:
         ]
         return SuccessorCheckPlan(
             candidate_hash=candidates[0], batches=batches, round=race.round, candidates=candidates,
-            note="" if batches else f"race over after {len(race.rounds)} round(s) on {len(tasks)} tasks",
+            note="" if batches else (
+                f"race over after look {race.look + 1} of {race.looks} on {len(tasks)} tasks: {race.run_trials} of "
+                f"{race.full_trials} trials of the full race run" + (" (settled early)" if race.stopped_early else "")
+            ),
         )
 
     @activity.defn(name="choose_successor")
     async def choose_successor(self, inp: SearchStepInput) -> SuccessorChoice:
         """Pick the next contract on selection evidence only (:func:`mindforge.evaluation.choose_successor`).
 
-        Only the race's finalist may be promoted; every candidate's trials are read and
-        recorded. The decision, with ``decided_on: "selection"``, the ids of every trial it
-        read, its rule in words and the race's rounds, goes to the generation record under
-        ``successor``. Returns the choice.
+        Every raced candidate may be promoted, each judged at the Bonferroni level over
+        how many raced. The decision, with ``decided_on: "selection"``, the ids of every
+        trial it read, the generations whose trials it reused, its rule (with its error) in
+        words and the race, goes to the generation record under ``successor``. Returns the choice.
         """
         return await asyncio.to_thread(self._choose, inp)
 
@@ -110,13 +120,13 @@ class SuccessorActivities:
         parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
         with store_engine.session_scope(self.engine) as s:
             race, candidates, records, tasks = self._race(s, inp)
-            finalists = None if race is None else ([race.finalist] if race.done and race.finalist else [])
             choice = choose_successor(
-                records, parent, candidates, tasks, min_tasks=inp.evaluation.splits.min_tasks, finalists=finalists,
+                records, parent, candidates, tasks, min_tasks=inp.evaluation.splits.min_tasks,
                 resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
             )
             if race is not None:
                 choice.race = race.model_dump(mode="json", exclude={"trials", "trial_ids"})
+            choice.reused = reused_trials(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION, choice.trial_ids)
             lineages.update_generation(
                 session=s, lineage_id=inp.lineage_id, index=inp.generation,
                 record={"successor": choice.model_dump(mode="json")},

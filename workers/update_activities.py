@@ -50,7 +50,7 @@ from mindforge.store import engine as store_engine
 from mindforge.store import lineages, registry
 from mindforge.store.errors import ContractNotRegisteredError
 from mindforge.store.models import AdapterRevisionCreate
-from workers.evaluation_activities import drop_read, pair_trial_batches, split_records
+from workers.evaluation_activities import drop_read, pair_trial_batches, reused_trials, split_records
 
 #: the trial stages training reads (on search-split tasks): base evaluation, search, rollouts
 TRAINED_STAGES = frozenset({TrialStage.EXPANSION.value, TrialStage.SEARCH.value, TrialStage.ROLLOUT.value})
@@ -208,10 +208,10 @@ class UpdateActivities:
 
     @activity.defn(name="plan_promotion_trials")
     async def plan_promotion_trials(self, inp: PlanPromotionInput) -> PromotionPlan:
-        """Selection trials of the trained pair and the parent pair (same tasks, same attempts).
+        """Selection trials of the trained pair and the kept pair (same tasks, same attempts).
 
-        A pair's trials already read on selection (the parent pair's from the successor
-        race or from an earlier generation: :func:`workers.evaluation_activities.split_records`)
+        A pair's trials already read on selection (the kept pair's from the successor race,
+        or from an earlier generation that read it: :func:`workers.evaluation_activities.split_records`)
         are not run again.
 
         Raises:
@@ -238,8 +238,8 @@ class UpdateActivities:
     def _check_gate(self, session, inp: PlanPromotionInput) -> None:
         """The trained pair runs under the training contract's harness (no check when it is not named).
 
-        The parent pair it is compared with keeps its own contract: the gate decides the
-        pair (contract and adapter) as one.
+        The kept pair it is compared with keeps its own contract (the successor check's, or
+        the parent's): the gate decides the pair handed on (contract and adapter) as one.
         """
         if not inp.trained_under:
             return
@@ -250,17 +250,21 @@ class UpdateActivities:
     async def decide_promotion(self, inp: PlanPromotionInput) -> PromotionDecision:
         """The pair gate on selection trials only (:func:`mindforge.evaluation.decisions.decide_pair`); recorded.
 
-        The decision (``decided_on: "selection"``, the trial ids read, the trained pair's
-        selection lift over the parent pair) goes to ``record["update"]["promotion"]``.
+        The decision (``decided_on: "selection"``, the trial ids read and the generations that
+        ran them, the trained pair's selection lift over the kept pair) goes to
+        ``record["update"]["promotion"]``.
         """
 
         def work() -> PromotionDecision:
             with store_engine.session_scope(self.engine) as s:
                 records, tasks = split_records(s, inp.lineage_id, inp.generation, PoolSplit.SELECTION)
                 decision = decide_pair(
-                    records, inp.without, inp.with_adapter, tasks, harness=inp.harness,
+                    records, inp.without, inp.with_adapter, tasks,
                     min_tasks=inp.evaluation.splits.min_tasks, margin=inp.update.promotion_margin,
                     resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
+                )
+                decision.reused = reused_trials(
+                    s, inp.lineage_id, inp.generation, PoolSplit.SELECTION, decision.trial_ids
                 )
                 merge_update_record(s, inp.lineage_id, inp.generation, {"promotion": decision.model_dump(mode="json")})
                 return decision

@@ -12,10 +12,10 @@
    budget cannot afford is refused before it starts, and the refusal is recorded.
 5. Experience, ``model`` round: the generation's passed search-split trials (base evaluation
    and search), replayed and added, so the next generation's search sees them.
-6. Successor: the search's leading contracts race on the selection split (successive
-   halving within a budget, ``mindforge.evaluation.race``), beside the parent; the
-   finalist is promoted only on that evidence (``mindforge.evaluation.choose_successor``),
-   never on search coverage and never on sealed trials.
+6. Successor: the search's best one or two contracts race the parent on the selection split,
+   look by look until the outcome is settled (``mindforge.evaluation.race``); one is promoted
+   only on a gain on that evidence (``mindforge.evaluation.choose_successor``), never on
+   search coverage and never on sealed trials.
 Coverage, search summary and successor choice land in the generation's record.
 """
 
@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
 MAX_SEARCH_STEPS = 200
 #: the patch id of the experience-library rounds (histories recorded before them replay without)
 EXPERIENCE_PATCH = "experience-library-rounds"
-#: upper bound on successor-race rounds (successive halving over n candidates takes ceil(log2 n))
+#: upper bound on successor-race rounds (a race runs at most ``RaceConfig.looks``, 8, looks)
 MAX_RACE_ROUNDS = 16
 
 
@@ -139,7 +139,7 @@ class ExpansionWorkflow:
                 return
 
     async def _successor(self, inp: SearchStepInput) -> str:
-        """Race the leading candidates on selection, round by round (each round's trials all at once), then decide."""
+        """Race the best candidates on selection, look by look (each look's trials all at once), then decide."""
         for _ in range(MAX_RACE_ROUNDS):
             check: SuccessorCheckPlan = await o.store_activity(o.PLAN_SUCCESSOR_CHECK, inp, SuccessorCheckPlan)
             if not check.batches:

@@ -16,11 +16,13 @@ iteration is recorded (``record_iteration``). With N = 0 it trains once on the
 generation's search-split trials under the training contract.
 
 The candidate pair is the last trained adapter, registered as the new revision, plus the
-training contract with ``model.adapter`` naming it. The promotion gate runs it and the
-training contract with the parent's adapter on the selection split (same tasks, same
-attempts); the sealed split is not read here. When nothing trained, validation rejects
-the adapter, or the gate does not promote it, the next pair keeps the parent's adapter
-(with Expansion's successor contract): a recorded outcome, not a failure.
+training contract with ``model.adapter`` naming it. The pair gate runs it and the *kept*
+pair - what the next generation gets otherwise: Expansion's successor contract (or the
+parent's) with the parent's adapter - on the selection split (same tasks, same attempts)
+and hands it on only on its own gain over the kept pair; the sealed split is not read here.
+When nothing trained, validation rejects the adapter, or the gate does not promote it, the
+next pair keeps the parent's adapter (with Expansion's successor contract): a recorded
+outcome, not a failure.
 """
 
 from __future__ import annotations
@@ -124,8 +126,7 @@ class UpdateWorkflow:
         )
         await self._hand_off(inp, reg.adapter_name, train.adapter_dir, inp.update.serving_urls)
         successor = PairRef(contract_hash=reg.successor_contract_hash, adapter=reg.adapter_name)
-        harness = kept if inp.successor_contract_hash else None
-        decision = await self._promotion(inp, successor, plan.contract_hash, harness)
+        decision = await self._promotion(inp, successor, plan.contract_hash, kept)
         outcome = UpdateOutcome.PROMOTED if decision.promoted else UpdateOutcome.NOT_PROMOTED
         record = self._record(inp, outcome, successor if decision.promoted else kept)
         return await self._finish(
@@ -282,17 +283,17 @@ class UpdateWorkflow:
         )
 
     async def _promotion(
-        self, inp: UpdateInput, with_adapter: PairRef, trained_under: str, harness: PairRef | None
+        self, inp: UpdateInput, with_adapter: PairRef, trained_under: str, kept: PairRef
     ) -> PromotionDecision:
-        """The pair gate: the trained pair and the parent pair on the selection split (same tasks, attempts), decided.
+        """The pair gate: the trained pair and the kept pair on the selection split (same tasks, attempts), decided.
 
-        ``harness`` is Expansion's new harness with the parent's adapter (None when the
-        successor check kept the parent's contract): the trained pair must not score below it.
+        ``kept`` is the pair handed on otherwise (Expansion's contract, the parent's adapter):
+        the trained pair is handed on only on its own gain over it, so a new harness's lift
+        never carries an adapter that changes nothing.
         """
         gate = PlanPromotionInput(
             lineage_id=inp.lineage_id, generation=inp.generation, runtime=inp.runtime, evaluation=inp.evaluation,
-            update=inp.update, without=inp.pair, with_adapter=with_adapter, harness=harness,
-            trained_under=trained_under,
+            update=inp.update, without=kept, with_adapter=with_adapter, trained_under=trained_under,
         )
         plan: PromotionPlan = await o.store_activity(o.PLAN_PROMOTION_TRIALS, gate, PromotionPlan)
         await asyncio.gather(*(o.run_trials(b, inp.runtime.heartbeat_timeout_sec) for b in plan.batches))

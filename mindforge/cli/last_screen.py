@@ -41,7 +41,10 @@ def generation_row(index: int, seconds: float | None, record: dict[str, Any]) ->
         figure = ""
         if len(lift) == 3:
             figure = f" {lift[0]:+.3f} [{lift[1]:+.3f}, {lift[2]:+.3f}], {succ.get('n_tasks', 0)} tasks"
-        successor = ("promoted" if succ.get("promoted") else "kept the parent") + figure
+        verdict = "promoted" if succ.get("promoted") else "kept the parent"
+        if succ.get("cannot_compare"):
+            verdict = "cannot compare: kept the parent"
+        successor = verdict + figure
     else:
         successor = "-"
     upd = record.get("update") or {}
@@ -57,7 +60,7 @@ def generation_row(index: int, seconds: float | None, record: dict[str, Any]) ->
 
 
 def reading_rows(table: Any) -> list[list[str]]:
-    """One sealed reading's rows (:data:`READING_COLUMNS`), pair 0 first; a kept pair says so instead of figures.
+    """One sealed reading's rows (:data:`READING_COLUMNS`), pair 0 first; a kept pair is marked re-read, no figures.
 
     Args:
         table: a :class:`mindforge.reports.readings.ReadingTable`.
@@ -68,7 +71,7 @@ def reading_rows(table: Any) -> list[list[str]]:
     for row in table.rows:
         name = f"{table.reading} ({table.n_tasks} tasks)" if row.pair == 0 else ""
         if row.kept:
-            rows.append([name, str(row.pair), f"= pair {row.pair - 1} (kept)", "-", "-", "-"])
+            rows.append([name, str(row.pair), f"= pair {row.pair - 1} (kept; re-read)", "-", "-", "-"])
         elif row.pair == 0:
             rows.append([name, "0 (root)", score_text(row.sealed, compact=True), "-", "-", "-"])
         else:

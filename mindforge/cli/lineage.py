@@ -273,7 +273,8 @@ def check_gates(spec, counts: dict) -> list[str]:
 
     Raises:
         InputError: a gate that runs cannot pass at any lift (the selection split holds
-            no task, or fewer than ``--min-split-tasks``), naming the option and the numbers.
+            no task, or fewer than ``--min-split-tasks``), or would decide on fewer than 5
+            paired tasks (``--min-split-tasks`` below 5), naming the option and the numbers.
     """
     from mindforge.evaluation.power import GateCannotPassError, gate_power
 
@@ -286,14 +287,17 @@ def check_gates(spec, counts: dict) -> list[str]:
         except GateCannotPassError as exc:
             raise InputError(exc.field, "evaluation.splits", exc.reason) from None
     if any(r.gate == "successor" for r in gates):
+        from mindforge.evaluation.race import candidate_attempts
+
+        each = candidate_attempts(ev.successor_candidates, ev.race_budget)
         if ev.successor_candidates == 1:
-            race = "the search's best contract alone runs on selection"
+            race = f"the search's best contract races the parent on selection, {each} attempt(s) per task"
         else:
             race = (
-                f"up to {ev.successor_candidates} search contracts race on selection by successive halving, "
-                f"{ev.race_budget} attempts per task among them; the figure is the finalist's"
+                f"the search's best {ev.successor_candidates} contracts race the parent on selection, {each} "
+                f"attempt(s) per task each, each judged at the Bonferroni level over {ev.successor_candidates}"
             )
-        lines.append(f"  (successor: {race})")
+        lines.append(f"  (successor: {race}; the race stops once its outcome is settled)")
     return lines
 
 

@@ -261,7 +261,7 @@ def _lift_lines(record: dict) -> str:
     for reading, figures in readings.items():
         lift = figures.get("lift_vs_prev") or {}
         if figures.get("kept"):
-            text = "kept its parent pair (one reading)"
+            text = "kept its parent pair (re-read)"
         elif lift.get("mean") is not None and lift.get("lo") is not None:
             text = f"{lift['mean']:+.2f} [{lift['lo']:+.2f}, {lift['hi']:+.2f}], {lift.get('n_tasks', 0)} tasks"
         else:

@@ -68,21 +68,34 @@ def _base(data: ReportData, index: int) -> list[str]:
 
 
 def _decisions(data: ReportData, decisions: list[dict[str, Any]]) -> list[str]:
+    from mindforge.reports.compounding import reused_text
+
     out = []
     for d in decisions:
         if d["kind"] == "successor_contract":
-            verb = "promoted" if d.get("promoted") else "kept"
+            verb = "cannot compare; kept" if d.get("cannot_compare") else "promoted" if d.get("promoted") else "kept"
             out.append(
                 f"  successor contract (decided on {d.get('decided_on')}, {len(d.get('trial_ids') or [])} trials): "
                 f"{verb} {data.contract_ref(d.get('contract_hash'))} - {d.get('reason', '')}"
             )
         else:
+            verb = "cannot compare" if d.get("cannot_compare") else "promoted" if d.get("promoted") else "not promoted"
             out.append(
                 f"  adapter promotion (decided on {d.get('decided_on')}, {len(d.get('trial_ids') or [])} trials): "
-                f"{'promoted' if d.get('promoted') else 'not promoted'} - {d.get('reason', '')}"
+                f"{verb} - {d.get('reason', '')}"
             )
         if d.get("rule"):
             out.append(f"    rule: {d['rule']}")
+        if d.get("reused"):
+            out.append(f"    {reused_text(d['reused']).removeprefix('; ')} (read, not run again)")
+        race = d.get("race") or {}
+        if race.get("full_trials"):
+            early = ", stopped once settled" if race.get("stopped_early") else ""
+            settled = ", ".join(f"{data.contract_ref(c)} {s}" for c, s in (race.get("settled") or {}).items())
+            out.append(
+                f"    race: {race.get('run_trials')} of the full race's {race.get('full_trials')} trials stored"
+                f"{early}; candidates: {settled or '-'}"
+            )
     return out
 
 
@@ -121,7 +134,7 @@ def compounding_lines(data: ReportData) -> list[str]:
     reason there is no figure), pair 0's success beside it, and a line with the harness
     and weights parts of the first; under the instances reading, a line per part
     (copyable, needs adaptation: success and lift over pair 0). A pair the generation kept
-    is one line, ``= pair k-1 (kept; one reading)``: the same trials, not a new figure.
+    is one line, ``= pair k-1 (kept; re-read, not run again)``: the same trials, not a new figure.
     The figures are the report's (:mod:`mindforge.reports.compounding`).
 
     Args:

@@ -6,10 +6,12 @@
 - :mod:`~mindforge.evaluation.scoring` - the one per-task scorer every split uses;
 - :mod:`~mindforge.evaluation.stats` - Wilson intervals, the paired bootstrap and trend slopes;
 - :mod:`~mindforge.evaluation.lift` - the paired lift of one pair over another;
+- :mod:`~mindforge.evaluation.gate` - the gates' one rule: a gain (mean above 0, lower bound
+  above 0; Bonferroni over several candidates), never a tie, and "cannot compare";
 - :mod:`~mindforge.evaluation.decisions` - successor contract and adapter promotion,
   decided on the selection split only.
-- :mod:`~mindforge.evaluation.race` - selection trials shared among successor candidates
-  (successive halving with Hoeffding stops);
+- :mod:`~mindforge.evaluation.race` - the successor race: one or two candidates against the
+  parent, stopped once its outcome is settled (exact curtailment);
 - :mod:`~mindforge.evaluation.pair_trials` - the trials that evaluate pairs on the
   selection or sealed split (same tasks, same attempts);
 - :mod:`~mindforge.evaluation.power` - each gate's minimum detectable lift at 80% power.

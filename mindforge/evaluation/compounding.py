@@ -50,6 +50,9 @@ class PairSealed(BaseModel):
         n_tasks: sealed tasks with a usable attempt; n_trials: usable attempts.
         passed: usable attempts with reward 1.
         excluded_trials: attempts without a real reward (not scored 0).
+        run_in: the generations that ran the trials read (a pair's sealed trials run once per
+            lineage: a generation later than these *re-reads* them, it does not run them again);
+            empty when not known.
     """
 
     contract_hash: str
@@ -59,6 +62,7 @@ class PairSealed(BaseModel):
     n_trials: int = 0
     passed: int = 0
     excluded_trials: int = 0
+    run_in: list[int] = Field(default_factory=list)
 
     @property
     def pair(self) -> PairRef:
@@ -120,8 +124,10 @@ def _key(pair: PairRef | None) -> tuple[str, str] | None:
     return (pair.contract_hash, pair.adapter) if pair is not None else None
 
 
-def pair_sealed(records: list[TrialRecord], pair: PairRef, tasks: set[str]) -> PairSealed:
-    """One pair's sealed score and counts over ``tasks``."""
+def pair_sealed(
+    records: list[TrialRecord], pair: PairRef, tasks: set[str], generation_of: dict[str, int] | None = None
+) -> PairSealed:
+    """One pair's sealed score and counts over ``tasks``; with ``generation_of``, the generations that ran them."""
     from mindforge.audit import usable_for_scoring
 
     scores = score_tasks(records, pair, tasks)
@@ -129,9 +135,10 @@ def pair_sealed(records: list[TrialRecord], pair: PairRef, tasks: set[str]) -> P
         1 for r in records
         if r.task_hash in tasks and pair.matches(r) and usable_for_scoring(r) and (r.reward or 0.0) >= 1.0
     )
+    run_in = sorted({generation_of[t] for t in scores.trial_ids if t in generation_of}) if generation_of else []
     return PairSealed(
         contract_hash=pair.contract_hash, adapter=pair.adapter, score=scores.mean, n_tasks=len(scores.scores),
-        n_trials=scores.usable_trials, passed=passed, excluded_trials=scores.excluded_trials,
+        n_trials=scores.usable_trials, passed=passed, excluded_trials=scores.excluded_trials, run_in=run_in,
     )
 
 
@@ -147,6 +154,7 @@ def measure_generation(
     attempts: int = 0,
     resamples: int = 2000,
     seed: int = 0,
+    generation_of: dict[str, int] | None = None,
 ) -> GenerationCompounding:
     """A generation's compounding row from its sealed trials.
 
@@ -160,6 +168,7 @@ def measure_generation(
             contract did not change. It may equal ``successor`` (the adapter did not change).
         attempts: sealed attempts per task and pair (recorded).
         resamples / seed: bootstrap settings.
+        generation_of: trial id -> the generation that ran it (each pair's ``run_in``); None: not recorded.
 
     Returns:
         the row; lifts are None (with a reason) where no task could be paired.
@@ -177,8 +186,9 @@ def measure_generation(
 
     out = GenerationCompounding(
         generation=generation, sealed_tasks=sorted(tasks), sealed_tasks_sha256=tasks_digest(tasks), attempts=attempts,
-        parent=pair_sealed(records, parent, tasks), successor=pair_sealed(records, successor, tasks),
-        root=pair_sealed(records, root, tasks) if root is not None else None,
+        parent=pair_sealed(records, parent, tasks, generation_of),
+        successor=pair_sealed(records, successor, tasks, generation_of),
+        root=pair_sealed(records, root, tasks, generation_of) if root is not None else None,
     )
     changed = _key(parent) != _key(successor)
     if not changed:
@@ -193,11 +203,13 @@ def measure_generation(
         out.lift_vs_root_reason = "the pair handed on is generation 0's pair"
     else:
         out.lift_vs_root, out.lift_vs_root_reason = figure(lift(root, successor, "root"))
-    out.attribution = _attribution(out, records, tasks, parent, successor, harness, lift)
+    out.attribution = _attribution(out, records, tasks, parent, successor, harness, lift, generation_of)
     return out
 
 
-def _attribution(out, records, tasks, parent, successor, harness, lift) -> dict[str, AttributionPart]:
+def _attribution(
+    out, records, tasks, parent, successor, harness, lift, generation_of=None
+) -> dict[str, AttributionPart]:
     """The harness part (harness-only over parent) and the weights part (successor over harness-only)."""
     if _key(parent) == _key(successor):
         same = AttributionPart(status="unchanged", reason="the generation kept its parent pair")
@@ -210,7 +222,7 @@ def _attribution(out, records, tasks, parent, successor, harness, lift) -> dict[
         return {"harness": unchanged, "weights": whole}
     if _key(harness) == _key(successor):
         return {"harness": whole, "weights": AttributionPart(status="unchanged", reason="the adapter is unchanged")}
-    out.harness = pair_sealed(records, harness, tasks)
+    out.harness = pair_sealed(records, harness, tasks, generation_of)
     if not out.harness.n_trials:
         why = "the harness-only pair (new contract, old adapter) has no usable sealed trial"
         return {name: AttributionPart(status="not_run", reason=why) for name in ("harness", "weights")}

@@ -1,12 +1,12 @@
 """Power of the selection gates: the smallest lift each gate detects with 80% power.
 
-Both gates (:mod:`mindforge.evaluation.decisions`) read per-task scores - the mean reward
-over a pair's attempts of a task - paired by task, and pass when the percentile
-bootstrap of the mean paired difference (clustered by task,
-:func:`mindforge.evaluation.stats.bootstrap_lift`) has its 95% lower bound above
+Both gates (:mod:`mindforge.evaluation.gate`) read per-task scores - the mean reward
+over a pair's attempts of a task - paired by task, and pass when the mean paired
+difference is above 0 (a tie never passes) and the percentile bootstrap of it (clustered
+by task, :func:`mindforge.evaluation.stats.bootstrap_lift`) has its lower bound above
 ``-margin`` on at least ``min_tasks`` paired tasks; ``margin`` 0 is the superiority rule
-(lower bound above 0), a positive margin a declared non-inferiority margin. A comparison
-in which both pairs score 0 on every task never passes.
+(lower bound above 0), a positive margin a declared non-inferiority margin. The interval
+is 95%, or ``1 - 0.05 / m`` when the successor race judges ``m`` candidates (Bonferroni).
 
 **Exact case** (a baseline that passes nothing, the usual start: the base model under a
 plain harness). Every paired difference is then >= 0 and a bootstrap resample's mean is 0
@@ -42,6 +42,9 @@ from pydantic import BaseModel
 from scipy import optimize
 from scipy import stats as sps
 
+from mindforge.evaluation.gate import MIN_GATE_TASKS, TIE_TOLERANCE, bonferroni_confidence
+from mindforge.evaluation.stats import bootstrap_lower_bounds
+
 #: power a gate should have at the lift it is said to detect
 TARGET_POWER = 0.8
 
@@ -66,12 +69,14 @@ class GateRule(BaseModel):
     Attributes:
         gate: its name (``successor``, ``promotion``).
         tasks: tasks on the selection split.
-        attempts: attempts per task of the pair under test (the race's finalist, or the
+        attempts: attempts per task of the pair under test (each raced candidate, or the
             new adapter's pair).
         baseline_attempts: attempts per task of the pair it is compared with.
         min_tasks: fewest paired tasks the gate decides on.
         margin: non-inferiority margin in reward units (0: the lower bound must be above 0).
-        confidence: level of the bootstrap interval.
+        confidence: level of one gate's bootstrap interval (95%).
+        candidates: candidates the gate judges at once (the successor race's ``m``); each is
+            judged at :attr:`level`.
     """
 
     gate: str
@@ -81,6 +86,12 @@ class GateRule(BaseModel):
     min_tasks: int
     margin: float = 0.0
     confidence: float = 0.95
+    candidates: int = 1
+
+    @property
+    def level(self) -> float:
+        """The interval level each candidate is judged at: ``1 - (1 - confidence) / candidates`` (Bonferroni)."""
+        return bonferroni_confidence(self.candidates, self.confidence)
 
 
 class GatePower(BaseModel):
@@ -110,7 +121,9 @@ class GatePower(BaseModel):
     def describe(self) -> str:
         """The gate's rule and power in words (one line)."""
         r = self.rule
-        rule = "95% lower bound above 0" if r.margin == 0 else f"95% lower bound above -{r.margin:g} (non-inferiority)"
+        level = f"{r.level:.1%}" + (f" (Bonferroni over {r.candidates} candidates)" if r.candidates > 1 else "")
+        bound = "0" if r.margin == 0 else f"-{r.margin:g} (non-inferiority)"
+        rule = f"mean above 0 and {level} lower bound above {bound}"
         text = (
             f"{r.gate} gate: {r.attempts} attempt(s) on each of {r.tasks} selection tasks "
             f"(the pair it is compared with: {r.baseline_attempts} attempt(s) each),"
@@ -171,7 +184,7 @@ def exact_power(rule: GateRule, rate: float) -> float:
     if rule.tasks < max(1, rule.min_tasks):
         return 0.0
     q = 1 - (1 - rate) ** rule.attempts
-    return binomial_tail(rule.tasks, q, min_positive_tasks(rule.tasks, rule.margin, rule.confidence))
+    return binomial_tail(rule.tasks, q, min_positive_tasks(rule.tasks, rule.margin, rule.level))
 
 
 def min_detectable_lift(rule: GateRule, power: float = TARGET_POWER) -> float:
@@ -188,15 +201,24 @@ def min_detectable_lift(rule: GateRule, power: float = TARGET_POWER) -> float:
 
 
 def check_gate(rule: GateRule, field: str = "--min-split-tasks") -> None:
-    """Refuse a gate that cannot pass at any lift.
+    """Refuse a gate that cannot pass at any lift, or that would decide on fewer than 5 paired tasks.
 
     Raises:
-        GateCannotPassError: the selection split holds no task, or fewer than the
+        GateCannotPassError: the selection split holds no task; the gate would decide on
+            fewer than :data:`~mindforge.evaluation.gate.MIN_GATE_TASKS` paired tasks (a
+            one-task decision has a zero-width interval); or the split holds fewer than the
             ``min_tasks`` paired tasks the gate decides on (named in ``field``).
     """
     if rule.tasks < 1:
         raise GateCannotPassError(
             "--selection", f"the {rule.gate} gate decides on the selection split, which holds 0 tasks"
+        )
+    if rule.min_tasks < MIN_GATE_TASKS:
+        raise GateCannotPassError(
+            field,
+            f"the {rule.gate} gate would decide on as few as {rule.min_tasks} paired selection task(s); a gate needs "
+            f"at least {MIN_GATE_TASKS} (fewer give an interval too narrow to mean anything: one task gives a "
+            f"zero-width one): set {field} to {MIN_GATE_TASKS} or more",
         )
     if rule.min_tasks > rule.tasks:
         raise GateCannotPassError(
@@ -206,16 +228,18 @@ def check_gate(rule: GateRule, field: str = "--min-split-tasks") -> None:
         )
 
 
-def _gate_passes(parent: np.ndarray, child: np.ndarray, rule: GateRule, index: np.ndarray) -> np.ndarray:
-    """The gate's rule on ``draws`` simulated runs: per-task scores (draws, k) -> passed (draws,)."""
-    diffs = child - parent
-    tail = (1 - rule.confidence) / 2 * 100
-    lows = np.empty(len(diffs))
-    for start in range(0, len(diffs), 100):  # (100, resamples, k) at a time
-        means = diffs[start : start + 100][:, index].mean(axis=2)
-        lows[start : start + 100] = np.percentile(means, tail, axis=1)
-    all_zero = (parent == 0).all(axis=1) & (child == 0).all(axis=1)
-    return (lows > -rule.margin) & ~all_zero & (rule.tasks >= rule.min_tasks)
+def gate_passes(parent: np.ndarray, child: np.ndarray, rule: GateRule, *, resamples: int = 500,
+                gate_seed: int = 0) -> np.ndarray:
+    """The gate's rule on simulated runs: per-task scores, shape (draws, k) each -> passed, shape (draws,).
+
+    The rule of :func:`mindforge.evaluation.gate.judge_lift` (mean above 0, lower bound at
+    ``rule.level`` above ``-margin``, at least ``min_tasks`` tasks), with the gate's own
+    resample indices for ``gate_seed`` (:func:`mindforge.evaluation.stats.bootstrap_lower_bounds`).
+    """
+    diffs = np.asarray(child, dtype=float) - np.asarray(parent, dtype=float)
+    lows = bootstrap_lower_bounds(diffs, resamples=resamples, seed=gate_seed, confidence=rule.level)
+    means = diffs.mean(axis=1)
+    return (means > TIE_TOLERANCE) & (lows > -rule.margin + TIE_TOLERANCE) & (rule.tasks >= rule.min_tasks)
 
 
 def simulated_power(
@@ -241,11 +265,10 @@ def simulated_power(
     rng = np.random.default_rng(seed)
     u_base = rng.random((draws, rule.tasks, rule.baseline_attempts))
     u_pair = rng.random((draws, rule.tasks, rule.attempts))
-    index = rng.integers(0, rule.tasks, size=(resamples, rule.tasks))
     rate = min(1.0, max(0.0, baseline + lift))
     parent = (u_base < baseline).mean(axis=2)
     child = (u_pair < rate).mean(axis=2)
-    return float(_gate_passes(parent, child, rule, index).mean())
+    return float(gate_passes(parent, child, rule, resamples=resamples, gate_seed=seed).mean())
 
 
 def simulated_min_detectable_lift(
@@ -277,7 +300,7 @@ def gate_power(rule: GateRule, baseline_rate: float | None = 0.25, *, draws: int
     mdl = min_detectable_lift(rule)
     out = GatePower(
         rule=rule,
-        min_positive_tasks=min_positive_tasks(rule.tasks, rule.margin, rule.confidence),
+        min_positive_tasks=min_positive_tasks(rule.tasks, rule.margin, rule.level),
         min_detectable_lift=mdl,
         power_at={f"{p:.2f}": exact_power(rule, p) for p in (0.1, 0.25, 0.5)},
     )
@@ -307,18 +330,17 @@ def configured_gates(
         attempts: ``evaluation.attempts`` (the parent's, and the new adapter's pair's).
         min_tasks: ``evaluation.splits.min_tasks``.
         candidates / race_budget: ``evaluation.successor_candidates`` / ``race_budget``;
-            the successor gate's pair is the race's finalist
-            (:func:`mindforge.evaluation.race.finalist_attempts` attempts a task; fewer
-            candidates give it more).
+            each raced candidate runs :func:`mindforge.evaluation.race.candidate_attempts`
+            attempts a task and is judged at the Bonferroni level over ``candidates``.
         margin: ``update.promotion_margin``.
     """
-    from mindforge.evaluation.race import finalist_attempts
+    from mindforge.evaluation.race import candidate_attempts
 
     gates = []
     if successor:
         gates.append(GateRule(
-            gate="successor", tasks=selection_tasks, attempts=finalist_attempts(candidates, race_budget),
-            baseline_attempts=attempts, min_tasks=min_tasks,
+            gate="successor", tasks=selection_tasks, attempts=candidate_attempts(candidates, race_budget),
+            baseline_attempts=attempts, min_tasks=min_tasks, candidates=candidates,
         ))
     if promotion:
         gates.append(GateRule(

@@ -1,53 +1,74 @@
-"""Adaptive allocation of selection trials among successor candidates: successive halving with a race.
+"""The successor race: the search's best one or two contracts race the parent on selection, and stop when settled.
 
-The successor check races the search's leading contracts on the selection split within
-a budget of ``budget`` attempts per selection task, shared among them. Rounds follow
-successive halving (Jamieson & Talwalkar 2016, "Non-stochastic Best Arm Identification
-and Hyperparameter Optimization", AISTATS; Karnin et al. 2013): with ``n`` candidates
-there are ``R = ceil(log2 n)`` rounds (at least 1); round ``r`` gives each of its
-``ceil(n / 2**r)`` survivors ``floor(budget / (survivors * R))`` more attempts on every
-selection task (at least 1), ranks them by mean selection score and keeps the better
-half; the last round keeps one, the finalist. At each round's end a Hoeffding race
-(Maron & Moore 1994, "Hoeffding Races") also stops any candidate whose upper bound on its
-per-trial reward lies below the leader's lower bound (union bound over every comparison,
-``delta`` in all), so clear losers take no more trials. The leaders get the most trials:
-with 4 candidates and a budget of 8 the finalist runs 3 attempts a task, the others 1.
+**The full race** (a fixed size): the parent pair runs ``parent_attempts`` attempts of
+every selection task and each of the ``m`` candidates (contracts run with the parent's
+adapter, best first by search pass rate) ``candidate_attempts(m, budget)`` =
+``max(1, budget // m)``. The decision is the gate's (:mod:`mindforge.evaluation.gate`,
+:func:`mindforge.evaluation.decisions.choose_successor`): a candidate may replace the
+parent when its paired selection lift over the parent has a mean above 0 and a lower bound
+above 0 at the Bonferroni level ``1 - 0.05 / m`` on at least ``min_tasks`` paired tasks;
+among those, the highest lower bound wins.
 
-The parent runs ``parent_attempts`` attempts on every task in round 0, beside the
-candidates. The plan is a pure function of the stored selection trials: it finds the
-first round with a trial missing and returns exactly those trials, so a retried or
-resumed check re-plans the same trials (deterministic ids, run once) and a finished
-round is never re-run. Only trials on ``tasks`` (the selection split) under the parent's
-adapter are read; every id read is returned. Ranking on the trials the final rule then
-reads is a best-of-N choice on the selection split (a little optimistic); the sealed split,
-which no decision reads, is what measures the successor.
+**Looks and curtailment.** The full race's cells - ``(attempt, task)``, attempt-major over
+the sorted tasks, so every task is paired before any gets a second attempt - are cut into
+at most ``looks`` consecutive looks. After each look, for each candidate, the rule is
+evaluated at the two extremes of every way the rest of the full race could end (Eisenberg
+& Simon's curtailment of a fixed-size test; Jennison & Turnbull 2000, ch. 10): its
+remaining trials all failing and the parent's all passing, and the reverse. A task's score
+is a mean over usable attempts, so every completion's score lies between those extremes
+(an attempt that errors is left out, which moves the mean less than a 0 or a 1 would), and
+the rule is monotone in every paired difference; so when both extremes give one verdict,
+every completion does, and the candidate is **settled**. A task whose side has no usable
+attempt yet but trials to come may end paired or not: every subset of such tasks (at most
+:data:`MAX_UNDETERMINED`) is tried, and with more the candidate stays open. A settled
+candidate runs no more trials; the race is over when every candidate is settled and at most
+one that passes remains whose lower bound can still beat another's. A decision on the trials
+of a race cut short is the full race's decision, because the stored scores are themselves one
+of the completions bounded above (``tests/unit/evaluation/test_race_curtailment.py`` checks
+it on simulated trials). ``early_stop`` False runs the full race.
 
-Pure: pydantic and the trial model.
+The plan is a pure function of the stored selection trials: it settles what it can and
+returns the missing trials of the first look that an open racer still needs, so a retried
+or resumed race re-plans the same trials (deterministic ids, run once). Every stored trial
+of a racer on ``tasks`` under the parent's adapter is read - also those run in an earlier
+generation, so a pair measured before is not run again - and every id read is returned.
+
+Pure: pydantic, numpy/scipy (through the gate) and the trial model.
 """
 
 from __future__ import annotations
 
-import math
+import itertools
 from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from mindforge.evaluation.scoring import PairRef, score_tasks
+from mindforge.evaluation.gate import bonferroni_confidence, judge_lift
+from mindforge.evaluation.scoring import PairRef
 from mindforge.trials.record import TrialRecord
+
+#: tasks that may or may not end paired (a side with no usable attempt yet) the early stop still enumerates
+MAX_UNDETERMINED = 3
 
 
 class RaceConfig(BaseModel):
-    """How selection trials are shared among successor candidates.
+    """The full race's size, its looks and the gate it decides by.
 
     Attributes:
-        budget: attempts per selection task shared among the candidates (>= 1).
+        budget: attempts per selection task shared among the candidates (each runs ``budget // m``, at least 1).
         parent_attempts: attempts per selection task of the parent pair.
-        delta: total error probability of the Hoeffding race's early stops.
+        looks: the most looks the full race is cut into (each a round of the workflow).
+        early_stop: stop a candidate (and the race) once its verdict is settled (curtailment).
+        min_tasks / resamples / seed: the gate's (:func:`mindforge.evaluation.decisions.choose_successor`).
     """
 
-    budget: int = Field(default=8, ge=1)
+    budget: int = Field(default=4, ge=1)
     parent_attempts: int = Field(default=2, ge=1)
-    delta: float = Field(default=0.05, gt=0, lt=1)
+    looks: int = Field(default=8, ge=1)
+    early_stop: bool = True
+    min_tasks: int = Field(default=5, ge=1)
+    resamples: int = Field(default=2000, ge=1)
+    seed: int = 0
 
 
 class RaceTrial(BaseModel):
@@ -58,149 +79,207 @@ class RaceTrial(BaseModel):
     attempt: int
 
 
-class RaceRound(BaseModel):
-    """A finished round.
+class Settled(BaseModel):
+    """A candidate's verdict over every completion of the full race (:func:`settle`).
 
     Attributes:
-        round: its index from 0.
-        attempts: attempts per task each survivor had after it.
-        alive: the candidates it ran, best first after it.
-        scores: candidate -> mean selection score over its scored tasks (None: none scored).
-        eliminated: candidate -> why it stopped after this round.
+        passes: True / False when every completion gives that verdict; None while open.
+        lo_min / lo_max: the range of its lower bound over the completions (None: not comparable).
     """
 
-    round: int
-    attempts: int
-    alive: list[str]
-    scores: dict[str, float | None]
-    eliminated: dict[str, str] = Field(default_factory=dict)
+    passes: bool | None = None
+    lo_min: float | None = None
+    lo_max: float | None = None
 
 
 class RacePlan(BaseModel):
     """The race's state, read from the stored trials (:func:`plan_race`).
 
     Attributes:
-        round: the round whose trials ``trials`` are (the last round when done).
-        trials: trials of that round not yet stored; empty when done.
-        done: every round ran.
-        finalist: the candidate that survived every round (None: no candidates, or not done).
-        rounds: finished rounds.
-        schedule: ``(survivors, attempts per task)`` planned per round.
+        candidates: the contracts raced, best first by search evidence (the parent left out).
+        candidate_attempts / parent_attempts: attempts per task in the full race.
+        confidence: the interval level each candidate is judged at (Bonferroni over ``candidates``).
+        looks: looks of the full race; look: the look whose trials ``trials`` are (the last one run when done).
+        trials: that look's missing trials; empty when done.
+        done: the outcome is settled (or the full race ran).
+        settled: candidate -> ``passes`` / ``fails`` / ``loses`` (passes, but another's lower bound is
+            surely higher) / ``open``.
+        full_trials: trials of the full race (parent and candidates; stored ones included).
+        run_trials: of those, stored (in this generation or an earlier one).
+        stopped_early: done with trials of the full race never run.
         trial_ids: every trial read, sorted.
     """
 
-    round: int = 0
+    candidates: list[str] = Field(default_factory=list)
+    candidate_attempts: int = 0
+    parent_attempts: int = 0
+    confidence: float = 0.95
+    looks: int = 0
+    look: int = 0
     trials: list[RaceTrial] = Field(default_factory=list)
     done: bool = False
-    finalist: str | None = None
-    rounds: list[RaceRound] = Field(default_factory=list)
-    schedule: list[tuple[int, int]] = Field(default_factory=list)
+    settled: dict[str, str] = Field(default_factory=dict)
+    full_trials: int = 0
+    run_trials: int = 0
+    stopped_early: bool = False
     trial_ids: list[str] = Field(default_factory=list)
 
 
-def race_schedule(candidates: int, budget: int) -> list[tuple[int, int]]:
-    """``(survivors, attempts per task)`` of each successive-halving round.
-
-    Args:
-        candidates: candidates raced (>= 1).
-        budget: attempts per selection task shared among them.
-
-    Returns:
-        one pair per round; the attempts of a round are added to every survivor.
+def candidate_attempts(candidates: int, budget: int) -> int:
+    """Attempts per selection task each of ``candidates`` candidates runs in the full race (``budget // m``, >= 1).
 
     Raises:
         ValueError: no candidates.
     """
     if candidates < 1:
         raise ValueError(f"a race needs at least one candidate, got {candidates}")
-    rounds = max(1, math.ceil(math.log2(candidates)))
-    out, alive = [], candidates
-    for _ in range(rounds):
-        out.append((alive, max(1, budget // (alive * rounds))))
-        alive = math.ceil(alive / 2)
+    return max(1, budget // candidates)
+
+
+def race_looks(tasks: list[str], attempts: int, looks: int) -> list[list[tuple[int, str]]]:
+    """The full race's ``(attempt, task)`` cells, attempt-major, cut into at most ``looks`` near-equal looks."""
+    cells = [(a, t) for a in range(attempts) for t in sorted(tasks)]
+    n = max(1, min(looks, len(cells)))
+    bounds = [i * len(cells) // n for i in range(n + 1)]
+    return [cells[bounds[i] : bounds[i + 1]] for i in range(n)]
+
+
+class _Side(BaseModel):
+    """One pair's usable rewards on one task and the attempts of the full race still to come."""
+
+    total: float = 0.0
+    usable: int = 0
+    remaining: int = 0
+
+    def bounds(self) -> tuple[float, float]:
+        """(lowest, highest) score any completion gives (the attempts to come all 0, or all 1)."""
+        if not self.usable:
+            return 0.0, 1.0
+        n = self.usable + self.remaining
+        return self.total / n, (self.total + self.remaining) / n
+
+
+def _sides(read: list[TrialRecord], contract: str, tasks: list[str], attempts: int) -> dict[str, _Side]:
+    """Per task: the usable rewards of ``contract``'s stored trials and its full-race attempts not stored yet."""
+    from mindforge.audit import usable_for_scoring
+
+    out = {t: _Side(remaining=attempts) for t in tasks}
+    stored: set[tuple[str, int]] = set()
+    for r in read:
+        if (r.contract_hash or "") != contract or r.task_hash not in out:
+            continue
+        stored.add((r.task_hash, r.attempt))
+        if usable_for_scoring(r) and r.reward is not None:
+            out[r.task_hash].total += float(r.reward)
+            out[r.task_hash].usable += 1
+    for t, side in out.items():
+        side.remaining = sum(1 for a in range(attempts) if (t, a) not in stored)
     return out
 
 
-def finalist_attempts(candidates: int, budget: int) -> int:
-    """Attempts per selection task the finalist of a race of ``candidates`` has run."""
-    return sum(a for _, a in race_schedule(candidates, budget))
+def settle(parent: dict[str, _Side], candidate: dict[str, _Side], config: RaceConfig, confidence: float) -> Settled:
+    """A candidate's verdict over every completion of the full race, when all of them agree.
+
+    Args:
+        parent / candidate: per task, each side's stored usable rewards and attempts to come.
+        config: the gate's settings.
+        confidence: the candidate's interval level.
+
+    Returns:
+        ``passes`` True/False when settled (with the range of its lower bound), None while open.
+    """
+    paired, maybe = [], []
+    for t in sorted(candidate):
+        sides = (parent[t], candidate[t])
+        if all(s.usable for s in sides):
+            paired.append(t)
+        elif all(s.usable or s.remaining for s in sides):
+            maybe.append(t)
+    if len(maybe) > MAX_UNDETERMINED:
+        return Settled()
+    verdicts: set[tuple[bool, bool]] = set()
+    lows: list[float] = []
+    for size in range(len(maybe) + 1):
+        for extra in itertools.combinations(maybe, size):
+            tasks = sorted([*paired, *extra])
+            p_bounds = [parent[t].bounds() for t in tasks]
+            c_bounds = [candidate[t].bounds() for t in tasks]
+            for p_side, c_side in ((1, 0), (0, 1)):  # worst case for the candidate, then best case
+                v = judge_lift(
+                    [b[p_side] for b in p_bounds], [b[c_side] for b in c_bounds], min_tasks=config.min_tasks,
+                    confidence=confidence, resamples=config.resamples, seed=config.seed,
+                )
+                verdicts.add((v.passed, v.comparable))  # "cannot compare" is a verdict of its own
+                if v.lo is not None:
+                    lows.append(v.lo)
+    if len(verdicts) != 1:
+        return Settled()
+    return Settled(passes=verdicts.pop()[0], lo_min=min(lows, default=None), lo_max=max(lows, default=None))
 
 
-def _hoeffding(records: list[TrialRecord], delta: float) -> tuple[float, float]:
-    """(lower, upper) Hoeffding bounds on the per-trial reward of usable ``records``."""
-    rewards = [float(r.reward) for r in records if r.reward is not None and r.has_real_reward]
-    if not rewards:
-        return 0.0, 1.0
-    mean = sum(rewards) / len(rewards)
-    half = math.sqrt(math.log(2 / delta) / (2 * len(rewards)))
-    return mean - half, mean + half
-
-
-def _finish_round(
-    index: int, attempts: int, alive: list[str], last: bool, records: list[TrialRecord], parent: PairRef,
-    tasks: set[str], config: RaceConfig, comparisons: int,
-) -> RaceRound:
-    """Rank the round's survivors, stop clear losers (race) and keep the better half (halving)."""
-    mine = {c: [r for r in records if r.contract_hash == c and r.attempt < attempts] for c in alive}
-    scores = {c: score_tasks(mine[c], PairRef(contract_hash=c, adapter=parent.adapter), tasks).mean for c in alive}
-    order = {c: i for i, c in enumerate(alive)}  # ties: the search's order
-    ranked = sorted(alive, key=lambda c: (-(scores[c] or 0.0), order[c]))
-    bounds = {c: _hoeffding(mine[c], config.delta / max(1, comparisons)) for c in alive}
-    leader_low = bounds[ranked[0]][0]
-    eliminated = {
-        c: f"Hoeffding race after round {index}: upper bound {bounds[c][1]:.2f} below the leader's lower bound "
-        f"{leader_low:.2f}"
-        for c in ranked[1:]
-        if bounds[c][1] < leader_low
-    }
-    keep = 1 if last else math.ceil(len(alive) / 2)
-    for place, c in enumerate(ranked):
-        if c not in eliminated and place >= keep:
-            eliminated[c] = f"successive halving after round {index}: ranked {place + 1} of {len(alive)}"
-    return RaceRound(round=index, attempts=attempts, alive=ranked, scores=scores, eliminated=eliminated)
+def _states(verdicts: dict[str, Settled]) -> dict[str, str]:
+    """Candidate -> ``passes`` / ``fails`` / ``loses`` / ``open`` from the settled verdicts."""
+    states = {c: "open" if v.passes is None else "passes" if v.passes else "fails" for c, v in verdicts.items()}
+    passing = [c for c, s in states.items() if s == "passes"]
+    for c in passing:
+        top = verdicts[c].lo_max
+        if any(o != c and top is not None and (verdicts[o].lo_min or 0.0) > top for o in passing):
+            states[c] = "loses"
+    return states
 
 
 def plan_race(
     records: Iterable[TrialRecord], parent: PairRef, candidates: list[str], tasks: set[str], config: RaceConfig
 ) -> RacePlan:
-    """The race's next trials, or its finalist, from the selection trials stored so far.
+    """The race's next trials, or ``done``, from the selection trials stored so far.
 
     Args:
-        records: selection trials (others - other tasks, other adapters - are ignored).
+        records: selection trials (others - other tasks, other adapters, other contracts - are ignored).
         parent: the generation's pair (its adapter runs every candidate).
         candidates: candidate contract hashes, best first by search evidence (the parent is dropped).
         tasks: the selection split's task hashes.
-        config: budget, parent attempts, race confidence.
+        config: the full race's size, its looks and the gate's settings.
 
     Returns:
-        the plan: the missing trials of the first unfinished round, or ``done`` with the finalist.
+        the plan: the missing trials of the first look an open racer needs, or ``done``.
     """
     candidates = [c for c in dict.fromkeys(candidates) if c != parent.contract_hash]
     read = [r for r in records if r.task_hash in tasks and r.adapter == parent.adapter]
     read = [r for r in read if (r.contract_hash or "") in {parent.contract_hash, *candidates}]
-    plan = RacePlan(trial_ids=sorted(r.trial_id for r in read))
+    plan = RacePlan(candidates=candidates, trial_ids=sorted(r.trial_id for r in read))
     if not candidates or not tasks:
         plan.done = True
         return plan
-    have = {(r.contract_hash or "", r.task_hash, r.attempt) for r in read}
-    plan.schedule = race_schedule(len(candidates), config.budget)
-    comparisons = len(candidates) * len(plan.schedule)
-    alive, total = list(candidates), 0
-    for index, (_planned, attempts) in enumerate(plan.schedule):
-        total += attempts
-        wanted = [(c, t, a) for c in alive for t in sorted(tasks) for a in range(total)]
-        if index == 0:
-            base = [(parent.contract_hash, t, a) for t in sorted(tasks) for a in range(config.parent_attempts)]
-            wanted = base + wanted
-        missing = [RaceTrial(contract_hash=c, task_hash=t, attempt=a) for c, t, a in wanted if (c, t, a) not in have]
-        plan.round = index
+    ordered = sorted(tasks)
+    m = len(candidates)
+    plan.candidate_attempts, plan.parent_attempts = candidate_attempts(m, config.budget), config.parent_attempts
+    plan.confidence = bonferroni_confidence(m)
+    attempts = {parent.contract_hash: config.parent_attempts, **{c: plan.candidate_attempts for c in candidates}}
+    sides = {c: _sides(read, c, ordered, a) for c, a in attempts.items()}
+    plan.full_trials = sum(a for a in attempts.values()) * len(ordered)
+    plan.run_trials = plan.full_trials - sum(s.remaining for side in sides.values() for s in side.values())
+    if config.early_stop:
+        verdicts = {c: settle(sides[parent.contract_hash], sides[c], config, plan.confidence) for c in candidates}
+        plan.settled = _states(verdicts)
+    else:
+        plan.settled = {c: "open" for c in candidates}
+    undecided = [c for c, s in plan.settled.items() if s in ("open", "passes")]
+    running = [] if len(undecided) == 1 and plan.settled[undecided[0]] == "passes" else undecided
+    looks = race_looks(ordered, max(attempts.values()), config.looks)
+    plan.looks = len(looks)
+    stored = {(r.contract_hash or "", r.task_hash, r.attempt) for r in read}
+    racers = [parent.contract_hash, *running] if running else []
+    for index, look in enumerate(looks):
+        missing = [
+            RaceTrial(contract_hash=c, task_hash=t, attempt=a)
+            for c in racers for a, t in look if a < attempts[c] and (c, t, a) not in stored
+        ]
         if missing:
-            plan.trials = missing
+            plan.look, plan.trials = index, missing
             return plan
-        last = index == len(plan.schedule) - 1
-        done = _finish_round(index, total, alive, last, read, parent, tasks, config, comparisons)
-        plan.rounds.append(done)
-        alive = [c for c in done.alive if c not in done.eliminated]
+        if any((c, t, a) in stored for c in attempts for a, t in look):
+            plan.look = index  # the last look with a stored trial
     plan.done = True
-    plan.finalist = alive[0] if alive else None
+    plan.stopped_early = plan.run_trials < plan.full_trials
     return plan
+

@@ -3,8 +3,8 @@
 Instances of task families are plentiful, so a lineage that draws from families sizes its
 selection split to what its gates must detect rather than to a share of a fixed pool:
 :func:`size_selection` finds the fewest selection instances per training family such that
-every gate (the successor race's finalist against the parent pair, the pair gate's trained
-pair against it: :mod:`mindforge.evaluation.power`) detects a lift of :data:`TARGET_LIFT`
+every gate (each raced successor candidate against the parent pair, the pair gate's trained
+pair against the kept pair: :mod:`mindforge.evaluation.power`) detects a lift of :data:`TARGET_LIFT`
 with :data:`~mindforge.evaluation.power.TARGET_POWER` power over a parent passing
 ``baseline`` of its trials. The power is exact against a parent passing nothing (the root
 under its plain harness, the usual start) and simulated otherwise, with the same stated

@@ -105,6 +105,35 @@ def bootstrap_lift(
     return mean, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def bootstrap_lower_bounds(
+    diffs: np.ndarray, *, resamples: int = 2000, seed: int = 0, confidence: float = 0.95, chunk: int = 100
+) -> np.ndarray:
+    """:func:`bootstrap_lift`'s lower bound for many sets of paired differences at once (simulations).
+
+    The same resample indices as :func:`bootstrap_lift` with the same ``seed`` (one
+    ``default_rng(seed).integers(0, k, (resamples, k))`` draw, as ``scipy.stats.bootstrap``
+    draws them) and the same linear percentile, so a simulated gate applies the gate's own
+    rule; the two agree to floating-point rounding (``tests/unit/evaluation/test_eval_stats.py``).
+
+    Args:
+        diffs: paired differences ``child - parent``, shape (draws, k), k >= 1.
+        resamples / seed / confidence: as :func:`bootstrap_lift`.
+        chunk: draws per step (memory: chunk x resamples x k floats).
+
+    Returns:
+        lower bounds, shape (draws,).
+    """
+    diffs = np.asarray(diffs, dtype=float)
+    k = diffs.shape[1]
+    index = np.random.default_rng(seed).integers(0, k, size=(resamples, k))
+    tail = (1 - confidence) / 2
+    out = np.empty(len(diffs))
+    for start in range(0, len(diffs), chunk):
+        means = diffs[start : start + chunk][:, index].mean(axis=2)  # (chunk, resamples)
+        out[start : start + chunk] = np.quantile(means, tail, axis=1)
+    return out
+
+
 class Slope(BaseModel):
     """A fitted slope with its 95% interval.
 

@@ -188,10 +188,12 @@ class EvaluationSpec(BaseModel):
         attempts: attempts per selection task per pair (the parent's, in the successor
             check, and both pairs' in the pair gate).
         sealed_attempts: attempts per sealed task per pair (None: ``attempts``).
-        successor_candidates: search contracts raced on the selection split for the
-            successor (best by search coverage first).
-        race_budget: attempts per selection task shared among those candidates by
-            successive halving (:mod:`mindforge.evaluation.race`).
+        successor_candidates: search contracts raced against the parent on the selection
+            split for the successor (the search's best by pass rate first; one or two: each
+            is judged at the Bonferroni level over how many race).
+        race_budget: attempts per selection task shared among those candidates (each runs
+            ``race_budget // successor_candidates``, at least 1); the race stops early once
+            its outcome is settled (:mod:`mindforge.evaluation.race`).
         lift_resamples: bootstrap resamples of every lift interval.
         seed: seed of the bootstrap intervals.
     """
@@ -199,8 +201,8 @@ class EvaluationSpec(BaseModel):
     splits: SplitConfig = Field(default_factory=SplitConfig)
     attempts: int = Field(default=2, ge=1)
     sealed_attempts: int | None = Field(default=None, ge=1)
-    successor_candidates: int = Field(default=4, ge=1)
-    race_budget: int = Field(default=8, ge=1)
+    successor_candidates: int = Field(default=2, ge=1)
+    race_budget: int = Field(default=4, ge=1)
     lift_resamples: int = Field(default=2000, ge=1)
     seed: int = 0
 

@@ -293,15 +293,13 @@ class HandOffResult(BaseModel):
 
 
 class PlanPromotionInput(BaseModel):
-    """The pair gate (``plan_promotion_trials``, ``decide_promotion``): the trained pair vs the parent pair.
+    """The pair gate (``plan_promotion_trials``, ``decide_promotion``): the trained pair vs the kept pair.
 
     Attributes:
-        without: the pair it is compared with: the generation's parent pair (contract
-            and adapter both as the generation started).
+        without: the kept pair, which the next generation gets when the new adapter is not
+            promoted: Expansion's successor contract (or the parent's) with the parent's
+            adapter. Judged against it, only the adapter's own gain promotes it.
         with_adapter: the trained pair: the training contract naming the new adapter revision.
-        harness: the new harness Expansion's successor check promoted, with the parent's
-            adapter (None when it kept the parent's contract); the trained pair must not
-            score below it on selection.
         trained_under: the training contract; the trained pair must run under its harness
             ("" = not checked).
     """
@@ -313,7 +311,6 @@ class PlanPromotionInput(BaseModel):
     update: UpdateSpec
     without: PairRef
     with_adapter: PairRef
-    harness: PairRef | None = None
     trained_under: str = ""
 
 

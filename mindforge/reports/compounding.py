@@ -16,8 +16,8 @@ store alone) into one row per pair and reading (:func:`compounding_rows`):
   paired by task, each with its 95% interval and task count;
 - the attribution of ``lift_vs_prev`` into a harness part and a weights part;
 - ``kept``: pair k is pair k-1 (the generation kept its parent pair), so its figures are
-  the very trials of pair k-1 (a pair's sealed trials are read once per lineage), not a
-  new measurement;
+  the very trials of pair k-1, *re-read* (a pair's sealed trials run once per lineage;
+  each pair's ``run_in`` names the generations that ran them), not a new measurement;
 - for the instances reading, the copyable and needs-adaptation parts (``parts``);
 - where the change came from: the contract edit, the experience-library snapshot size
   (when the contract carries one), the adapter, and the selection evidence that chose
@@ -50,7 +50,7 @@ PARTS = (COPYABLE, NEEDS_ADAPTATION)
 #: a part's name in words
 PART_TITLES = {COPYABLE: "copyable", NEEDS_ADAPTATION: "needs adaptation"}
 #: what a kept pair's figure cells say instead of a figure
-KEPT = "= pair {prev} (kept; one reading)"
+KEPT = "= pair {prev} (kept; re-read, not run again)"
 
 
 class CompoundingRow(BaseModel):
@@ -63,7 +63,7 @@ class CompoundingRow(BaseModel):
         measured_in: the generation whose record gives ``sealed`` (None: not measured).
         contract_hash / adapter: the pair ("" = base weights).
         kept: pair k is pair k-1 (generation k-1 kept its parent pair): its figures are
-            pair k-1's trials, read once, not a new measurement.
+            pair k-1's trials, re-read, not a new measurement.
         sealed: ``{"score", "n_tasks", "n_trials", "passed", "excluded_trials"}`` or None;
             score in reward units (0..1), mean over the reading's tasks of the task's mean reward.
         base: pair 0's ``sealed`` on the same reading, as the same generation read it (None
@@ -100,7 +100,7 @@ class CompoundingRow(BaseModel):
 def _sealed(entry: dict[str, Any] | None) -> dict[str, Any] | None:
     if not entry:
         return None
-    keys = ("contract_hash", "adapter", "score", "n_tasks", "n_trials", "passed", "excluded_trials")
+    keys = ("contract_hash", "adapter", "score", "n_tasks", "n_trials", "passed", "excluded_trials", "run_in")
     return {k: entry.get(k) for k in keys}
 
 
@@ -219,7 +219,8 @@ def _selection(record: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str,
     succ = (
         {
             "decided_on": successor.get("decided_on"), "promoted": successor.get("promoted"),
-            "scores": successor.get("scores"), "reason": successor.get("reason", ""),
+            "cannot_compare": bool(successor.get("cannot_compare")), "scores": successor.get("scores"),
+            "reason": successor.get("reason", ""), "reused": successor.get("reused") or [],
         }
         if successor else None
     )
@@ -227,8 +228,9 @@ def _selection(record: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str,
     prom = (
         {
             "decided_on": promotion.get("decided_on"), "promoted": promotion.get("promoted"),
+            "cannot_compare": bool(promotion.get("cannot_compare")),
             "lift": {k: lift.get(k) for k in ("mean", "lo", "hi", "n_tasks", "measured_on")} if lift else None,
-            "versus_harness": promotion.get("versus_harness"), "reason": promotion.get("reason", ""),
+            "reason": promotion.get("reason", ""), "reused": promotion.get("reused") or [],
         }
         if promotion else None
     )
@@ -327,7 +329,7 @@ def score_text(sealed: dict | None, *, compact: bool = False) -> str:
 
 
 def kept_text(row: CompoundingRow) -> str:
-    """``= pair k-1 (kept; one reading)``: what a kept pair shows instead of a figure."""
+    """``= pair k-1 (kept; re-read, not run again)``: what a kept pair shows instead of a figure."""
     return KEPT.format(prev=row.pair - 1)
 
 
@@ -389,6 +391,19 @@ def part_cells(row: CompoundingRow, *, compact: bool = False) -> list[str]:
 PAIRS_HEADER = ["pair", "handed on by", "contract / adapter", "change", "selection evidence"]
 
 
+def reused_text(reused: list[dict] | None) -> str:
+    """``; reused 24 trials of generation 0`` for a decision's trials run by earlier generations ("" for none)."""
+    if not reused:
+        return ""
+    by_gen: dict[int, int] = {}
+    for entry in reused:
+        by_gen[int(entry.get("generation", -1))] = by_gen.get(int(entry.get("generation", -1)), 0) + int(
+            entry.get("trials", 0)
+        )
+    parts = ", ".join(f"{n} of generation {g}" for g, n in sorted(by_gen.items()))
+    return f"; reused trials: {parts}"
+
+
 def change_cells(row: CompoundingRow, contract_ref) -> list[str]:
     """One pair's cells of the pairs table (:data:`PAIRS_HEADER`): what changed and the selection evidence."""
     change = row.change
@@ -401,11 +416,16 @@ def change_cells(row: CompoundingRow, contract_ref) -> list[str]:
         came_from.append(f"adapter: {change.get('adapter') or 'base'}")
     evidence = []
     if succ := change.get("successor"):
-        evidence.append(f"successor {'promoted' if succ.get('promoted') else 'kept'} on {succ.get('decided_on')}")
+        verdict = "cannot compare" if succ.get("cannot_compare") else "promoted" if succ.get("promoted") else "kept"
+        evidence.append(f"successor {verdict} on {succ.get('decided_on')}{reused_text(succ.get('reused'))}")
     if prom := change.get("promotion"):
+        verdict = (
+            "cannot compare" if prom.get("cannot_compare")
+            else "trained pair handed on" if prom.get("promoted") else "kept pair handed on"
+        )
         evidence.append(
-            f"pair gate: {'trained pair handed on' if prom.get('promoted') else 'parent pair kept'} on "
-            f"{prom.get('decided_on')}" + (f" ({lift_text(prom['lift'])})" if prom.get("lift") else "")
+            f"pair gate: {verdict} on {prom.get('decided_on')}"
+            + (f" ({lift_text(prom['lift'])})" if prom.get("lift") else "") + reused_text(prom.get("reused"))
         )
     if row.kept:
         came_from.append(kept_text(row))

@@ -38,7 +38,7 @@ def compounding_section(data: ReportData) -> Section:
         "Pair k is the pair generation k starts from (pair 0: the root; generation k hands on pair k+1). The sealed "
         "split is frozen at lineage start and read three ways, each with its own figures, intervals and counts, "
         "never pooled: in-distribution gains are easy, transfer is hard. A pair's sealed trials are run once per "
-        "lineage: a generation that kept its parent pair hands on the same pair, read once (marked kept)."
+        "lineage: a generation that kept its parent pair hands on the same pair, re-read (marked kept), not run again."
     )
     s.text(data.readings_record.header() + ".")
     if not data.readings:
@@ -93,54 +93,72 @@ def reading_section(data: ReportData, reading: str, with_plots: bool) -> Section
         return s.text("No pair measured on this reading yet.")
     if with_plots:
         _plots(s, table, rates)
-    s.text("Pass rates per generation of each pair it read (95% Wilson intervals):")
+    s.text(
+        "Pass rates of each pair, one row per pair, from the generation that first read it (95% Wilson intervals); "
+        "a later generation that read it again re-read the same trials, marked:"
+    )
     return s.table(
-        ["generation", "pair", "contract / adapter", "passed/trials", "rate", "95% interval"],
+        ["generation", "pair", "contract / adapter", "passed/trials", "rate", "95% interval", "read again"],
         [_rate_cells(data, r) for r in rates],
     )
 
 
 def reading_rates(data: ReportData, reading: str) -> list[dict[str, Any]]:
-    """Each generation's pairs on one reading: ``{"generation", "role", "pair", "sealed", "kept", "interval"}``.
+    """One row per pair on one reading: ``{"generation", "role", "pair", "pairs", "sealed", "interval", "reread_in"}``.
 
-    Roles: ``base`` (pair 0, after generation 0, when it is not the parent), ``parent``
-    (pair g) and ``handed on`` (pair g+1); a kept pair's ``interval`` is None (it is the
-    parent's trials, not a new measurement).
+    A pair's sealed trials run once per lineage; every later generation that reads the pair
+    again - pair k as generation k's parent after generation k-1 handed it on, pair 0 as the
+    base of every generation, a kept pair as the pair handed on - *re-reads* the same trials.
+    So each pair is one row, from the generation that first read it (``role``: ``parent``,
+    ``handed on`` or ``base`` there), with ``reread_in`` the later generations that read it
+    again and ``pairs`` every pair number it is (a kept pair k+1 is pair k). Intervals are
+    Wilson's on passed / trials.
     """
-    out = []
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for g in data.generations:
         figures = (g.get("readings") or {}).get(reading)
         if not figures:
             continue
         index = g["index"]
-        entries = [
-            ("parent", index, figures["sealed_parent"], False),
-            ("handed on", index + 1, figures["sealed"], bool(figures.get("kept"))),
-        ]
-        base = figures.get("base")
-        if index and base and _pair_key(base) != _pair_key(figures["sealed_parent"]):
-            entries.insert(0, ("base", 0, base, False))
-        for role, pair, sealed, kept in entries:
-            if sealed and sealed.get("n_trials"):
-                interval = None if kept else wilson_interval(int(sealed.get("passed") or 0), int(sealed["n_trials"]))
-                out.append({"generation": index, "role": role, "pair": pair, "sealed": sealed, "kept": kept,
-                            "interval": interval})
-    return out
+        entries = [("base", 0, figures.get("base")), ("parent", index, figures["sealed_parent"]),
+                   ("handed on", index + 1, figures["sealed"])]
+        for role, pair, sealed in entries:
+            if not sealed or not sealed.get("n_trials") or (role == "base" and not index):
+                continue
+            key = _pair_key(sealed) or ("", "")
+            row = rows.get(key)
+            if row is None:
+                interval = wilson_interval(int(sealed.get("passed") or 0), int(sealed["n_trials"]))
+                rows[key] = {"generation": index, "role": role, "pair": pair, "pairs": [pair], "sealed": sealed,
+                             "interval": interval, "reread_in": []}
+                continue
+            if pair not in row["pairs"]:
+                row["pairs"].append(pair)
+            if index != row["generation"] and index not in row["reread_in"]:
+                row["reread_in"].append(index)
+    return list(rows.values())
 
 
 def _pair_key(sealed: dict[str, Any] | None) -> tuple[str, str] | None:
     return (sealed.get("contract_hash") or "", sealed.get("adapter") or "") if sealed else None
 
 
+def reread_text(rate: dict[str, Any]) -> str:
+    """``re-read in generation 1, 2 (the same trials, not run again)``, or ``-`` for a pair read once."""
+    if not rate["reread_in"]:
+        return "-"
+    return f"re-read in generation {', '.join(map(str, rate['reread_in']))} (the same trials, not run again)"
+
+
 def _rate_cells(data: ReportData, rate: dict[str, Any]) -> list[Any]:
     sealed, interval = rate["sealed"], rate["interval"]
     who = f"{data.contract_ref(sealed.get('contract_hash'))} / {sealed.get('adapter') or 'base'}"
-    pair = f"{rate['pair']} ({rate['role']})"
-    if interval is None:
-        return [rate["generation"], pair, who, compounding.KEPT.format(prev=rate["pair"] - 1), "-", "-"]
+    pair = f"{rate['pair']} ({rate['role']})" + "".join(
+        f"; = pair {other} (kept)" for other in rate["pairs"] if other != rate["pair"]
+    )
     return [
         rate["generation"], pair, who, f"{interval.successes}/{interval.n}", f"{interval.rate:.3f}",
-        f"{interval.lo:.3f}..{interval.hi:.3f}",
+        f"{interval.lo:.3f}..{interval.hi:.3f}", reread_text(rate),
     ]
 
 
@@ -148,10 +166,9 @@ def _plots(s: Section, table: ReadingTable, rates: list[dict[str, Any]]) -> None
     """The reading's two plots: pass rate per generation (Wilson), and score per pair with pair 0 + lift."""
     name = reading_name(table.reading)
     points = sorted(
-        ((r["generation"], r["interval"].rate, r["interval"].lo, r["interval"].hi, r["role"])
-         for r in rates if r["interval"] is not None),
+        ((r["generation"], r["interval"].rate, r["interval"].lo, r["interval"].hi, r["role"]) for r in rates),
         key=lambda p: ROLES.index(p[4]),
-    )  # series in a fixed order (base, parent, handed on), each set a little apart on x
+    )  # one point per pair, where it was first read; series in a fixed order, each set a little apart on x
     s.image(
         plots.sealed_scores(points, title=f"{name}: pass rate per generation (95% Wilson intervals)", series=""),
         f"{name}: pass rate per generation",

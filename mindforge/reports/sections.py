@@ -22,7 +22,7 @@ from mindforge.evaluation import PoolSplit
 from mindforge.experience.validation import RejectionReason
 from mindforge.reports import experience, plots
 from mindforge.reports.blocks import Block, Section, Table
-from mindforge.reports.compounding import generation_readings
+from mindforge.reports.compounding import generation_readings, reused_text
 from mindforge.reports.data import ReportData
 from mindforge.reports.reading_sections import (
     READING_SECTION_IDS,
@@ -165,11 +165,11 @@ def readings_text(generation: dict[str, Any]) -> str:
     if not readings:
         return "not measured on the sealed split yet"
     if all(figures.get("kept") for figures in readings.values()):
-        return "kept its parent pair: the pair it hands on is its own, read once (no change to measure on any reading)"
+        return "kept its parent pair: the pair it hands on is its own, re-read, not run again (no change to measure)"
     parts = []
     for reading, figures in readings.items():
         if figures.get("kept"):
-            parts.append(f"{reading_name(reading)}: kept its parent pair (one reading, no change to measure)")
+            parts.append(f"{reading_name(reading)}: kept its parent pair (re-read, no change to measure)")
             continue
         lift = sealed_text(figures.get("lift_vs_prev"), figures.get("lift_vs_prev_reason", ""))
         parts.append(f"{reading_name(reading)}: sealed lift {lift}")
@@ -409,9 +409,10 @@ def _decisions(data: ReportData) -> Section:
                     f"without={lift.get('parent_score'):.3f}, with={lift.get('successor_score'):.3f}"
                     if lift.get("parent_score") is not None else "-"
                 )
+            read = f"{len(d.get('trial_ids') or [])}{reused_text(d.get('reused'))}"
             rows.append(
                 [
-                    ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, len(d.get("trial_ids") or []),
+                    ev.index, d["kind"], d.get("decided_on", "?"), outcome, scores, read,
                     d.get("reason", "") + (f" (rule: {d['rule']})" if d.get("rule") else ""),
                 ]
             )

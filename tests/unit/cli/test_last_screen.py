@@ -34,7 +34,7 @@ def test_one_row_per_reading_and_pair_with_counts_lift_and_parts(readings) -> No
     pairs_per_reading = len(pair) // 3
     assert pair[:pairs_per_reading][0] == "0 (root)" and all("/" in s or s.startswith("=") for s in success)
     kept = [i for i, s in enumerate(success) if s.startswith("= pair")]
-    assert kept and all(lift[i] == "-" for i in kept)  # a kept pair is one reading, not a new figure
+    assert kept and all(lift[i] == "-" for i in kept)  # a kept pair is re-read, not a new figure
     measured = [i for i, p in enumerate(pair) if p not in ("0 (root)",) and i not in kept]
     assert measured and all("[" in lift[i] and "n=" in lift[i] for i in measured)
     assert all(harness[i] != "" and weights[i] != "" for i in measured)

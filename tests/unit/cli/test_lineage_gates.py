@@ -24,12 +24,13 @@ def test_start_prints_split_sizes_and_each_gates_minimum_detectable_lift(setting
     spec = _build(split_config(0.25, 0.25, 5), say=lines.append)
     assert lines[0] == "splits: search 10 tasks, selection 5 tasks, sealed 5 tasks"
     successor, promotion = lines[1], lines[2]
-    # the race's finalist runs 3 attempts on each of 5 tasks: 3 of 5 tasks with a pass, exact lift 0.31
+    # two candidates race, 2 attempts each on 5 tasks, each judged at 97.5% (Bonferroni): 3 of 5 tasks with a pass
     assert (
-        successor.startswith("successor gate: 3 attempt(s) on each of 5 selection tasks")
-        and "3 of 5 tasks" in successor
+        successor.startswith("successor gate: 2 attempt(s) on each of 5 selection tasks")
+        and "3 of 5 tasks" in successor and "97.5% (Bonferroni over 2 candidates)" in successor
     )
-    assert "the smallest lift it detects with 80% power is 0.31 (exact binomial)" in successor
+    assert "the smallest lift it detects with 80% power is 0.43 (exact binomial)" in successor
+    assert "the race stops once its outcome is settled" in lines[3]
     assert promotion.startswith("promotion gate: 2 attempt(s)") and "80% power is 0.43" in promotion
     assert "simulated, 1000 draws, seed 0" in promotion
     assert spec.update.promotion_margin == 0.0
@@ -42,6 +43,10 @@ def test_a_gate_that_cannot_pass_is_refused_naming_the_option_and_the_numbers(se
         _build(split_config(0.25, 0.25, 6, allow_small=True))
     with pytest.raises(InputError, match="--selection: .*holds 0 tasks"):
         _build(split_config(0.0, 0.25, 5, allow_small=True))
+    # a gate on fewer than 5 paired tasks is refused at start, naming the option and the minimum
+    with pytest.raises(InputError, match=r"--min-split-tasks: .*as few as 1 paired selection task\(s\); a gate "
+                                         r"needs at least 5"):
+        _build(split_config(0.25, 0.25, 1))
     # no gate runs without search and Update: nothing to refuse
     _build(split_config(0.0, 0.25, 5, allow_small=True), stages="discovery")
 

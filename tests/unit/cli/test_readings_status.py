@@ -84,10 +84,10 @@ def test_status_prints_one_table_per_reading_with_the_kept_mark(readings) -> Non
     assert "copyable" in tables["instances"] and "0.500 (2/4)" in tables["instances"]
     assert "copyable" not in tables["families"] + tables["tasks"]
     for table in tables.values():  # pair 2 is pair 1: marked, not shown as a new measurement
-        assert "= pair 1 (kept;" in table  # Rich wraps the rest of the mark, "one reading)", as the width allows
+        assert "= pair 1 (kept;" in table  # Rich wraps the rest of the mark as the width allows
     # the per-generation table names each reading beside its lift over the parent pair
     for line in ("instances: +0.75 [+0.25, +1.00], 4 tasks", "families: +0.33 [+0.00, +1.00], 3 tasks",
-                 "tasks: +0.33 [+0.00, +1.00], 3 tasks", "instances: kept its parent pair (one reading)"):
+                 "tasks: +0.33 [+0.00, +1.00], 3 tasks", "instances: kept its parent pair (re-read)"):
         assert line in text, line
     assert "one frozen sealed split" not in text  # the pooled table's title is gone
 

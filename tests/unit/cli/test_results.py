@@ -61,7 +61,8 @@ def test_an_old_lineage_reads_its_whole_sealed_split_as_sealed_tasks(filled) -> 
     assert first[1] == f"    lift vs previous (pair 0) {figure}; vs root (pair 0) {figure}"
     assert "harness part " in first[2] and "weights part unchanged" in first[2]
     # generation 1 kept its pair: one line, the same pair read once, no new figure
-    assert kept.startswith("  pair 2 (handed on by gen 1, ") and kept.endswith(": = pair 1 (kept; one reading)")
+    assert kept.startswith("  pair 2 (handed on by gen 1, ")
+    assert kept.endswith(": = pair 1 (kept; re-read, not run again)")
     # the per-generation lines name the reading their sealed lift is of
     assert "  sealed lift over the parent pair (sealed tasks): +0.250 (95% CI +0.000..+0.500) on 2 sealed tasks, " \
         "8 trials" in lines
@@ -95,7 +96,9 @@ def test_each_reading_is_its_own_block_with_its_parts(readings) -> None:
         parts = next(line for line in block if line.startswith("    of the lift vs previous"))
         harness, weights = (rows[reading][1].attribution[k]["lift"] for k in ("harness", "weights"))
         assert parts == f"    of the lift vs previous: harness part {_figure(harness)}; weights part {_figure(weights)}"
-        assert block[-1] == "  pair 2 (handed on by gen 1, fam@1.1.0 / gen0-lora): = pair 1 (kept; one reading)"
+        assert block[-1] == (
+            "  pair 2 (handed on by gen 1, fam@1.1.0 / gen0-lora): = pair 1 (kept; re-read, not run again)"
+        )
     # the instances reading's copyable and needs-adaptation parts, under each measured pair
     assert instances[2:4] == [
         "    copyable: sealed 0.500 (2/4 passed, 2 tasks)", "    needs adaptation: sealed 0.000 (0/4 passed, 2 tasks)",
@@ -119,3 +122,27 @@ def test_no_sealed_measurement_says_so(filled) -> None:
     assert compounding_lines(data.model_copy(update={"readings": empty})) == [
         "compounding: no pair measured on the sealed split"
     ]
+
+
+def test_a_decision_says_what_it_reused_and_how_its_race_ended() -> None:
+    from mindforge.cli.last_screen import generation_row
+    from mindforge.cli.results import _decisions
+    from mindforge.reports import ReportData
+
+    data = ReportData(lineage_id="x", lineage_name="x", status="completed")
+    successor = {
+        "kind": "successor_contract", "decided_on": "selection", "promoted": False, "cannot_compare": False,
+        "contract_hash": "p" * 64, "reason": "no candidate's selection lift passes the gate", "trial_ids": ["a"] * 30,
+        "rule": "promote ...", "reused": [{"generation": 0, "contract_hash": "p" * 64, "adapter": "", "trials": 24}],
+        "race": {"run_trials": 38, "full_trials": 48, "stopped_early": True, "settled": {"c" * 64: "fails"}},
+    }
+    lines = _decisions(data, [successor])
+    assert lines[2] == "    reused trials: 24 of generation 0 (read, not run again)"
+    assert lines[3] == "    race: 38 of the full race's 48 trials stored, stopped once settled; candidates: " \
+        f"{'c' * 12} fails"
+    apart = {"kind": "adapter_promotion", "decided_on": "selection", "promoted": False, "cannot_compare": True,
+             "reason": "cannot compare: the two pairs share no scored selection task"}
+    first = _decisions(data, [apart])[0]
+    assert first.startswith("  adapter promotion (decided on selection, 0 trials): cannot compare")
+    row = generation_row(1, 10.0, {"successor": {"promoted": False, "cannot_compare": True}})
+    assert row[2] == "cannot compare: kept the parent"

@@ -105,7 +105,15 @@ def test_successor_is_promoted_only_on_selection_evidence():
     noisy = _table({P: [0.0] * 8, C: [1.0, 1.0] + [0.0] * 6})
     kept = choose_successor(noisy, PairRef(contract_hash=P), [C], tasks)
     assert not kept.promoted
-    assert kept.reason.startswith("no candidate's selection lift has a 95% lower bound above 0 (1 measured)")
+    assert kept.reason.startswith("no candidate's selection lift passes the gate (1 measured: selection lift +0.250")
+    # a candidate with no task in common with the parent cannot be compared, and the decision says so
+    apart = _table({P: [0.0] * 4}) + [r.model_copy(update={"task_hash": "h-u" + r.task_hash[3:]})
+                                      for r in _table({C: [1.0] * 4})]
+    elsewhere = choose_successor(apart, PairRef(contract_hash=P), [C], tasks | {f"h-ut{i}" for i in range(4)})
+    assert not elsewhere.promoted and elsewhere.cannot_compare and elsewhere.reason.startswith("cannot compare")
+    assert elsewhere.considered[C] == {
+        "n_tasks": 0, "cannot_compare": True, "skipped": "cannot compare: the two pairs share no scored selection task"
+    }
     # the reason never claims a lift was measured when no candidate ran
     alone = choose_successor(noisy, PairRef(contract_hash=P), [], tasks)
     assert not alone.promoted and alone.reason.startswith("no candidate contract besides the parent")
@@ -122,28 +130,32 @@ def test_promotion_gate_promotes_on_a_lower_bound_above_0_or_a_declared_margin()
         better.promoted and better.decided_on == PoolSplit.SELECTION and better.lift.measured_on == PoolSplit.SELECTION
     )
     assert better.lift.mean == pytest.approx(0.5) and better.lift.lo > 0 and len(better.trial_ids) == 12
-    assert "lower bound is above 0 on at least 5 paired" in better.rule and better.min_tasks == 5
-    # not worse is not better: the default rule (lower bound above 0) keeps the parent adapter
-    same = decide_promotion(
-        base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5
-    )
-    assert not same.promoted and "not above +0.000" in same.reason
-    # ... unless the spec declares a non-inferiority margin; then the rule says so
-    margin = decide_promotion(
-        base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"),
-        without,
-        with_adapter,
-        tasks,
-        min_tasks=5,
+    assert "95% lower bound is above 0 on at least 5 paired" in better.rule and better.min_tasks == 5
+    assert "mean is above 0" in better.rule and "a tie never passes" in better.rule
+    # not worse is not better: a tie keeps the parent adapter, margin or not
+    tie = base + _table({C: [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0")
+    same = decide_promotion(tie, without, with_adapter, tasks, min_tasks=5)
+    assert not same.promoted and "no gain (a tie or a loss never passes)" in same.reason
+    # a declared non-inferiority margin is stated in the rule, and a tie still does not pass (1 vs 1 on every
+    # passed task gave a lower bound of 0, above -margin)
+    margin = decide_promotion(tie, without, with_adapter, tasks, min_tasks=5, margin=0.1)
+    assert not margin.promoted and "non-inferiority margin of 0.1" in margin.rule and margin.lift.lo == 0.0
+    assert "no gain" in margin.reason
+    # a gain whose lower bound reaches 0 passes a declared margin (and only then)
+    gain = decide_promotion(
+        base + _table({C: [1.0, 1.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5,
         margin=0.1,
     )
-    assert margin.promoted and "non-inferiority margin of 0.1" in margin.rule
+    assert gain.promoted and gain.lift.mean > 0 and gain.lift.lo == 0.0
+    assert not decide_promotion(
+        base + _table({C: [1.0, 1.0, 0.0, 1.0, 0.0, 0.0]}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5
+    ).promoted
     worse = decide_promotion(
         base + _table({C: [0.0] * 6}, "lin-g0-r0"), without, with_adapter, tasks, min_tasks=5, margin=0.1
     )
-    assert not worse.promoted and "not above -0.100" in worse.reason
+    assert not worse.promoted and "no gain" in worse.reason
     none = decide_promotion(base, without, with_adapter, tasks, min_tasks=1)
-    assert not none.promoted and "no evidence" in none.reason
+    assert not none.promoted and none.cannot_compare and none.reason.startswith("cannot compare")
 
 
 def test_promotion_refuses_an_all_zero_comparison_and_respects_min_tasks():
@@ -165,24 +177,34 @@ def test_promotion_refuses_an_all_zero_comparison_and_respects_min_tasks():
         decide_promotion(clear, without, with_adapter, tasks)
 
 
-def test_the_pair_gate_compares_the_trained_pair_with_the_parent_pair_and_never_below_the_new_harness():
+def test_the_pair_gate_judges_the_trained_pair_against_the_kept_pair():
     from mindforge.evaluation.decisions import decide_pair
 
     tasks = {f"h-t{i}" for i in range(8)}
-    parent = PairRef(contract_hash=P)
-    trained = PairRef(contract_hash=C, adapter="lin-g0-r0")
-    harness = PairRef(contract_hash=N)
-    records = [trial(f"t{i}", a, 0.0) for i in range(8) for a in range(2)]  # the parent passes nothing
-    records += [trial(f"t{i}", a, 1.0, contract=C, adapter="lin-g0-r0") for i in range(8) for a in range(2)]
-    weaker = [trial(f"t{i}", a, 0.0 if i < 4 else 1.0, contract=N) for i in range(8) for a in range(2)]
-    stronger = [trial(f"t{i}", a, 1.0, contract=N) for i in range(8) for a in range(2)]
-    alone = decide_pair(records, parent, trained, tasks, min_tasks=5, resamples=500)
-    assert alone.promoted and alone.versus_harness is None and "trained pair" in alone.rule
-    beats = decide_pair(records + weaker, parent, trained, tasks, harness=harness, min_tasks=5, resamples=500)
-    assert beats.promoted and beats.versus_harness == {"trained": 1.0, "harness": 0.5, "n_tasks": 8}
-    # the new adapter may not cost what the harness gained
-    stronger = [r.model_copy(update={"reward": 1.0}) for r in stronger]
-    records = [r if r.contract_hash != C or r.attempt else r.model_copy(update={"reward": 0.0}) for r in records]
-    loses = decide_pair(records + stronger, parent, trained, tasks, harness=harness, min_tasks=5, resamples=500)
-    assert not loses.promoted and "successor harness" in loses.reason
-    assert loses.versus_harness == {"trained": 0.5, "harness": 1.0, "n_tasks": 8}
+    parent = PairRef(contract_hash=P)  # the generation's parent pair: passes nothing
+    kept = PairRef(contract_hash=N)  # the successor check's new harness with the parent's adapter
+    trained = PairRef(contract_hash=C, adapter="lin-g0-r0")  # that harness, the new adapter
+    records = [trial(f"t{i}", a, 0.0) for i in range(8) for a in range(2)]
+    harness = [trial(f"t{i}", a, float(i < 4), contract=N) for i in range(8) for a in range(2)]
+    # an adapter that changes nothing: the trained pair scores as the kept pair does
+    same = [r.model_copy(update={"contract_hash": C, "adapter": "lin-g0-r0", "trial_id": "t" + r.trial_id})
+            for r in harness]
+    # judged against the parent pair, the harness's lift would carry it (+0.5, lower bound above 0) ...
+    carried = decide_pair(records + same, parent, trained, tasks, min_tasks=5, resamples=500)
+    assert carried.promoted and carried.lift.mean == pytest.approx(0.5)
+    # ... against the kept pair it is a tie, and a tie never passes, margin or not
+    for margin in (0.0, 0.1):
+        nothing = decide_pair(records + harness + same, kept, trained, tasks, min_tasks=5, margin=margin,
+                              resamples=500)
+        assert not nothing.promoted and nothing.lift.mean == 0.0 and "no gain" in nothing.reason
+        assert "the kept pair is handed on" in nothing.reason and "kept pair" in nothing.rule
+        assert nothing.lift.parent == kept and nothing.lift.successor == trained
+    # the adapter's own gain (every task passed) promotes it
+    gained = [r.model_copy(update={"reward": 1.0, "failure_class": None}) for r in same]
+    wins = decide_pair(records + harness + gained, kept, trained, tasks, min_tasks=5, resamples=500)
+    assert wins.promoted and wins.lift.mean == pytest.approx(0.5) and wins.lift.lo > 0
+    # two pairs with no task in common cannot be compared: the decision says so
+    apart = [r.model_copy(update={"task_hash": "h-u" + r.task_hash[3:]}) for r in gained]
+    split = tasks | {f"h-ut{i}" for i in range(8)}
+    none = decide_pair(harness + apart, kept, trained, split, min_tasks=5, resamples=500)
+    assert not none.promoted and none.cannot_compare and none.reason.startswith("cannot compare")

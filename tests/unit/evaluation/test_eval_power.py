@@ -79,3 +79,41 @@ def test_a_gate_that_cannot_pass_is_refused_with_the_numbers():
     assert "3 of 5 tasks" in power.describe() and "80% power" in power.describe()
     # the baseline's attempts are named as such, not a bare "(baseline 2)"
     assert "(the pair it is compared with: 2 attempt(s) each)" in power.describe()
+
+
+def test_a_gate_below_five_paired_tasks_is_refused_naming_the_option_and_the_minimum():
+    for min_tasks in (1, 4):
+        with pytest.raises(GateCannotPassError, match=r"as few as \d paired selection task\(s\); a gate needs at "
+                                                      r"least 5 .*set --min-split-tasks to 5 or more") as err:
+            check_gate(rule(tasks=12, min_tasks=min_tasks))
+        assert err.value.field == "--min-split-tasks"
+    check_gate(rule(tasks=12, min_tasks=5))  # the minimum itself is allowed
+
+
+def test_the_simulated_gate_applies_the_gates_own_rule_ties_and_bonferroni_included():
+    import numpy as np
+
+    from mindforge.evaluation.gate import judge_lift
+    from mindforge.evaluation.power import gate_passes
+
+    rng = np.random.default_rng(5)
+    parent = rng.integers(0, 3, size=(60, 6)) / 2  # per-task scores of 2 attempts: 0, 0.5, 1
+    child = rng.integers(0, 3, size=(60, 6)) / 2
+    child[:10] = parent[:10]  # ties
+    child[10:15] = np.maximum(parent[10:15], child[10:15])
+    for margin, candidates in ((0.0, 1), (0.1, 1), (0.0, 2)):
+        r = GateRule(gate="g", tasks=6, attempts=2, baseline_attempts=2, min_tasks=5, margin=margin,
+                     candidates=candidates)
+        simulated = gate_passes(parent, child, r, resamples=300, gate_seed=4)
+        real = [
+            judge_lift(list(p), list(c), min_tasks=5, margin=margin, confidence=r.level, resamples=300, seed=4).passed
+            for p, c in zip(parent, child, strict=True)
+        ]
+        assert simulated.tolist() == real
+        assert not simulated[:10].any()  # a tie never passes, margin or not
+    two = GateRule(gate="successor", tasks=12, attempts=1, baseline_attempts=2, min_tasks=5, candidates=2)
+    assert two.level == pytest.approx(0.975) and "97.5% (Bonferroni over 2 candidates)" in gate_power(
+        two, baseline_rate=None
+    ).describe()
+    # a tie at a positive margin: the simulated gate with no lift at a parent passing nothing never passes
+    assert simulated_power(rule(margin=0.1), 0.0, 0.0, draws=300) == 0.0

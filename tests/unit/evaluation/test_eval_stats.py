@@ -107,3 +107,16 @@ def test_the_within_task_slope_on_one_task_is_scipys_ols_slope() -> None:
 
 def test_a_lift_over_one_task_has_a_zero_width_interval() -> None:
     assert bootstrap_lift([0.0], [0.5]) == (0.5, 0.5, 0.5)
+
+
+def test_the_vectorised_lower_bounds_are_bootstrap_lifts() -> None:
+    from mindforge.evaluation.stats import bootstrap_lower_bounds
+
+    rng = np.random.default_rng(2)
+    for k in (1, 5, 12):
+        parent = rng.integers(0, 3, size=(40, k)) / 2
+        child = rng.integers(0, 3, size=(40, k)) / 2
+        lows = bootstrap_lower_bounds(child - parent, resamples=400, seed=7, confidence=0.975, chunk=7)
+        for i in range(40):
+            lo = bootstrap_lift(list(parent[i]), list(child[i]), n=400, seed=7, confidence=0.975)[1]
+            assert abs(lows[i] - lo) < 1e-12

@@ -92,7 +92,7 @@ def test_html_has_a_section_and_two_plots_per_reading(stored) -> None:
         for alt in (f"{name}: pass rate per generation", f"{name}: sealed success by pair"):
             assert re.search(rf'<img src="data:image/png;base64,[A-Za-z0-9+/=]{{5000,}}" alt="{alt}"', part), alt
         assert figure in part and all(f not in part for r, f in own.items() if r != reading)
-        assert "= pair 1 (kept; one reading)" in part
+        assert "= pair 1 (kept; re-read, not run again)" in part
     instances = _section(html, "sealed-instances")
     assert "copyable: success" in instances and "needs adaptation: lift vs pair 0" in instances
     assert "copyable" not in _section(html, "sealed-families")
@@ -100,16 +100,24 @@ def test_html_has_a_section_and_two_plots_per_reading(stored) -> None:
     assert not any(p in html for p in POOLED)
 
 
-def test_each_plotted_point_is_a_pass_rate_whose_interval_holds_it(stored) -> None:
+def test_each_pair_is_one_row_with_its_re_reads_marked(stored) -> None:
     data, _records = stored
     rates = reading_rates(data, "instances")
-    shown = [(r["generation"], r["role"], r["pair"], r["interval"] and (r["interval"].successes, r["interval"].n))
-             for r in rates]
-    assert shown == [(0, "parent", 0, (2, 8)), (0, "handed on", 1, (8, 8)), (1, "base", 0, (2, 8)),
-                     (1, "parent", 1, (8, 8)), (1, "handed on", 2, None)]  # the kept pair: no new point
+    shown = [(r["generation"], r["role"], r["pair"], r["pairs"], (r["interval"].successes, r["interval"].n),
+              r["reread_in"]) for r in rates]
+    # pair 0 (generation 1's base) and pair 1 (generation 1's parent, and the pair it kept: pair 2) are one row
+    # each, from generation 0, re-read in generation 1 - never a second interval from the same trials
+    assert shown == [(0, "parent", 0, [0], (2, 8), [1]), (0, "handed on", 1, [1, 2], (8, 8), [1])]
     for reading in data.readings:
         for r in reading_rates(data, reading):
-            assert r["interval"] is None or r["interval"].lo <= r["interval"].rate <= r["interval"].hi
+            assert r["interval"].lo <= r["interval"].rate <= r["interval"].hi
+    # the stored figures say which generation ran the trials read: generation 0, for both generations
+    for g in data.generations:
+        figures = g["readings"]["instances"]
+        assert figures["sealed_parent"]["run_in"] == figures["sealed"]["run_in"] == [0]
+    html = render_report(data, "html")
+    assert "re-read in generation 1 (the same trials, not run again)" in _section(html, "sealed-instances")
+    assert "1 (handed on); = pair 2 (kept)" in _section(html, "sealed-instances")
 
 
 def test_markdown_names_every_figure_by_its_reading(stored) -> None:
@@ -122,7 +130,7 @@ def test_markdown_names_every_figure_by_its_reading(stored) -> None:
     assert "| alpha | training | 2 | 1 | 2 |" in md and "| gamma | held out | 0 | 0 | 3 |" in md
     assert "| alpha-deadbeef | build_failed | docker build exited 1 |" in md
     assert "2 rejected (build_failed 1, nop_passed 1)" in md and "Warnings: family beta admits" in md
-    assert "| 2 | gen 1 | fam@1.1.0 / gen0-lora | = pair 1 (kept; one reading) |" in md
+    assert "| 2 | gen 1 | fam@1.1.0 / gen0-lora | = pair 1 (kept; re-read, not run again) |" in md
     assert "data:image" not in md and not any(p in md for p in POOLED)
 
 

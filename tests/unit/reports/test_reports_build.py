@@ -192,5 +192,5 @@ def test_the_compounding_table_matches_the_store(filled: FilledStore, data: Repo
     md = render_report(data, "md")
     lift = rows[1].lift_vs_prev
     assert "| 1 | gen 0 |" in md and f"{lift['mean']:+.3f} [{lift['lo']:+.3f}, {lift['hi']:+.3f}] n=2" in md
-    assert "| 2 | gen 1 | " in md and "| = pair 1 (kept; one reading) |" in md
+    assert "| 2 | gen 1 | " in md and "| = pair 1 (kept; re-read, not run again) |" in md
     assert "every generation read the same tasks" in md

@@ -1,6 +1,6 @@
 """The on-contract guard on a real SQLite store: a pair gate whose trained pair runs under another
 harness than the one Update trained under is a non-retryable ``OffContractError``, never a
-fallback; the parent pair it is compared with keeps its own harness (the gate decides contract
+fallback; the kept pair it is compared with keeps its own harness (the gate decides contract
 and adapter as one); the successor contract that only names the new adapter is the same harness."""
 
 from __future__ import annotations

@@ -79,3 +79,24 @@ def test_a_pair_measured_in_an_earlier_generation_is_read_not_run_again(tmp_path
     assert {r.trial_id for r in again} == first and len(again) == 4
     assert {r.trial_id for r in earlier} == first  # generation 0 never reads generation 1's trials
     engine.dispose()
+
+
+def test_the_pair_gate_records_which_generation_ran_the_trials_it_reused(tmp_path):
+    import asyncio
+
+    from mindforge.payloads import PlanPromotionInput, UpdateSpec
+    from workers.update_activities import UpdateActivities
+
+    engine, lineage_id, hashes = _store(tmp_path)
+    kept = {_insert(engine, lineage_id, 0, PARENT, h, a, 0.0) for h in hashes for a in (0, 1)}
+    mine = {_insert(engine, lineage_id, 1, TRAINED, h, a, 1.0) for h in hashes for a in (0, 1)}
+    gate = PlanPromotionInput(
+        lineage_id=lineage_id, generation=1, runtime=RuntimeSpec(), evaluation=EvaluationSpec(attempts=2),
+        update=UpdateSpec(), without=PARENT, with_adapter=TRAINED,
+    )
+    decision = asyncio.run(UpdateActivities(engine, tmp_path).decide_promotion(gate))
+    assert set(decision.trial_ids) == kept | mine
+    # the kept pair's trials were run by generation 0 and re-read here; the trained pair's are generation 1's own
+    assert decision.reused == [{"generation": 0, "contract_hash": PARENT.contract_hash, "adapter": "", "trials": 4}]
+    assert not decision.promoted and "only 2 paired selection task(s), fewer than 5" in decision.reason
+    engine.dispose()
