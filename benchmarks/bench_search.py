@@ -45,10 +45,14 @@ within the budget, summed over the seeds, with and without the rankings::
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+
+from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -56,9 +60,14 @@ from benchmarks.simulate import (  # noqa: E402 - after the sys.path insert
     SIM_EXAMPLES,
     UNLOCKS,
     UnlockOracle,
+    World,
+    WorldOracle,
     base_search_tasks,
+    best_single_rate,
+    global_world,
     make_unlock_tasks,
     matching_kind,
+    today_world,
 )
 from mindforge.hcp import derive, load_contract  # noqa: E402 - after the sys.path insert
 from mindforge.search import (  # noqa: E402 - after the sys.path insert
@@ -74,6 +83,7 @@ from mindforge.search import (  # noqa: E402 - after the sys.path insert
     search_trial_id,
 )
 from mindforge.search.coverage import Ledger  # noqa: E402 - after the sys.path insert
+from mindforge.search.summary import ranked_candidates  # noqa: E402 - after the sys.path insert
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -199,9 +209,140 @@ def rankings_main(args: argparse.Namespace) -> int:
     return 0
 
 
+class WorldRun(BaseModel):
+    """One search in one world: what the race gets and what it covered.
+
+    Attributes:
+        fix: the entrant (``ranked_candidates[0]``) carries the world's fix.
+        rate: the entrant's true pass rate over the failing tasks (0 without an entrant).
+        covered: failing tasks solved by any candidate (cumulative coverage).
+        found_at: attempts after which the entrant carried the fix at every later step
+            (None: not by the end of the run).
+    """
+
+    fix: bool
+    rate: float
+    covered: int
+    found_at: int | None = None
+
+
+def run_world(world: World, config: SearchConfig, seed: int, budget: int) -> WorldRun:
+    """Run one search in ``world`` to its budget through the product's allocator; see :class:`WorldRun`."""
+    oracle = WorldOracle(world, seed=seed)
+    state = init_search(
+        job_id=f"world-{seed}", root=world.root, tasks=world.failing, budget=SearchBudget(max_attempts=budget),
+        config=config,
+    )  # fmt: skip
+    found_at: int | None = None
+    while not state.done:
+        plan = plan_step(state)
+        state = observe(state, oracle.execute(state, plan) if plan.stop_reason is None else StepResults(step=plan.step))
+        entrant = next(iter(ranked_candidates(state)), None)
+        has_fix = entrant is not None and world.has_fix(oracle.edit_keys[entrant])
+        found_at = (found_at if found_at is not None else state.spent.attempts) if has_fix else None
+    entrant = next(iter(ranked_candidates(state)), None)
+    return WorldRun(
+        fix=entrant is not None and world.has_fix(oracle.edit_keys[entrant]),
+        rate=oracle.true_rate(entrant) if entrant is not None else 0.0,
+        covered=state.covered,
+        found_at=found_at,
+    )
+
+
+def world_configs(world: World, seed: int, cells: int) -> dict[str, SearchConfig]:
+    """Strategy name -> its configuration in ``world`` (the product's defaults but for the strategy)."""
+    common = {"seed": seed, "cells_per_step": cells, "experience_snapshot": world.snapshot_json}
+    return {
+        "race": SearchConfig(**common),
+        "today's allocator": SearchConfig(strategy="adaptive", **common),
+        "random": SearchConfig(strategy="random", **common),
+        "race, Thompson": SearchConfig(selection="thompson", **common),
+    }
+
+
+def make_worlds(seed: int) -> list[World]:
+    """The benchmark's worlds for one seed (decoys and, off the shortlist, the fix are drawn per seed)."""
+    return [
+        today_world(),
+        global_world(seed, 0.1),
+        global_world(seed, 0.3),
+        global_world(seed, 0.1, mixed=True),
+        global_world(seed, 0.3, mixed=True),
+        global_world(seed, 0.3, fix="operator"),
+        today_world(library=True),
+    ]
+
+
+def _seed_runs(job: tuple[int, list[int], int, list[str], int]) -> tuple[dict[str, float], dict[tuple, WorldRun]]:
+    """Every world's runs for one seed: (world -> best single rate, (world, strategy, budget) -> run).
+
+    Budget -1 is the long run that times finding the fix (random search's four times longer).
+    """
+    seed, budgets, cells, strategies, find_cap = job
+    best: dict[str, float] = {}
+    runs: dict[tuple, WorldRun] = {}
+    for world in make_worlds(seed):
+        best[world.name] = best_single_rate(world)[1]
+        for name, config in world_configs(world, seed, cells).items():
+            if name not in strategies:
+                continue
+            for budget in budgets:
+                runs[(world.name, name, budget)] = run_world(world, config, seed, budget)
+            if world.fix_key is not None and name in ("race", "random"):
+                runs[(world.name, name, -1)] = run_world(world, config, seed, find_cap * (4 if name == "random" else 1))
+    return best, runs
+
+
+def _median(values: list[int | None], cap: int) -> str:
+    """The median of attempts-to-find, a run that never found it counting as more than ``cap``."""
+    mid = statistics.median((v if v is not None else cap + 1) for v in values)
+    return f">{cap}" if mid > cap else f"{mid:.0f}"
+
+
+def worlds_main(args: argparse.Namespace) -> int:
+    """``--mode worlds``: the race against today's allocator and random search in three worlds (see the docstring)."""
+    budgets = [int(b) for b in args.budgets.split(",")]
+    runs: dict[tuple[str, str, int], list[WorldRun]] = defaultdict(list)
+    best: dict[str, list[float]] = defaultdict(list)
+    t0 = time.monotonic()
+    jobs = [(seed, budgets, args.cells, args.strategies.split(";"), args.find_cap) for seed in range(args.seeds)]
+    with multiprocessing.Pool(args.jobs) as workers:
+        for seed_best, seed_runs in workers.imap(_seed_runs, jobs):
+            for name, rate in seed_best.items():
+                best[name].append(rate)
+            for key, run in seed_runs.items():
+                runs[key].append(run)
+    print(f"{args.seeds} seeds, budgets {budgets}, {args.cells} cells a step; {time.monotonic() - t0:.0f} s\n")
+    header = (f"{'world':<38} {'budget':>6} {'strategy':<18} {'entrant is the fix':>18} "
+              f"{'entrant rate':>12} {'/ best single':>13} {'coverage':>9}")  # fmt: skip
+    print(header + "\n" + "-" * len(header))
+    for world_name in best:
+        oracle_rate = statistics.mean(best[world_name])
+        for budget in budgets:
+            for name in args.strategies.split(";"):
+                group = runs.get((world_name, name, budget))
+                if not group:
+                    continue
+                fix = f"{sum(r.fix for r in group)}/{len(group)}" if "today" not in world_name else "-"
+                rate = statistics.mean(r.rate for r in group)
+                print(f"{world_name:<38} {budget:>6} {name:<18} {fix:>18} {rate:>12.3f} "
+                      f"{rate / oracle_rate:>12.2f}x {statistics.mean(r.covered for r in group):>9.1f}")  # fmt: skip
+    print("\n(entrant rate: the true pass rate of ranked_candidates[0] over the failing tasks, mean over seeds; "
+          "/ best single: over the best single edit's true rate, the oracle's pick;\n"
+          " coverage: failing tasks solved by any candidate)\n")  # fmt: skip
+    print(f"attempts until the entrant is the fix for good (median over seeds; race runs of {args.find_cap}, "
+          f"random of {4 * args.find_cap} attempts):")  # fmt: skip
+    for world_name in best:
+        race, rand = runs.get((world_name, "race", -1)), runs.get((world_name, "random", -1))
+        if race and rand:
+            print(f"  {world_name:<38} race {_median([r.found_at for r in race], args.find_cap):>6}   "
+                  f"random {_median([r.found_at for r in rand], 4 * args.find_cap):>6}")  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=("unlock", "rankings"), default="unlock")
+    parser.add_argument("--mode", choices=("worlds", "unlock", "rankings"), default="worlds")
     parser.add_argument("--tasks", type=int, default=None, help="number of tasks (unlock: 39, >= 30; rankings: 10)")
     parser.add_argument("--seeds", type=int, default=None, help="unlock: 10; rankings: 8")
     parser.add_argument("--p", type=float, default=0.6, help="success probability when unlocked (< 1)")
@@ -209,7 +350,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-attempts", type=int, default=6000, help="cap on attempts per run")
     parser.add_argument("--budget", type=int, default=96, help="rankings: attempts per run (the main job's)")
     parser.add_argument("--ps", default="0.2,0.6", help="rankings: success probabilities when unlocked")
+    parser.add_argument("--cells", type=int, default=8, help="worlds: cells a step (the main job's)")
+    parser.add_argument(
+        "--strategies", default="race;today's allocator;random",
+        help="worlds: strategies, ';'-separated (also 'race, Thompson': Thompson draws in exploration)",
+    )  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=1, help="worlds: processes running seeds side by side")
+    parser.add_argument("--find-cap", type=int, default=384, help="worlds: attempts of the runs timing the fix")
     args = parser.parse_args(argv)
+    if args.mode == "worlds":
+        args.seeds = args.seeds or 50
+        if args.budgets == "100,200,400,800":
+            args.budgets = "48,96"
+        return worlds_main(args)
     if args.mode == "rankings":
         args.tasks = args.tasks or 10
         args.seeds = args.seeds or 8

@@ -31,7 +31,7 @@ from mindforge.hcp import (
 from mindforge.hcp.io import ContractError
 from mindforge.search.edits import Edit, edit_changes
 
-Origin = Literal["operator", "model", "compose", "refine", "progress"]
+Origin = Literal["operator", "model", "compose", "refine", "progress", "seed"]
 
 
 class CandidateError(ValueError):
@@ -48,8 +48,10 @@ class Candidate(BaseModel):
         edits: the chain from the search root; the last one is this candidate's own.
         origin: ``operator`` (one operator edit), ``model`` (a model-proposed prompt
             edit), ``compose`` (two winners combined), ``refine`` (a winner plus one
-            more edit) or ``progress`` (a stepping stone - a candidate that got past its
-            tasks' harness failure without passing - plus one more edit).
+            more edit), ``progress`` (a stepping stone - a candidate that got past its
+            tasks' harness failure without passing - plus one more edit) or ``seed`` (a
+            chain the race shortlists from data: the lineage's library and its variants,
+            the previous generation's entrants).
         step: the search step that added it.
     """
 
