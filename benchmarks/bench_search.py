@@ -1,42 +1,46 @@
-"""Scripted unlock benchmark: adaptive configuration search vs random search vs the best single contract.
+"""Configuration search in simulated worlds: the race against today's allocator and random search.
 
-Each of N tasks (default 39, three of each of 13 kinds) is unlocked by one particular
-harness property - a tool (read_file, write_file), a hook (plan_first,
-verify_before_finish, full error output), a skill (run_tests.sh, find_files.sh,
-show_tree.sh, show_lines.sh), an observation-cap raise, more turns, the other action
-format, a low temperature. Under a contract that has it, a noisy policy succeeds with
-probability p (default 0.6); otherwise never. The base contract (bash and finish only)
-fails every task.
+Trial outcomes are simulated in-process (:mod:`benchmarks.simulate`): an outcome oracle
+stands in for the sandbox and the scripted policy so that thousands of attempts run in
+seconds. Everything else is the product's code: the base evaluation's transcripts are
+audited by the real audit rules, and every strategy runs through the same candidates,
+allocator, state and budget (``init_search`` / ``plan_step`` / ``observe``).
 
-Trial outcomes are simulated in-process by :class:`benchmarks.simulate.UnlockOracle`:
-the outcome oracle stands in for the sandbox and the scripted policy so that thousands
-of attempts run in seconds. Everything else is the product's code: the base
-evaluation's transcripts are audited by the real audit rules, and every strategy runs
-through the same candidates, allocator, state and budget (``init_search`` /
-``plan_step`` / ``observe``):
+``--mode worlds`` (the default; issue 45's benchmark), at the main job's 8 cells a step,
+on budgets of 48 and 96 trials, 50 seeds each (decoys, and off the shortlist the fix, are
+drawn per seed):
 
-- adaptive: the default allocator (audit-guided priors, cluster sharing, composed and
-  refined candidates);
-- adaptive, no audits: the same without audit priors (an ablation);
-- random: tasks and single operator edits drawn uniformly (``strategy="random"``);
-- best single contract: the one single-edit contract that unlocks the most tasks
-  (chosen with the oracle's knowledge, the most favourable choice), swept round robin
-  over the whole failing set (not a search, so outside the allocator).
+- *today*: 39 tasks, each unlocked by its own edit at p = 0.6 and hinted by the audit
+  (13 kinds; the world the coverage allocator was built on); *today + idle library*: the
+  same with a lineage library that lifts nothing (the cost of shortlisting it);
+- *global*: the main job's root (``smollm2.toml``) and 24 failing tasks; one edit - the
+  lineage's library, the move to its experience snapshot - lifts every task at p = 0.1
+  or 0.3, its 34 operator edits are decoys at 0 or 0.02, and the tasks' audits point
+  elsewhere; *global, fix off the shortlist*: the fix is a uniformly drawn operator edit
+  instead (nothing shortlists it);
+- *mixed*: the global fix and, besides, each task unlocked by its own edit at 0.6.
 
-Each strategy runs on the same seeds. Printed: attempts to full cumulative coverage,
-coverage at fixed attempt budgets, and the ratios. Run::
+Strategies: ``race`` (the default), ``today's allocator`` (``strategy="adaptive"``, the
+coverage allocator before the race), ``random`` (tasks and single edits drawn uniformly)
+and, on request, ``race, Thompson`` (Thompson draws in exploration). Printed per world,
+budget and strategy: how often the race entrant (``ranked_candidates[0]``) carries the fix,
+the entrant's true pass rate and its ratio to the best single edit's (the oracle's pick:
+what a sweep of that edit at any budget measures, in expectation), and coverage; then the
+attempts after which the entrant is the fix for good, for the race and for random search::
 
-    python benchmarks/bench_search.py [--seeds 10] [--tasks 39] [--p 0.6]
+    python benchmarks/bench_search.py [--seeds 50] [--budgets 48,96] [--jobs 1]
 
-``--mode rankings`` measures the audit-fit rankings that were written
-to put the coupled ``command`` format first for one model (``SearchConfig.audit_fit_ranking``:
-the fit sum ahead of measured progress in refinements and stepping stones, and the 1e-6
-tie-break) against the default, where measured progress (the posterior) decides. From
-the shipped JSON baseline, given the simulation's ten placeholder examples
-(:data:`benchmarks.simulate.SIM_EXAMPLES`), in five worlds of two-edit tasks: the
-``command`` format plus any example unlocks (the world the rankings were tuned for);
-``fenced_bash`` plus any example; either format plus the one example that matches the
-task; and a mix of all four. Printed per world and success rate p: tasks covered
+``--mode unlock`` (the benchmark before the race) compares the coverage allocator with
+random search and the best single contract swept round robin on today's world: attempts
+to full cumulative coverage and coverage at fixed budgets::
+
+    python benchmarks/bench_search.py --mode unlock [--seeds 10] [--tasks 39] [--p 0.6]
+
+``--mode rankings`` measures the coverage allocator's audit-fit rankings
+(``SearchConfig.audit_fit_ranking``), written to put the coupled ``command`` format first
+for one model, against measured progress, in five worlds of two-edit tasks from the
+shipped JSON baseline given the ten placeholder examples
+(:data:`benchmarks.simulate.SIM_EXAMPLES`); printed per world and p: tasks covered
 within the budget, summed over the seeds, with and without the rankings::
 
     python benchmarks/bench_search.py --mode rankings [--seeds 8] [--tasks 10] [--budget 96]
@@ -67,9 +71,10 @@ from benchmarks.simulate import (  # noqa: E402 - after the sys.path insert
     global_world,
     make_unlock_tasks,
     matching_kind,
+    plain_root,
     today_world,
 )
-from mindforge.hcp import derive, load_contract  # noqa: E402 - after the sys.path insert
+from mindforge.hcp import load_contract  # noqa: E402 - after the sys.path insert
 from mindforge.search import (  # noqa: E402 - after the sys.path insert
     SearchBudget,
     SearchConfig,
@@ -89,15 +94,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def bench_root():
-    """The benchmark's base contract: the shipped baseline with bash and finish only."""
-    base = load_contract(REPO / "hcp_contracts" / "baseline.toml")
-    return derive(
-        base,
-        name="bench",
-        revision="1.0.0",
-        edit="tools: bash and finish only",
-        changes={"tools.allow": ["bash", "finish"]},
-    )
+    """The unlock benchmark's base contract: the shipped baseline with bash and finish only."""
+    return plain_root()
 
 
 def run_strategy(root, tasks, failing, config: SearchConfig, seed: int, p: float, max_attempts: int):
@@ -194,7 +192,7 @@ def rankings_main(args: argparse.Namespace) -> int:
                 runs = [
                     run_strategy(
                         root, tasks, failing,
-                        SearchConfig(seed=seed, examples=SIM_EXAMPLES, audit_fit_ranking=ranked),
+                        SearchConfig(strategy="adaptive", seed=seed, examples=SIM_EXAMPLES, audit_fit_ranking=ranked),
                         seed, p, args.budget,
                     )
                     for seed in range(args.seeds)
@@ -276,7 +274,7 @@ def make_worlds(seed: int) -> list[World]:
 def _seed_runs(job: tuple[int, list[int], int, list[str], int]) -> tuple[dict[str, float], dict[tuple, WorldRun]]:
     """Every world's runs for one seed: (world -> best single rate, (world, strategy, budget) -> run).
 
-    Budget -1 is the long run that times finding the fix (random search's four times longer).
+    Budget -1 is the long run that times finding the fix (random search's twice as long).
     """
     seed, budgets, cells, strategies, find_cap = job
     best: dict[str, float] = {}
@@ -289,7 +287,7 @@ def _seed_runs(job: tuple[int, list[int], int, list[str], int]) -> tuple[dict[st
             for budget in budgets:
                 runs[(world.name, name, budget)] = run_world(world, config, seed, budget)
             if world.fix_key is not None and name in ("race", "random"):
-                runs[(world.name, name, -1)] = run_world(world, config, seed, find_cap * (4 if name == "random" else 1))
+                runs[(world.name, name, -1)] = run_world(world, config, seed, find_cap * (2 if name == "random" else 1))
     return best, runs
 
 
@@ -331,12 +329,12 @@ def worlds_main(args: argparse.Namespace) -> int:
           "/ best single: over the best single edit's true rate, the oracle's pick;\n"
           " coverage: failing tasks solved by any candidate)\n")  # fmt: skip
     print(f"attempts until the entrant is the fix for good (median over seeds; race runs of {args.find_cap}, "
-          f"random of {4 * args.find_cap} attempts):")  # fmt: skip
+          f"random of {2 * args.find_cap} attempts):")  # fmt: skip
     for world_name in best:
         race, rand = runs.get((world_name, "race", -1)), runs.get((world_name, "random", -1))
         if race and rand:
             print(f"  {world_name:<38} race {_median([r.found_at for r in race], args.find_cap):>6}   "
-                  f"random {_median([r.found_at for r in rand], 4 * args.find_cap):>6}")  # fmt: skip
+                  f"random {_median([r.found_at for r in rand], 2 * args.find_cap):>6}")  # fmt: skip
     return 0
 
 
@@ -375,8 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     failing = base_search_tasks(tasks, root)
     single_key, single_unlocks = best_single_edit(root, tasks)
     strategies = {
-        "adaptive": lambda s: SearchConfig(seed=s),
-        "adaptive, no audits": lambda s: SearchConfig(seed=s, use_audits=False),
+        "adaptive": lambda s: SearchConfig(seed=s, strategy="adaptive"),
+        "adaptive, no audits": lambda s: SearchConfig(seed=s, strategy="adaptive", use_audits=False),
         "random": lambda s: SearchConfig(seed=s, strategy="random"),
     }
     print(f"{len(tasks)} tasks ({len(failing)} failing under the base), "

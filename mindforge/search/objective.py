@@ -57,8 +57,8 @@ class CandidateScore(BaseModel):
     tasks_passed: list[int]
 
 
-def _tallies(state: SearchState) -> dict[int, dict[int, tuple[int, int]]]:
-    """candidate index -> task index -> (usable trials, passes)."""
+def cell_tallies(state: SearchState) -> dict[int, dict[int, tuple[int, int]]]:
+    """The state's cells regrouped: candidate index -> task index -> (usable trials, passes)."""
     out: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
     for key, stats in state.cells.items():
         task, cand = (int(part) for part in key.split(":"))
@@ -81,7 +81,7 @@ def score_candidate(state: SearchState, index: int, cells: dict[int, tuple[int, 
         index: the candidate's index in ``state.candidates``.
         cells: its tallies (task -> (usable, passes)) when already computed.
     """
-    cells = cells if cells is not None else _tallies(state).get(index, {})
+    cells = cells if cells is not None else cell_tallies(state).get(index, {})
     n_tasks = max(len(state.tasks), 1)
     prediction = state.predictions.get(str(index))
     named = set(prediction.tasks) if prediction is not None and prediction.scope == "targeted" else set()
@@ -110,7 +110,7 @@ def score_candidate(state: SearchState, index: int, cells: dict[int, tuple[int, 
 
 def scores(state: SearchState) -> list[CandidateScore]:
     """Every candidate's score, in the state's order."""
-    tallies = _tallies(state)
+    tallies = cell_tallies(state)
     return [score_candidate(state, i, tallies.get(i, {})) for i in range(len(state.candidates))]
 
 
@@ -126,7 +126,7 @@ def pareto_front(state: SearchState) -> list[int]:
     on that task alone.
     """
     best: dict[int, tuple[float, set[int]]] = {}
-    for cand, cells in _tallies(state).items():
+    for cand, cells in cell_tallies(state).items():
         for task, (usable, passes) in cells.items():
             if not passes:
                 continue

@@ -29,7 +29,8 @@ After each step (:func:`advance_race`, called by ``observe``): predictions are j
 (:mod:`mindforge.search.predictions`); refuted entrants leave the race; a round whose
 quota every entrant reached is halved; the best candidate of each audit cluster by
 evidence joins the race while there is room (``max_entrants``) and it could beat the
-leader; and pairs of the best winners are composed and raced in turn (``compositions``).
+leader; and pairs of the best winners on the per-task Pareto front are composed and
+raced in turn (``compositions``).
 
 Sources: successive halving (Karnin et al. 2013; Jamieson & Talwalkar 2016, as in
 Hyperband), racing on shared instances (F-Race, Birattari et al. 2002; irace,
@@ -46,7 +47,7 @@ from collections import defaultdict
 from mindforge.hcp import HCPContract
 from mindforge.search.arms import Arms, pick_adaptive
 from mindforge.search.candidates import Candidate, CandidateError, CandidatePool, compose_edits, make_candidate
-from mindforge.search.objective import CandidateScore, _tallies, ranked, score_candidate
+from mindforge.search.objective import CandidateScore, cell_tallies, pareto_front, ranked, score_candidate
 from mindforge.search.predictions import judge_cells, operator_factors, predict
 from mindforge.search.race_models import Entrant, Prediction, Purpose
 from mindforge.search.state import SearchState, StepPlan, StepResults
@@ -289,7 +290,7 @@ def advance_race(new: SearchState, plan: StepPlan, results: StepResults, seen: s
 
 def _judge_all(new: SearchState) -> None:
     """Judge every untested prediction on the candidate's trials so far; a verdict keeps its step."""
-    tallies = _tallies(new)
+    tallies = cell_tallies(new)
     for key, prediction in list(new.predictions.items()):
         if prediction.verdict == "untested":
             judged = judge_cells(prediction, tallies.get(int(key), {}), new.config.refute_alpha)
@@ -367,7 +368,7 @@ def _could_lead(new: SearchState, pool: CandidatePool, score: CandidateScore) ->
 def _promote(new: SearchState, pool: CandidatePool) -> None:
     """The best candidate of each audit cluster by evidence joins the race (room and a chance to lead)."""
     entered = {e.candidate.harness_hash for e in new.entrants}
-    tallies = _tallies(new)
+    tallies = cell_tallies(new)
     clusters: dict[str, list[int]] = defaultdict(list)
     for i, task in enumerate(new.tasks):
         clusters[task.cluster].append(i)
@@ -411,7 +412,10 @@ def _leader_rate(new: SearchState, pool: CandidatePool) -> float:
 
 
 def _compose(new: SearchState, pool: CandidatePool, root: HCPContract) -> None:
-    """Pairs of the best winners by the objective, composed, join the race (``compositions`` in all).
+    """Pairs of the best winners on the Pareto front, composed, join the race (``compositions`` in all).
+
+    The parents are the candidates best on at least one failing task (GEPA's per-task
+    front, so a specialist's tasks are not lost), the best by the objective first.
 
     A pair is composed when the composition could beat the race's leader by more than
     ``indifference`` were the two lifts independent: ``1 - (1 - a)(1 - b)``, from the
@@ -419,7 +423,10 @@ def _compose(new: SearchState, pool: CandidatePool, root: HCPContract) -> None:
     a little are not worth a race.
     """
     refuted = _refuted_keys(new)
-    scored = [s for s in ranked(new) if not refuted & set(new.candidates[s.index].edit_keys)][:COMPOSE_WINNERS]
+    front = set(pareto_front(new))
+    scored = [
+        s for s in ranked(new) if s.index in front and not refuted & set(new.candidates[s.index].edit_keys)
+    ][:COMPOSE_WINNERS]
     entered = {e.candidate.harness_hash for e in new.entrants}
     leader = _leader_rate(new, pool)
     for a_pos, score_a in enumerate(scored):
