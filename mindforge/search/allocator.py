@@ -39,7 +39,8 @@ from mindforge.search.candidates import Candidate, CandidateError, CandidatePool
 from mindforge.search.edits import Edit, operator_edits
 from mindforge.search.proposals import AuditSummary, PromptRequest
 from mindforge.search.race_models import Purpose, RaceProgress
-from mindforge.search.racing import advance_race, model_entrant, plan_race_cells
+from mindforge.search.race_rounds import advance_race, model_entrant
+from mindforge.search.racing import plan_race_cells
 from mindforge.search.shortlist import build_shortlist
 from mindforge.search.state import (
     CellStats,
