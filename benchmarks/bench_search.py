@@ -6,7 +6,7 @@ seconds. Everything else is the product's code: the base evaluation's transcript
 audited by the real audit rules, and every strategy runs through the same candidates,
 allocator, state and budget (``init_search`` / ``plan_step`` / ``observe``).
 
-``--mode worlds`` (the default; issue 45's benchmark), at the main job's 8 cells a step,
+``--mode worlds`` (the default; targets and figures in docs/benchmarks.md), at the main job's 8 cells a step,
 on budgets of 48 and 96 trials, 50 seeds each (decoys, and off the shortlist the fix, are
 drawn per seed):
 
