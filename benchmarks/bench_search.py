@@ -1,42 +1,46 @@
-"""Scripted unlock benchmark: adaptive configuration search vs random search vs the best single contract.
+"""Configuration search in simulated worlds: the race against today's allocator and random search.
 
-Each of N tasks (default 39, three of each of 13 kinds) is unlocked by one particular
-harness property - a tool (read_file, write_file), a hook (plan_first,
-verify_before_finish, full error output), a skill (run_tests.sh, find_files.sh,
-show_tree.sh, show_lines.sh), an observation-cap raise, more turns, the other action
-format, a low temperature. Under a contract that has it, a noisy policy succeeds with
-probability p (default 0.6); otherwise never. The base contract (bash and finish only)
-fails every task.
+Trial outcomes are simulated in-process (:mod:`benchmarks.simulate`): an outcome oracle
+stands in for the sandbox and the scripted policy so that thousands of attempts run in
+seconds. Everything else is the product's code: the base evaluation's transcripts are
+audited by the real audit rules, and every strategy runs through the same candidates,
+allocator, state and budget (``init_search`` / ``plan_step`` / ``observe``).
 
-Trial outcomes are simulated in-process by :class:`benchmarks.simulate.UnlockOracle`:
-the outcome oracle stands in for the sandbox and the scripted policy so that thousands
-of attempts run in seconds. Everything else is the product's code: the base
-evaluation's transcripts are audited by the real audit rules, and every strategy runs
-through the same candidates, allocator, state and budget (``init_search`` /
-``plan_step`` / ``observe``):
+``--mode worlds`` (the default; targets and figures in docs/benchmarks.md), at the main job's 8 cells a step,
+on budgets of 48 and 96 trials, 50 seeds each (decoys, and off the shortlist the fix, are
+drawn per seed):
 
-- adaptive: the default allocator (audit-guided priors, cluster sharing, composed and
-  refined candidates);
-- adaptive, no audits: the same without audit priors (an ablation);
-- random: tasks and single operator edits drawn uniformly (``strategy="random"``);
-- best single contract: the one single-edit contract that unlocks the most tasks
-  (chosen with the oracle's knowledge, the most favourable choice), swept round robin
-  over the whole failing set (not a search, so outside the allocator).
+- *today*: 39 tasks, each unlocked by its own edit at p = 0.6 and hinted by the audit
+  (13 kinds; the world the coverage allocator was built on); *today + idle library*: the
+  same with a lineage library that lifts nothing (the cost of shortlisting it);
+- *global*: the main job's root (``smollm2.toml``) and 24 failing tasks; one edit - the
+  lineage's library, the move to its experience snapshot - lifts every task at p = 0.1
+  or 0.3, its 34 operator edits are decoys at 0 or 0.02, and the tasks' audits point
+  elsewhere; *global, fix off the shortlist*: the fix is a uniformly drawn operator edit
+  instead (nothing shortlists it);
+- *mixed*: the global fix and, besides, each task unlocked by its own edit at 0.6.
 
-Each strategy runs on the same seeds. Printed: attempts to full cumulative coverage,
-coverage at fixed attempt budgets, and the ratios. Run::
+Strategies: ``race`` (the default), ``today's allocator`` (``strategy="adaptive"``, the
+coverage allocator before the race), ``random`` (tasks and single edits drawn uniformly)
+and, on request, ``race, Thompson`` (Thompson draws in exploration). Printed per world,
+budget and strategy: how often the race entrant (``ranked_candidates[0]``) carries the fix,
+the entrant's true pass rate and its ratio to the best single edit's (the oracle's pick:
+what a sweep of that edit at any budget measures, in expectation), and coverage; then the
+attempts after which the entrant is the fix for good, for the race and for random search::
 
-    python benchmarks/bench_search.py [--seeds 10] [--tasks 39] [--p 0.6]
+    python benchmarks/bench_search.py [--seeds 50] [--budgets 48,96] [--jobs 1]
 
-``--mode rankings`` measures the audit-fit rankings that were written
-to put the coupled ``command`` format first for one model (``SearchConfig.audit_fit_ranking``:
-the fit sum ahead of measured progress in refinements and stepping stones, and the 1e-6
-tie-break) against the default, where measured progress (the posterior) decides. From
-the shipped JSON baseline, given the simulation's ten placeholder examples
-(:data:`benchmarks.simulate.SIM_EXAMPLES`), in five worlds of two-edit tasks: the
-``command`` format plus any example unlocks (the world the rankings were tuned for);
-``fenced_bash`` plus any example; either format plus the one example that matches the
-task; and a mix of all four. Printed per world and success rate p: tasks covered
+``--mode unlock`` (the benchmark before the race) compares the coverage allocator with
+random search and the best single contract swept round robin on today's world: attempts
+to full cumulative coverage and coverage at fixed budgets::
+
+    python benchmarks/bench_search.py --mode unlock [--seeds 10] [--tasks 39] [--p 0.6]
+
+``--mode rankings`` measures the coverage allocator's audit-fit rankings
+(``SearchConfig.audit_fit_ranking``), written to put the coupled ``command`` format first
+for one model, against measured progress, in five worlds of two-edit tasks from the
+shipped JSON baseline given the ten placeholder examples
+(:data:`benchmarks.simulate.SIM_EXAMPLES`); printed per world and p: tasks covered
 within the budget, summed over the seeds, with and without the rankings::
 
     python benchmarks/bench_search.py --mode rankings [--seeds 8] [--tasks 10] [--budget 96]
@@ -45,10 +49,14 @@ within the budget, summed over the seeds, with and without the rankings::
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+
+from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -56,11 +64,17 @@ from benchmarks.simulate import (  # noqa: E402 - after the sys.path insert
     SIM_EXAMPLES,
     UNLOCKS,
     UnlockOracle,
+    World,
+    WorldOracle,
     base_search_tasks,
+    best_single_rate,
+    global_world,
     make_unlock_tasks,
     matching_kind,
+    plain_root,
+    today_world,
 )
-from mindforge.hcp import derive, load_contract  # noqa: E402 - after the sys.path insert
+from mindforge.hcp import load_contract  # noqa: E402 - after the sys.path insert
 from mindforge.search import (  # noqa: E402 - after the sys.path insert
     SearchBudget,
     SearchConfig,
@@ -74,20 +88,14 @@ from mindforge.search import (  # noqa: E402 - after the sys.path insert
     search_trial_id,
 )
 from mindforge.search.coverage import Ledger  # noqa: E402 - after the sys.path insert
+from mindforge.search.summary import ranked_candidates  # noqa: E402 - after the sys.path insert
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def bench_root():
-    """The benchmark's base contract: the shipped baseline with bash and finish only."""
-    base = load_contract(REPO / "hcp_contracts" / "baseline.toml")
-    return derive(
-        base,
-        name="bench",
-        revision="1.0.0",
-        edit="tools: bash and finish only",
-        changes={"tools.allow": ["bash", "finish"]},
-    )
+    """The unlock benchmark's base contract: the shipped baseline with bash and finish only."""
+    return plain_root()
 
 
 def run_strategy(root, tasks, failing, config: SearchConfig, seed: int, p: float, max_attempts: int):
@@ -184,7 +192,7 @@ def rankings_main(args: argparse.Namespace) -> int:
                 runs = [
                     run_strategy(
                         root, tasks, failing,
-                        SearchConfig(seed=seed, examples=SIM_EXAMPLES, audit_fit_ranking=ranked),
+                        SearchConfig(strategy="adaptive", seed=seed, examples=SIM_EXAMPLES, audit_fit_ranking=ranked),
                         seed, p, args.budget,
                     )
                     for seed in range(args.seeds)
@@ -199,9 +207,140 @@ def rankings_main(args: argparse.Namespace) -> int:
     return 0
 
 
+class WorldRun(BaseModel):
+    """One search in one world: what the race gets and what it covered.
+
+    Attributes:
+        fix: the entrant (``ranked_candidates[0]``) carries the world's fix.
+        rate: the entrant's true pass rate over the failing tasks (0 without an entrant).
+        covered: failing tasks solved by any candidate (cumulative coverage).
+        found_at: attempts after which the entrant carried the fix at every later step
+            (None: not by the end of the run).
+    """
+
+    fix: bool
+    rate: float
+    covered: int
+    found_at: int | None = None
+
+
+def run_world(world: World, config: SearchConfig, seed: int, budget: int) -> WorldRun:
+    """Run one search in ``world`` to its budget through the product's allocator; see :class:`WorldRun`."""
+    oracle = WorldOracle(world, seed=seed)
+    state = init_search(
+        job_id=f"world-{seed}", root=world.root, tasks=world.failing, budget=SearchBudget(max_attempts=budget),
+        config=config,
+    )  # fmt: skip
+    found_at: int | None = None
+    while not state.done:
+        plan = plan_step(state)
+        state = observe(state, oracle.execute(state, plan) if plan.stop_reason is None else StepResults(step=plan.step))
+        entrant = next(iter(ranked_candidates(state)), None)
+        has_fix = entrant is not None and world.has_fix(oracle.edit_keys[entrant])
+        found_at = (found_at if found_at is not None else state.spent.attempts) if has_fix else None
+    entrant = next(iter(ranked_candidates(state)), None)
+    return WorldRun(
+        fix=entrant is not None and world.has_fix(oracle.edit_keys[entrant]),
+        rate=oracle.true_rate(entrant) if entrant is not None else 0.0,
+        covered=state.covered,
+        found_at=found_at,
+    )
+
+
+def world_configs(world: World, seed: int, cells: int) -> dict[str, SearchConfig]:
+    """Strategy name -> its configuration in ``world`` (the product's defaults but for the strategy)."""
+    common = {"seed": seed, "cells_per_step": cells, "experience_snapshot": world.snapshot_json}
+    return {
+        "race": SearchConfig(**common),
+        "today's allocator": SearchConfig(strategy="adaptive", **common),
+        "random": SearchConfig(strategy="random", **common),
+        "race, Thompson": SearchConfig(selection="thompson", **common),
+    }
+
+
+def make_worlds(seed: int) -> list[World]:
+    """The benchmark's worlds for one seed (decoys and, off the shortlist, the fix are drawn per seed)."""
+    return [
+        today_world(),
+        global_world(seed, 0.1),
+        global_world(seed, 0.3),
+        global_world(seed, 0.1, mixed=True),
+        global_world(seed, 0.3, mixed=True),
+        global_world(seed, 0.3, fix="operator"),
+        today_world(library=True),
+    ]
+
+
+def _seed_runs(job: tuple[int, list[int], int, list[str], int]) -> tuple[dict[str, float], dict[tuple, WorldRun]]:
+    """Every world's runs for one seed: (world -> best single rate, (world, strategy, budget) -> run).
+
+    Budget -1 is the long run that times finding the fix (random search's twice as long).
+    """
+    seed, budgets, cells, strategies, find_cap = job
+    best: dict[str, float] = {}
+    runs: dict[tuple, WorldRun] = {}
+    for world in make_worlds(seed):
+        best[world.name] = best_single_rate(world)[1]
+        for name, config in world_configs(world, seed, cells).items():
+            if name not in strategies:
+                continue
+            for budget in budgets:
+                runs[(world.name, name, budget)] = run_world(world, config, seed, budget)
+            if world.fix_key is not None and name in ("race", "random"):
+                runs[(world.name, name, -1)] = run_world(world, config, seed, find_cap * (2 if name == "random" else 1))
+    return best, runs
+
+
+def _median(values: list[int | None], cap: int) -> str:
+    """The median of attempts-to-find, a run that never found it counting as more than ``cap``."""
+    mid = statistics.median((v if v is not None else cap + 1) for v in values)
+    return f">{cap}" if mid > cap else f"{mid:.0f}"
+
+
+def worlds_main(args: argparse.Namespace) -> int:
+    """``--mode worlds``: the race against today's allocator and random search in three worlds (see the docstring)."""
+    budgets = [int(b) for b in args.budgets.split(",")]
+    runs: dict[tuple[str, str, int], list[WorldRun]] = defaultdict(list)
+    best: dict[str, list[float]] = defaultdict(list)
+    t0 = time.monotonic()
+    jobs = [(seed, budgets, args.cells, args.strategies.split(";"), args.find_cap) for seed in range(args.seeds)]
+    with multiprocessing.Pool(args.jobs) as workers:
+        for seed_best, seed_runs in workers.imap(_seed_runs, jobs):
+            for name, rate in seed_best.items():
+                best[name].append(rate)
+            for key, run in seed_runs.items():
+                runs[key].append(run)
+    print(f"{args.seeds} seeds, budgets {budgets}, {args.cells} cells a step; {time.monotonic() - t0:.0f} s\n")
+    header = (f"{'world':<38} {'budget':>6} {'strategy':<18} {'entrant is the fix':>18} "
+              f"{'entrant rate':>12} {'/ best single':>13} {'coverage':>9}")  # fmt: skip
+    print(header + "\n" + "-" * len(header))
+    for world_name in best:
+        oracle_rate = statistics.mean(best[world_name])
+        for budget in budgets:
+            for name in args.strategies.split(";"):
+                group = runs.get((world_name, name, budget))
+                if not group:
+                    continue
+                fix = f"{sum(r.fix for r in group)}/{len(group)}" if "today" not in world_name else "-"
+                rate = statistics.mean(r.rate for r in group)
+                print(f"{world_name:<38} {budget:>6} {name:<18} {fix:>18} {rate:>12.3f} "
+                      f"{rate / oracle_rate:>12.2f}x {statistics.mean(r.covered for r in group):>9.1f}")  # fmt: skip
+    print("\n(entrant rate: the true pass rate of ranked_candidates[0] over the failing tasks, mean over seeds; "
+          "/ best single: over the best single edit's true rate, the oracle's pick;\n"
+          " coverage: failing tasks solved by any candidate)\n")  # fmt: skip
+    print(f"attempts until the entrant is the fix for good (median over seeds; race runs of {args.find_cap}, "
+          f"random of {2 * args.find_cap} attempts):")  # fmt: skip
+    for world_name in best:
+        race, rand = runs.get((world_name, "race", -1)), runs.get((world_name, "random", -1))
+        if race and rand:
+            print(f"  {world_name:<38} race {_median([r.found_at for r in race], args.find_cap):>6}   "
+                  f"random {_median([r.found_at for r in rand], 2 * args.find_cap):>6}")  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=("unlock", "rankings"), default="unlock")
+    parser.add_argument("--mode", choices=("worlds", "unlock", "rankings"), default="worlds")
     parser.add_argument("--tasks", type=int, default=None, help="number of tasks (unlock: 39, >= 30; rankings: 10)")
     parser.add_argument("--seeds", type=int, default=None, help="unlock: 10; rankings: 8")
     parser.add_argument("--p", type=float, default=0.6, help="success probability when unlocked (< 1)")
@@ -209,7 +348,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-attempts", type=int, default=6000, help="cap on attempts per run")
     parser.add_argument("--budget", type=int, default=96, help="rankings: attempts per run (the main job's)")
     parser.add_argument("--ps", default="0.2,0.6", help="rankings: success probabilities when unlocked")
+    parser.add_argument("--cells", type=int, default=8, help="worlds: cells a step (the main job's)")
+    parser.add_argument(
+        "--strategies", default="race;today's allocator;random",
+        help="worlds: strategies, ';'-separated (also 'race, Thompson': Thompson draws in exploration)",
+    )  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=1, help="worlds: processes running seeds side by side")
+    parser.add_argument("--find-cap", type=int, default=384, help="worlds: attempts of the runs timing the fix")
     args = parser.parse_args(argv)
+    if args.mode == "worlds":
+        args.seeds = args.seeds or 50
+        if args.budgets == "100,200,400,800":
+            args.budgets = "48,96"
+        return worlds_main(args)
     if args.mode == "rankings":
         args.tasks = args.tasks or 10
         args.seeds = args.seeds or 8
@@ -222,8 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     failing = base_search_tasks(tasks, root)
     single_key, single_unlocks = best_single_edit(root, tasks)
     strategies = {
-        "adaptive": lambda s: SearchConfig(seed=s),
-        "adaptive, no audits": lambda s: SearchConfig(seed=s, use_audits=False),
+        "adaptive": lambda s: SearchConfig(seed=s, strategy="adaptive"),
+        "adaptive, no audits": lambda s: SearchConfig(seed=s, strategy="adaptive", use_audits=False),
         "random": lambda s: SearchConfig(seed=s, strategy="random"),
     }
     print(f"{len(tasks)} tasks ({len(failing)} failing under the base), "

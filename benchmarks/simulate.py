@@ -20,14 +20,18 @@ import hashlib
 import random
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from mindforge.audit import audit_trial
-from mindforge.hcp import SHELL_FORMATS, HCPContract, WorkedExample
+from mindforge.experience import EntryValidation, ExperienceSnapshot, Provenance, make_entry
+from mindforge.hcp import SHELL_FORMATS, HCPContract, WorkedExample, derive, load_contract
 from mindforge.hcp.examples import ExampleStep
 from mindforge.search.candidates import materialize
+from mindforge.search.edits import operator_edits, snapshot_edit
 from mindforge.search.state import (
     CellResult,
     SearchState,
@@ -39,6 +43,7 @@ from mindforge.search.tasks import search_tasks_from_audits
 from mindforge.trials.record import FailureClass, LimitFired, TrialRecord
 
 Predicate = Callable[[HCPContract, HCPContract], bool]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _skill(name: str) -> Predicate:
@@ -252,6 +257,7 @@ class UnlockOracle:
         self.p_unlocked, self.p_locked = p_unlocked, p_locked
         self.tokens, self.wall_sec = tokens_per_attempt, wall_sec_per_attempt
         self.contracts: dict[str, HCPContract] = {root.content_hash: root}
+        self.edit_keys: dict[str, tuple[str, ...]] = {root.content_hash: ()}
         self.executed: list[str] = []
 
     def unlocks(self, task_hash: str, contract: HCPContract) -> bool:
@@ -281,7 +287,12 @@ class UnlockOracle:
         if contract_hash not in self.contracts:
             cand = next(c for c in [*state.candidates, *plan.new_candidates] if c.contract_hash == contract_hash)
             self.contracts[contract_hash] = materialize(self.root, cand.edits)
+            self.edit_keys[contract_hash] = cand.edit_keys
         return self.contracts[contract_hash]
+
+    def probability(self, task_hash: str, contract_hash: str) -> float:
+        """The pass probability of one trial of the task under a known contract (``p_unlocked`` or ``p_locked``)."""
+        return self.p_unlocked if self.unlocks(task_hash, self.contracts[contract_hash]) else self.p_locked
 
     def outcome(self, trial_id: str, unlocked: bool) -> float:
         """The reward (1.0 or 0.0) of one trial, drawn from (seed, trial id)."""
@@ -298,7 +309,7 @@ class UnlockOracle:
         results = []
         for cell in plan.cells:
             contract = self.contract(state, plan, cell.contract_hash)
-            reward = self.outcome(cell.trial_id, self.unlocks(cell.task_hash, contract))
+            reward = 1.0 if self._draw(cell.trial_id) < self.probability(cell.task_hash, cell.contract_hash) else 0.0
             self.executed.append(cell.trial_id)
             results.append(
                 CellResult(
@@ -313,3 +324,173 @@ class UnlockOracle:
                 )
             )
         return StepResults(step=plan.step, results=results)
+
+
+# ---------------------------------------------------------------- worlds of the racing search
+
+#: audit kinds whose base failures point the audit away from the library (no ``examples``
+#: or ``experience`` tag ranks high): the global-fix world gives no hint of its fix
+UNHINTED_KINDS: list[str] = [
+    "observation", "turns", "plan", "verify", "error_output", "temperature",
+    "skill:run_tests.sh", "skill:find_files.sh", "skill:show_tree.sh", "skill:show_lines.sh",
+]  # fmt: skip
+#: pass rates a decoy edit gets, one drawn per edit and seed
+DECOY_RATES = (0.0, 0.02)
+
+
+def sim_snapshot() -> ExperienceSnapshot:
+    """The simulation's experience library: three validated placeholder entries about nothing.
+
+    What an entry says never matters here: the world's oracle decides what the library
+    does (:class:`WorldOracle`), so no simulated figure depends on its text.
+    """
+    validation = EntryValidation(rewards=[1.0, 1.0], replay_trial_ids=["sim-r0", "sim-r1"])
+    entries = [
+        make_entry(
+            instruction=f"Simulated chore number {i}.", steps=[ExampleStep(command=f"echo sim-{i}", output="")],
+            provenance=Provenance.ORACLE, trial_id="oracle", task_id=f"sim-{i}", task_hash=f"h-sim-{i}",
+        ).with_validation(validation)
+        for i in range(3)
+    ]  # fmt: skip
+    return ExperienceSnapshot(entries=tuple(entries))
+
+
+def plain_root() -> HCPContract:
+    """Today's world's root: the shipped baseline with bash and finish only (``bench_search.py``'s since its start)."""
+    base = load_contract(REPO / "hcp_contracts" / "baseline.toml")
+    changes = {"tools.allow": ["bash", "finish"]}
+    return derive(base, name="bench", revision="1.0.0", edit="tools: bash and finish only", changes=changes)
+
+
+@dataclass
+class World:
+    """One simulated search problem: its root, tasks, and what lifts them.
+
+    Attributes:
+        name: the world's name in tables.
+        root: the search root.
+        tasks: the tasks (their ``kind`` decides their base audit, and their own unlock
+            when ``own_unlocks``).
+        failing: the tasks for search, audited from their base transcripts.
+        p_unlocked: pass rate under a contract that has a task's own unlocking property.
+        own_unlocks: whether tasks have their own unlocking edit (today's world).
+        fix_key: the edit key of the global fix (a contract whose chain carries it
+            passes every task at ``fix_p``), or None.
+        fix_p: the global fix's pass rate.
+        decoys: edit key -> pass rate of a contract whose chain carries it (every task).
+        snapshot_json: the lineage's library the search may move to (op ``experience_snapshot``), or None.
+    """
+
+    name: str
+    root: HCPContract
+    tasks: list[UnlockTask]
+    failing: list[SearchTask]
+    p_unlocked: float
+    own_unlocks: bool
+    fix_key: str | None
+    fix_p: float
+    decoys: dict[str, float]
+    snapshot_json: str | None
+
+    def has_fix(self, edit_keys: tuple[str, ...]) -> bool:
+        """Whether a chain carries the global fix."""
+        return self.fix_key is not None and self.fix_key in edit_keys
+
+    def probability(self, task: UnlockTask, contract: HCPContract, edit_keys: tuple[str, ...]) -> float:
+        """The pass probability of one trial: the best of its own unlock, the fix and any decoy it carries."""
+        p = self.p_unlocked if self.own_unlocks and unlock_predicate(task.kind)(self.root, contract) else 0.0
+        if self.has_fix(edit_keys):
+            p = max(p, self.fix_p)
+        return max([p, *(self.decoys.get(k, 0.0) for k in edit_keys)])
+
+    def true_rate(self, contract: HCPContract, edit_keys: tuple[str, ...]) -> float:
+        """A contract's pass rate over the failing tasks (the mean of the per-task probabilities)."""
+        by_hash = {t.task_hash: t for t in self.tasks}
+        total = sum(self.probability(by_hash[t.task_hash], contract, edit_keys) for t in self.failing)
+        return total / len(self.failing)
+
+
+def _library_key(snapshot_json: str) -> str:
+    return snapshot_edit(snapshot_json).key
+
+
+def _decoys(root: HCPContract, seed: int, keys: list[str]) -> dict[str, float]:
+    rng = random.Random(f"decoys:{seed}")
+    return {k: rng.choice(DECOY_RATES) for k in keys}
+
+
+def today_world(n_tasks: int = 39, p: float = 0.6, *, library: bool = False) -> World:
+    """Today's world (``bench_search.py``'s since its start): each task unlocked by its own edit at ``p``, hinted by
+    the audit (13 kinds); with ``library``, the lineage also has a library that lifts nothing."""
+    root = plain_root()
+    tasks = make_unlock_tasks(n_tasks)
+    return World(
+        name="today" + (" + idle library" if library else ""), root=root, tasks=tasks,
+        failing=base_search_tasks(tasks, root), p_unlocked=p, own_unlocks=True, fix_key=None, fix_p=0.0, decoys={},
+        snapshot_json=sim_snapshot().to_json() if library else None,
+    )  # fmt: skip
+
+
+def global_world(seed: int, fix_p: float, *, n_tasks: int = 24, fix: str = "library", mixed: bool = False) -> World:
+    """One edit lifts every failing task at ``fix_p``; every other edit is a decoy at 0 or 0.02.
+
+    The root is the main job's (``smollm2.toml``): its 34 operator edits and the move to
+    the lineage's library make the 35 single edits. The tasks' base failures are audited
+    from kinds that do not point at the library (:data:`UNHINTED_KINDS`): the audit gives
+    no hint of the fix.
+
+    Args:
+        seed: draws the decoys' rates (and, with ``fix="operator"``, which edit is the fix).
+        fix_p: the fix's pass rate on every task.
+        n_tasks: failing tasks.
+        fix: ``library`` (the real world's fix: the lineage's library) or ``operator``
+            (a uniformly drawn operator edit; the library is then a decoy too).
+        mixed: also unlock each task by its own edit at 0.6 (the mix of both worlds).
+    """
+    root = load_contract(REPO / "hcp_contracts" / "smollm2.toml")
+    snapshot = sim_snapshot().to_json()
+    library = _library_key(snapshot)
+    operator = [e.key for e in operator_edits(root)]
+    rng = random.Random(f"fix:{seed}")
+    fix_key = library if fix == "library" else rng.choice(operator)
+    decoys = _decoys(root, seed, [k for k in [*operator, library] if k != fix_key])
+    tasks = make_unlock_tasks(n_tasks, UNHINTED_KINDS)
+    name = ("mixed" if mixed else "global") + ("" if fix == "library" else ", fix off the shortlist")
+    return World(
+        name=f"{name}, p={fix_p}", root=root, tasks=tasks, failing=base_search_tasks(tasks, root), p_unlocked=0.6,
+        own_unlocks=mixed, fix_key=fix_key, fix_p=fix_p, decoys=decoys, snapshot_json=snapshot,
+    )  # fmt: skip
+
+
+class WorldOracle(UnlockOracle):
+    """The outcome oracle of a :class:`World`: a trial passes with the world's probability.
+
+    Args:
+        world: the world.
+        seed: with the trial id, seeds each outcome (reproducible).
+    """
+
+    def __init__(self, world: World, *, seed: int = 0) -> None:
+        super().__init__(world.root, world.tasks, p_unlocked=world.p_unlocked, seed=seed)
+        self.world = world
+        self.by_hash = {t.task_hash: t for t in world.tasks}
+
+    def probability(self, task_hash: str, contract_hash: str) -> float:
+        """The world's pass probability of the task under a known contract."""
+        task, contract = self.by_hash[task_hash], self.contracts[contract_hash]
+        return self.world.probability(task, contract, self.edit_keys[contract_hash])
+
+    def true_rate(self, contract_hash: str) -> float:
+        """A known contract's pass rate over the failing tasks."""
+        return self.world.true_rate(self.contracts[contract_hash], self.edit_keys[contract_hash])
+
+
+def best_single_rate(world: World) -> tuple[str, float]:
+    """The single edit (operator or the library move) with the highest pass rate, and that rate (the oracle's pick)."""
+    best, rate = "", -1.0
+    for edit in operator_edits(world.root, (), world.snapshot_json):
+        contract = materialize(world.root, [edit])
+        r = world.true_rate(contract, (edit.key,))
+        if r > rate:
+            best, rate = edit.key, r
+    return best, rate

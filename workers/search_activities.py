@@ -69,6 +69,38 @@ class _ContractCache:
         return self.parsed[content_hash]
 
 
+#: the previous generation's leading search candidates shortlisted again (its entrant and runner-up)
+PREVIOUS_SEEDS = 2
+
+
+def previous_entrants(session, lineage_id: str, generation: int) -> list[Any]:
+    """The previous generation's search entrant and runner-up as seed chains (none in generation 0).
+
+    Read from the previous search job's committed state: its candidates best first by the
+    search's objective (:func:`mindforge.search.summary.ranked_candidates`). The chains
+    are relative to the previous generation's root; the shortlist re-bases them on this
+    generation's (:func:`mindforge.search.shortlist.rebase`), so the successor the gate
+    promoted (now the root) adds nothing and its runner-up comes back as what it adds.
+    """
+    from mindforge.search.race_models import SeedChain
+    from mindforge.search.summary import ranked_candidates
+    from mindforge.store.search_state import load_state
+
+    if generation <= 0:
+        return []
+    job_id = f"{lineage_id}-g{generation - 1}-search"
+    job = search_repo.get_search_job(session=session, job_id=job_id)
+    state = load_state(session=session, job_id=job_id) if job is not None and job.state else None
+    if state is None:
+        return []
+    by_hash = {c.contract_hash: c for c in state.candidates}
+    notes = ("entrant", "runner-up")
+    return [
+        SeedChain(edits=list(by_hash[h].edits), reason="previous", note=f"generation {generation - 1} {notes[i]}")
+        for i, h in enumerate(ranked_candidates(state)[:PREVIOUS_SEEDS])
+    ]
+
+
 class SearchActivities:
     """Audit and search activities bound to one store.
 
@@ -205,6 +237,7 @@ class SearchActivities:
             config = SearchConfig(
                 seed=b.seed, cells_per_step=b.cells_per_step, examples=list(b.examples),
                 experience_snapshot=latest.document if latest is not None else None,
+                seeds=previous_entrants(s, inp.lineage_id, inp.generation),
             )
             try:
                 state = init_search(job_id=job_id, root=root, tasks=tasks, budget=budget, config=config, cost=cost)

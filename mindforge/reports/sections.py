@@ -24,6 +24,7 @@ from mindforge.reports import experience, plots
 from mindforge.reports.blocks import Block, Section, Table
 from mindforge.reports.compounding import generation_readings, reused_text
 from mindforge.reports.data import ReportData
+from mindforge.reports.predictions import predictions_section
 from mindforge.reports.reading_sections import (
     READING_SECTION_IDS,
     compounding_section,
@@ -41,6 +42,7 @@ SECTION_IDS = (
     "single-vs-adaptive",
     "coverage-per-contract",
     "failure-audit",
+    "edit-predictions",
     "task-matrix",
     "spend",
     "trials-per-node",
@@ -82,6 +84,7 @@ def build_sections(data: ReportData, *, with_plots: bool = True) -> list[Section
         ("single-vs-adaptive", lambda: _single_vs_adaptive(data, with_plots)),
         ("coverage-per-contract", lambda: _per_contract(data, with_plots)),
         ("failure-audit", lambda: _audit(data, with_plots)),
+        ("edit-predictions", lambda: predictions_section(data)),
         ("task-matrix", lambda: _matrix(data)),
         ("spend", lambda: _spend(data)),
         ("trials-per-node", lambda: _nodes(data)),

@@ -8,9 +8,17 @@
 - :mod:`~mindforge.search.proposals`: model-proposed prompt edits;
 - :mod:`~mindforge.search.state` and :mod:`~mindforge.search.allocator`: the resumable
   search (``init_search`` / ``plan_step`` / ``observe``);
+- :mod:`~mindforge.search.objective`: the objective, a candidate's posterior pass rate on
+  the search split, its ranking and the per-task Pareto front;
+- :mod:`~mindforge.search.shortlist`, :mod:`~mindforge.search.racing` and
+  :mod:`~mindforge.search.race_rounds`: the race (the default strategy) - a shortlist
+  from data raced on shared tasks, exploration, halving, who joins;
+- :mod:`~mindforge.search.predictions`: what each edit states it will change and the
+  verdict of its trials (small records in :mod:`~mindforge.search.race_models`);
 - :mod:`~mindforge.search.tasks`: failing tasks from audits, cell results from trials;
 - :mod:`~mindforge.search.coverage`: the coverage ledger (cumulative and single-contract);
-- :mod:`~mindforge.search.arms`: choosing each step's cells among existing and potential candidates.
+- :mod:`~mindforge.search.arms`: cells among existing and potential candidates (the
+  coverage allocator, ``strategy="adaptive"``, and the race's exploration).
 
 A simulated unlock problem for measuring the allocator offline lives outside the product,
 in ``benchmarks/simulate.py``.

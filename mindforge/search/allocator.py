@@ -35,9 +35,13 @@ from functools import lru_cache
 from mindforge.errors import MindForgeError
 from mindforge.hcp import HCPContract, dump_contract, loads_contract
 from mindforge.search.arms import Arms, offer_new_arms, pick_adaptive, pick_random
-from mindforge.search.candidates import CandidateError, CandidatePool, make_candidate
+from mindforge.search.candidates import Candidate, CandidateError, CandidatePool, make_candidate
 from mindforge.search.edits import Edit, operator_edits
 from mindforge.search.proposals import AuditSummary, PromptRequest
+from mindforge.search.race_models import Purpose, RaceProgress
+from mindforge.search.race_rounds import advance_race, model_entrant
+from mindforge.search.racing import plan_race_cells
+from mindforge.search.shortlist import build_shortlist
 from mindforge.search.state import (
     CellStats,
     CostEstimate,
@@ -164,11 +168,43 @@ def init_search(
     )
     if not tasks:
         state.stop_reason = "full_coverage"
+    elif config.strategy == "race":
+        state.common_order = _common_order(job_id, config.seed, len(tasks))
+        state.entrants = build_shortlist(root, tasks, config, _shortlist_capacity(budget, config, cost))
+        state.race = RaceProgress(quota=config.probe_attempts)
     return state
 
 
+def _common_order(job_id: str, seed: int, n_tasks: int) -> list[int]:
+    """The race's task order: a permutation of ``range(n_tasks)`` drawn from (seed, job id)."""
+    digest = hashlib.sha256(f"{seed}:{job_id}:order".encode()).digest()
+    order = list(range(n_tasks))
+    random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
+    return order
+
+
+def _shortlist_capacity(budget: SearchBudget, config: SearchConfig, cost: CostEstimate) -> int:
+    """The most entrants the budget can race: probes plus about two halving rounds each.
+
+    Probing ``k`` entrants costs ``k * probe_attempts`` race trials and each halving
+    round about half that again, so ``k <= race budget / (2 * probe_attempts)``, where
+    the race budget is the attempts left after exploration's share (estimated from the
+    per-attempt cost for token and time budgets); at least 2, at most ``max_entrants``.
+    """
+    attempts = [budget.max_attempts] if budget.max_attempts is not None else []
+    if budget.max_tokens is not None and cost.tokens_per_attempt > 0:
+        attempts.append(int(budget.max_tokens / cost.tokens_per_attempt))
+    if budget.max_wall_sec is not None and cost.wall_sec_per_attempt > 0:
+        attempts.append(int(budget.max_wall_sec / cost.wall_sec_per_attempt))
+    if not attempts:
+        return config.max_entrants
+    race_budget = min(attempts) * (1 - config.explore_share)
+    return max(2, min(config.max_entrants, int(race_budget // (2 * config.probe_attempts))))
+
+
 def _stop_reason(state: SearchState) -> StopReason | None:
-    if state.covered >= len(state.tasks):
+    # under race, solved tasks stay in the pool: full coverage is no reason to stop
+    if state.covered >= len(state.tasks) and (state.config.strategy != "race" or not state.tasks):
         return "full_coverage"
     budget, spent = state.budget, state.spent
     if budget.max_attempts is not None and spent.attempts >= budget.max_attempts:
@@ -216,19 +252,26 @@ def plan_step(state: SearchState) -> StepPlan:
     unsolved = [t for t in range(len(state.tasks)) if str(t) not in state.solved]
     arms = Arms(state, root)
     singles = _single_edits(root, state.config)
-    offer_new_arms(arms, state, singles, unsolved)
     rng = _rng(state)
     n_cells = _cells_this_step(state)
-    if state.config.strategy == "random":
-        picks = pick_random(state, arms, singles, unsolved, n_cells, rng)
+    picks: list[tuple[int, Candidate, Purpose]]
+    offer_new_arms(arms, state, singles, unsolved)
+    if state.config.strategy == "race":
+        picks = plan_race_cells(state, arms, unsolved, n_cells, rng)
     else:
-        picks = pick_adaptive(state, arms, unsolved, n_cells, rng)
+        chosen = (
+            pick_random(state, arms, singles, unsolved, n_cells, rng)
+            if state.config.strategy == "random"
+            else pick_adaptive(state, arms, unsolved, n_cells, rng)
+        )
+        picks = [(task, cand, "explore") for task, cand in chosen]
     if not picks:
         return StepPlan(step=state.step, stop_reason="no_candidates")
     cells: list[PlannedCell] = []
     planned: defaultdict[tuple[int, int], int] = defaultdict(int)
-    for task, cand in picks:
+    for task, cand, purpose in picks:
         index = arms.index_of(cand)
+        cand = arms.pool.items[index]  # the known candidate when the pick duplicated its harness
         attempt = state.cell(task, index).attempts + planned[(task, index)]
         planned[(task, index)] += 1
         entry = state.tasks[task]
@@ -240,6 +283,7 @@ def plan_step(state: SearchState) -> StepPlan:
                 task_id=entry.task_id,
                 contract_hash=cand.contract_hash,
                 attempt=attempt,
+                purpose=purpose,
             )
         )
     return StepPlan(
@@ -250,7 +294,7 @@ def plan_step(state: SearchState) -> StepPlan:
 def _prompt_requests(state: SearchState, unsolved: list[int]) -> list[PromptRequest]:
     config = state.config
     if (
-        config.strategy != "adaptive"
+        config.strategy == "random"
         or state.prompt_requests >= config.max_prompt_proposals
         or state.step % config.prompt_every_steps != 0
         or not unsolved
@@ -326,7 +370,10 @@ def observe(state: SearchState, results: StepResults) -> SearchState:
         new.spent.tokens += result.tokens
         if result.passed and str(task) not in new.solved:
             new.solved[str(task)] = index
-    _add_prompt_edits(new, pool, root, results)
+    new.candidates = list(pool.items)
+    if new.config.strategy == "race":
+        advance_race(new, plan, results, seen, root)
+    _add_prompt_edits(new, pool, root, results, plan.prompt_requests)
     new.candidates = list(pool.items)
     new.prompt_requests += len(plan.prompt_requests)
     seen_results = [r for r in results.results if r.trial_id in seen]
@@ -337,7 +384,11 @@ def observe(state: SearchState, results: StepResults) -> SearchState:
     return new
 
 
-def _add_prompt_edits(new: SearchState, pool: CandidatePool, root: HCPContract, results: StepResults) -> None:
+def _add_prompt_edits(
+    new: SearchState, pool: CandidatePool, root: HCPContract, results: StepResults, requests: list[PromptRequest]
+) -> None:
+    """Add accepted prompt edits as candidates; under ``race`` each joins the race, naming its cluster's tasks."""
+    cluster = requests[0].cluster if requests else ""
     for edit in results.prompt_edits:
         try:
             candidate = make_candidate(root, [edit], origin="model", step=new.step)
@@ -346,6 +397,11 @@ def _add_prompt_edits(new: SearchState, pool: CandidatePool, root: HCPContract, 
             continue
         if len(pool.items) >= new.config.max_candidates or not pool.add(candidate):
             new.rejected["duplicate_or_full"] = new.rejected.get("duplicate_or_full", 0) + 1
+            continue
+        if new.config.strategy == "race":
+            entrant, prediction = model_entrant(new, root, candidate, cluster)
+            new.entrants.append(entrant)
+            new.predictions[str(len(pool.items) - 1)] = prediction
     if results.prompt_rejections:
         new.rejected["prompt_rejected"] = new.rejected.get("prompt_rejected", 0) + len(results.prompt_rejections)
 

@@ -89,8 +89,14 @@ class Arms:
         return [*self.pool.items, *self.potential]
 
     def index_of(self, candidate: Candidate) -> int:
-        """The candidate's index in the state once added (a potential one is added now)."""
+        """The candidate's index in the state once added (a potential one is added now).
+
+        A candidate whose harness a known one already has maps to that one.
+        """
         found = self.pool.find(candidate.contract_hash)
+        if found is None:
+            duplicate = self.pool.duplicate_of(candidate)
+            found = duplicate if duplicate is not None and duplicate >= 0 else None
         if found is not None:
             return found
         self.pool.add(candidate)
@@ -150,7 +156,7 @@ def _refine(arms: Arms, base: list[Edit], fitting: list[Edit], origin: Origin) -
 def offer_new_arms(arms: Arms, state: SearchState, singles: list[Edit], unsolved: list[int]) -> None:
     for edit in singles:
         arms.offer([edit], "operator")
-    if state.config.strategy != "adaptive":
+    if state.config.strategy == "random":
         return
     wins: dict[int, int] = defaultdict(int)
     for key, stats in state.cells.items():
@@ -257,7 +263,9 @@ class _Context:
         return self._arm[cand.contract_hash]
 
 
-def _posterior(ctx: _Context, task: int, cand: Candidate, index: int | None) -> tuple[float, float]:
+def _posterior(
+    ctx: _Context, task: int, cand: Candidate, index: int | None, factor: float = 1.0
+) -> tuple[float, float]:
     """Beta(alpha, beta) of one cell.
 
     Prior: ``prior_strength`` pseudo-attempts at the audit affinity's prior rate. Evidence:
@@ -266,12 +274,13 @@ def _posterior(ctx: _Context, task: int, cand: Candidate, index: int | None) -> 
     those weights, the successes of candidates whose edits are a subset of its edits (a
     composed candidate inherits its parts' wins) and their progress at
     :data:`PROGRESS_CREDIT` (a refined stepping stone inherits the evidence that its base
-    got past the harness failure).
+    got past the harness failure). ``factor`` scales the prior rate (an operator whose
+    predictions were refuted, :func:`mindforge.search.predictions.operator_factors`).
     """
     state, config = ctx.state, ctx.state.config
     cluster = state.tasks[task].cluster
     tags, subs = ctx.arm(cand)
-    m0 = PRIOR_MEAN[affinity(ctx.tables[task], tags)]
+    m0 = min(PRIOR_MEAN[affinity(ctx.tables[task], tags)] * factor, 0.95)
     alpha, beta = config.prior_strength * m0, config.prior_strength * (1 - m0)
     if index is not None:
         own = state.cell(task, index)
@@ -295,9 +304,34 @@ def _posterior(ctx: _Context, task: int, cand: Candidate, index: int | None) -> 
 
 
 def pick_adaptive(
-    state: SearchState, arms: Arms, unsolved: list[int], n_cells: int, rng: random.Random
+    state: SearchState,
+    arms: Arms,
+    unsolved: list[int],
+    n_cells: int,
+    rng: random.Random,
+    *,
+    skip: frozenset[str] = frozenset(),
+    skip_edits: frozenset[str] = frozenset(),
+    factors: dict[str, float] | None = None,
+    planned: dict[tuple[int, str], int] | None = None,
 ) -> list[tuple[int, Candidate]]:
+    """The best ``n_cells`` (task, arm) cells by posterior score, at most ``ceil(n / unsolved)`` per task.
+
+    Args:
+        state: the search state.
+        arms: existing and potential candidates.
+        unsolved: the tasks to pick from (tasks nothing solved yet).
+        n_cells: cells to pick.
+        rng: the step's random source.
+        skip: harness hashes of arms not to pick (refuted candidates).
+        skip_edits: edit keys no picked arm may carry (refuted edits).
+        factors: edit op -> prior weight of a single-edit arm (default 1).
+        planned: (task, contract hash) -> cells already planned this step; a cell at its
+            attempt cap counting those is not picked.
+    """
     ctx = _Context(state, arms.root, unsolved)
+    factors = factors or {}
+    planned = planned or {}
     cap = state.config.max_attempts_per_cell
     draws: list[tuple[float, int, int, Candidate]] = []
     existing = len(arms.pool.items)
@@ -307,11 +341,15 @@ def pick_adaptive(
         stepping = composing or _singles_tried(ctx, t, all_arms, existing, top_only=True)
         for position, cand in enumerate(all_arms):
             index = position if position < existing else None
-            if index is not None and state.cell(t, index).attempts >= cap:
+            if cand.harness_hash in skip or not skip_edits.isdisjoint(cand.edit_keys):
+                continue
+            tried = state.cell(t, index).attempts if index is not None else 0
+            if tried + planned.get((t, cand.contract_hash), 0) >= cap:
                 continue
             if len(cand.edits) > 1 and not (stepping if cand.origin == "progress" else composing):
                 continue
-            alpha, beta = _posterior(ctx, t, cand, index)
+            factor = factors.get(cand.edits[0].op, 1.0) if len(cand.edits) == 1 else 1.0
+            alpha, beta = _posterior(ctx, t, cand, index, factor)
             fit = FIT_TIE_BREAK * _audit_fit(ctx.tables[t], ctx.arm(cand)[0]) if state.config.audit_fit_ranking else 0.0
             draws.append((_score(state.config, alpha, beta, rng) + fit, t, position, cand))
     draws.sort(key=lambda d: (-d[0], d[1], d[2]))

@@ -31,7 +31,7 @@ from mindforge.hcp import (
 from mindforge.hcp.io import ContractError
 from mindforge.search.edits import Edit, edit_changes
 
-Origin = Literal["operator", "model", "compose", "refine", "progress"]
+Origin = Literal["operator", "model", "compose", "refine", "progress", "seed"]
 
 
 class CandidateError(ValueError):
@@ -48,8 +48,10 @@ class Candidate(BaseModel):
         edits: the chain from the search root; the last one is this candidate's own.
         origin: ``operator`` (one operator edit), ``model`` (a model-proposed prompt
             edit), ``compose`` (two winners combined), ``refine`` (a winner plus one
-            more edit) or ``progress`` (a stepping stone - a candidate that got past its
-            tasks' harness failure without passing - plus one more edit).
+            more edit), ``progress`` (a stepping stone - a candidate that got past its
+            tasks' harness failure without passing - plus one more edit) or ``seed`` (a
+            chain the race shortlists from data: the lineage's library and its variants,
+            the previous generation's entrants).
         step: the search step that added it.
     """
 
@@ -97,6 +99,19 @@ def apply_edit(parent: HCPContract, edit: Edit) -> HCPContract:
 
 _CHAINS: OrderedDict[tuple[str, tuple[str, ...]], list[HCPContract]] = OrderedDict()
 _CHAIN_CACHE_SIZE = 4096
+#: id -> (contract, content hash) of the roots chains were made from (contracts are frozen)
+_ROOT_HASHES: dict[int, tuple[HCPContract, str]] = {}
+
+
+def _root_hash(root: HCPContract) -> str:
+    """``root.content_hash``, computed once per root object (a search derives thousands of chains from one)."""
+    hit = _ROOT_HASHES.get(id(root))
+    if hit is not None and hit[0] is root:
+        return hit[1]
+    if len(_ROOT_HASHES) >= 64:
+        _ROOT_HASHES.clear()
+    _ROOT_HASHES[id(root)] = (root, root.content_hash)
+    return _ROOT_HASHES[id(root)][1]
 
 
 def materialize_chain(root: HCPContract, edits: list[Edit]) -> list[HCPContract]:
@@ -113,7 +128,7 @@ def materialize_chain(root: HCPContract, edits: list[Edit]) -> list[HCPContract]
     if len(set(slots)) != len(slots):
         raise CandidateError(f"edits {[e.key for e in edits]} set the same thing twice")
     # the edits whole (an example's key names it, its value carries it): same key, same chain
-    key = (root.content_hash, tuple(e.model_dump_json() for e in edits))
+    key = (_root_hash(root), tuple(e.model_dump_json() for e in edits))
     if key in _CHAINS:
         _CHAINS.move_to_end(key)
         return list(_CHAINS[key])
@@ -135,21 +150,31 @@ def materialize(root: HCPContract, edits: list[Edit]) -> HCPContract:
     return materialize_chain(root, edits)[-1]
 
 
+#: (root hash, edits as JSON) -> (contract hash, parent hash, harness hash) of the chain's candidate
+_HASHES: OrderedDict[tuple[str, tuple[str, ...]], tuple[str, str, str]] = OrderedDict()
+
+
 def make_candidate(root: HCPContract, edits: list[Edit], *, origin: Origin, step: int) -> Candidate:
-    """Build the candidate for an edit chain.
+    """Build the candidate for an edit chain (its hashes cached by root hash and edits).
 
     Raises:
         CandidateError: the chain is invalid, or its harness equals the root's.
     """
-    chain = materialize_chain(root, edits)
-    child = chain[-1]
-    parent = chain[-2] if len(chain) > 1 else root
-    harness = harness_hash(child)
-    if harness == harness_hash(root):
-        raise CandidateError(f"edits {[e.key for e in edits]} leave the root's harness unchanged")
+    key = (_root_hash(root), tuple(e.model_dump_json() for e in edits))
+    if key not in _HASHES:
+        chain = materialize_chain(root, edits)
+        child = chain[-1]
+        parent = chain[-2] if len(chain) > 1 else root
+        harness = harness_hash(child)
+        if harness == harness_hash(root):
+            raise CandidateError(f"edits {[e.key for e in edits]} leave the root's harness unchanged")
+        _HASHES[key] = (child.content_hash, parent.content_hash, harness)
+        if len(_HASHES) > _CHAIN_CACHE_SIZE:
+            _HASHES.popitem(last=False)
+    contract_hash, parent_hash, harness = _HASHES[key]
     return Candidate(
-        contract_hash=child.content_hash,
-        parent_hash=parent.content_hash,
+        contract_hash=contract_hash,
+        parent_hash=parent_hash,
         harness_hash=harness,
         edits=list(edits),
         origin=origin,

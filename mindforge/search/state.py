@@ -17,9 +17,10 @@ from mindforge.hcp import WorkedExample
 from mindforge.search.candidates import Candidate
 from mindforge.search.edits import Edit
 from mindforge.search.proposals import PromptRequest
+from mindforge.search.race_models import Entrant, Prediction, Purpose, RaceProgress, SeedChain
 
 StopReason = Literal["budget_attempts", "budget_tokens", "budget_time", "full_coverage", "no_candidates"]
-Strategy = Literal["adaptive", "random"]
+Strategy = Literal["race", "adaptive", "random"]
 #: each stop reason in words, for screens (the JSON and the store keep the short name)
 STOP_REASON_TEXT: dict[str, str] = {
     "budget_attempts": "stopped at its trial budget",
@@ -66,16 +67,23 @@ class SearchConfig(BaseModel):
 
     Attributes:
         seed: seed of every random draw (with the step index).
-        strategy: ``adaptive`` (audit-guided priors, evidence shared within clusters,
-            composed and refined candidates; see :mod:`mindforge.search.arms`) or
-            ``random`` (tasks and single operator edits drawn uniformly; a benchmark
-            baseline).
+        strategy: ``race`` (the default: a shortlist seeded from data raced on shared
+            tasks by successive halving, Thompson-sampling exploration of the rest of
+            the edit space, edits that state predictions; see
+            :mod:`mindforge.search.racing`), ``adaptive`` (the coverage allocator used
+            before the race: audit-guided cell priors, evidence shared within clusters,
+            composed and refined candidates, solved tasks leave the pool; see
+            :mod:`mindforge.search.arms`; kept as a baseline and for states stored
+            under it) or ``random`` (tasks and single operator edits drawn uniformly; a
+            benchmark baseline).
         cells_per_step: cells (attempts) planned per step.
         max_attempts_per_cell: attempts of one task under one candidate (adaptive).
         max_candidates: candidates a search may create in all.
         compose_top: the best winners combined pairwise into new candidates.
         probe_attempts: attempts a candidate needs to be judged at all; the budget must
-            allow two candidates' worth or the search is refused.
+            allow two candidates' worth or the search is refused. Under ``race`` every
+            shortlisted candidate gets this many race trials before any candidate is
+            dropped, and the shortlist is cut to what the budget can probe.
         max_prompt_proposals: model-proposed prompt edits asked for in all.
         prompt_every_steps: steps between prompt proposal requests.
         prior_strength: pseudo-attempts of the audit-guided prior of a cell.
@@ -99,10 +107,29 @@ class SearchConfig(BaseModel):
             (canonical JSON), or None: the search may move the contract to it (op
             ``experience_snapshot``) and, with a snapshot in the contract, set retrieval
             ``k`` (op ``experience_k``).
+        explore_share / max_explore_share: ``race``: the share of an open race's cells
+            after the probes that explore the edit space off the shortlist, from the
+            first up to the second as exploration's predictions are confirmed
+            (:func:`mindforge.search.racing.explore_share`).
+        max_entrants: ``race``: candidates racing at once (the shortlist's size at most).
+        finalists: ``race``: halving stops at this many entrants (the successor race
+            takes the top one or two).
+        compositions: ``race``: candidates composed from pairs of winners, in all.
+        other_every: ``race``: every this-many-th race trial of a targeted entrant runs
+            on a task its prediction does not name (the other stratum of its rate).
+        refute_alpha: ``race``: the level at which a prediction is refuted
+            (:mod:`mindforge.search.predictions`).
+        indifference: ``race``: pass-rate differences too small to race for; the race
+            spends only while an entrant could still beat the leader by more
+            (:func:`mindforge.search.racing.contenders`).
+        library_variants: ``race``: edit keys whose addition to the lineage's library
+            contract is shortlisted too (format and stop variants).
+        seeds: ``race``: edit chains earlier evidence names (the previous generation's
+            entrant and runner-up), shortlisted first.
     """
 
     seed: int = 0
-    strategy: Strategy = "adaptive"
+    strategy: Strategy = "race"
     cells_per_step: int = Field(default=16, ge=1)
     max_attempts_per_cell: int = Field(default=5, ge=1)
     max_candidates: int = Field(default=64, ge=2)
@@ -120,6 +147,18 @@ class SearchConfig(BaseModel):
     audit_fit_ranking: bool = False
     examples: list[WorkedExample] = Field(default_factory=list)
     experience_snapshot: str | None = None
+    explore_share: float = Field(default=0.25, ge=0, le=1)
+    max_explore_share: float = Field(default=0.75, ge=0, le=1)
+    max_entrants: int = Field(default=8, ge=2)
+    finalists: int = Field(default=2, ge=1)
+    compositions: int = Field(default=3, ge=0)
+    other_every: int = Field(default=4, ge=2)
+    refute_alpha: float = Field(default=0.1, gt=0, lt=1)
+    indifference: float = Field(default=0.1, gt=0, lt=1)
+    library_variants: list[str] = Field(
+        default_factory=lambda: ["action_format=command", "stop=newline", "mode=single_command"]
+    )
+    seeds: list[SeedChain] = Field(default_factory=list)
 
 
 class CostEstimate(BaseModel):
@@ -199,6 +238,12 @@ class SearchState(BaseModel):
         prompt_requests: prompt proposals asked for so far.
         rejected: counts of refused candidates and proposals, by reason.
         stop_reason: why the search stopped, once it has.
+        common_order: ``race``: the task order every race trial follows (a permutation
+            of the task indices drawn from the job id), so entrants are compared on
+            the same tasks.
+        entrants: ``race``: the shortlist, in the order candidates joined it.
+        race: ``race``: the halving round, its quota and the trials per entrant.
+        predictions: candidate index (as text) -> its prediction and verdict.
     """
 
     job_id: str
@@ -217,6 +262,10 @@ class SearchState(BaseModel):
     prompt_requests: int = 0
     rejected: dict[str, int] = Field(default_factory=dict)
     stop_reason: StopReason | None = None
+    common_order: list[int] = Field(default_factory=list)
+    entrants: list[Entrant] = Field(default_factory=list)
+    race: RaceProgress = Field(default_factory=RaceProgress)
+    predictions: dict[str, Prediction] = Field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -242,6 +291,7 @@ class PlannedCell(BaseModel):
         task_hash / task_id: the task.
         contract_hash: the candidate contract.
         attempt: the cell's attempt index (0-based, over the whole search).
+        purpose: ``race`` (a race trial on the common task order) or ``explore``.
     """
 
     trial_id: str
@@ -249,6 +299,7 @@ class PlannedCell(BaseModel):
     task_id: str
     contract_hash: str
     attempt: int
+    purpose: Purpose = "explore"
 
 
 class StepPlan(BaseModel):

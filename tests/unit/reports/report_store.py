@@ -21,6 +21,7 @@ from mindforge.evaluation.compounding import measure_generation
 from mindforge.hcp import derive, load_contract
 from mindforge.search import (
     SearchBudget,
+    SearchConfig,
     init_search,
     observe,
     plan_step,
@@ -135,7 +136,10 @@ def fill_store(db_url: str, *, evaluation: bool = True, discovery: bool = True) 
         job = search.create_search_job(
             session=s, lineage_id=lineage.id, generation_index=0, budget={"max_attempts": 300}, job_id="demo-report-g0"
         )  # a fixed id: trial ids, and so the simulated outcomes, are the same on every run
-        state = init_search(job_id=job.id, root=root, tasks=failing, budget=SearchBudget(max_attempts=300))
+        # the coverage allocator, run to full coverage: the report's coverage figures are checked against it
+        config = SearchConfig(strategy="adaptive")
+        budget = SearchBudget(max_attempts=300)
+        state = init_search(job_id=job.id, root=root, tasks=failing, budget=budget, config=config)
         while not state.done:
             plan = plan_step(state)
             register_candidates(session=s, job_id=job.id, root=root, candidates=plan.new_candidates)

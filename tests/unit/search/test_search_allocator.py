@@ -1,4 +1,8 @@
-"""Adaptive allocation on a small simulated unlock problem: coverage, budgets, refusals, determinism.
+"""The coverage allocator (``strategy="adaptive"``) and what every strategy shares: budgets, refusals, determinism.
+
+The coverage allocator was the search's default before the race (:mod:`mindforge.search.racing`,
+``tests/unit/search/test_search_race.py``); it stays as a named strategy, the baseline of
+``benchmarks/bench_search.py`` and the allocator of states stored under it.
 
 Trial outcomes come from :class:`benchmarks.simulate.UnlockOracle` (each task is
 unlocked by one harness property, a noisy policy succeeds with p = 0.6 when unlocked),
@@ -65,7 +69,7 @@ def run(state: SearchState, oracle: UnlockOracle) -> SearchState:
 def test_adaptive_search_reaches_full_coverage_within_budget(selection: str) -> None:
     tasks, failing, oracle = problem()
     assert len(failing) == len(tasks)  # the base contract fails them all
-    config = SearchConfig(selection=selection)
+    config = SearchConfig(strategy="adaptive", selection=selection)
     state = init_search(job_id="job", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=300), config=config)
     state = run(state, oracle)
     assert state.stop_reason == "full_coverage"
@@ -93,7 +97,7 @@ def test_adaptive_beats_random_search_on_the_same_problem() -> None:
     spent = {}
     for strategy in ("adaptive", "random"):
         tasks, failing, oracle = problem(seed=3)
-        config = SearchConfig(seed=3, strategy=strategy)
+        config = SearchConfig(seed=3, strategy="adaptive" if strategy == "adaptive" else "random")
         state = init_search(job_id="j", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=3000), config=config)
         state = run(state, oracle)
         assert state.stop_reason == "full_coverage"
@@ -161,7 +165,9 @@ def test_no_failing_tasks_is_full_coverage_at_once() -> None:
 
 def test_search_stops_when_no_candidate_is_left() -> None:
     _tasks, failing, oracle = problem(n_tasks=3, kinds=["verify"])
-    config = SearchConfig(edit_keys=["max_turns=60", "temperature=0.0"], max_attempts_per_cell=2, compose_top=0)
+    config = SearchConfig(
+        strategy="adaptive", edit_keys=["max_turns=60", "temperature=0.0"], max_attempts_per_cell=2, compose_top=0
+    )
     state = init_search(job_id="n", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=500), config=config)
     state = run(state, oracle)
     assert state.stop_reason == "no_candidates"
@@ -218,7 +224,10 @@ def test_prompt_proposals_are_requested_and_added_once() -> None:
 def test_a_task_needing_two_edits_is_solved_by_a_composed_candidate() -> None:
     kinds = ["tool:read_file", "plan", "combo:read_file+plan", "observation"]
     tasks, failing, oracle = problem(n_tasks=8, kinds=kinds, seed=2)
-    state = run(init_search(job_id="c", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=400)), oracle)
+    config = SearchConfig(strategy="adaptive")
+    state = run(
+        init_search(job_id="c", root=ROOT, tasks=failing, budget=SearchBudget(max_attempts=400), config=config), oracle
+    )
     assert state.stop_reason == "full_coverage"
     combo = [i for i, t in enumerate(failing) if "combo" in t.task_id]
     solvers = [state.candidates[state.solved[str(i)]] for i in combo]
@@ -242,7 +251,7 @@ def test_command_format_with_examples_is_found_from_the_plain_json_baseline(seed
     failing = base_search_tasks(tasks, baseline)
     assert {t.rule for t in failing} == {"config.parse_failure"}
     oracle = UnlockOracle(baseline, tasks, seed=seed)
-    config = SearchConfig(seed=seed, examples=SIM_EXAMPLES)
+    config = SearchConfig(strategy="adaptive", seed=seed, examples=SIM_EXAMPLES)
     start = init_search(
         job_id="small", root=baseline, tasks=failing, budget=SearchBudget(max_attempts=160), config=config
     )
@@ -261,7 +270,7 @@ def test_without_the_progress_signal_the_pair_is_never_reached() -> None:
     tasks = make_unlock_tasks(4, ["combo:command+example"])
     failing = base_search_tasks(tasks, baseline)
     oracle = UnlockOracle(baseline, tasks, seed=0, report_rules=False)
-    config = SearchConfig(examples=SIM_EXAMPLES)
+    config = SearchConfig(strategy="adaptive", examples=SIM_EXAMPLES)
     budget = SearchBudget(max_attempts=120)
     state = run(init_search(job_id="abl", root=baseline, tasks=failing, budget=budget, config=config), oracle)
     assert state.stop_reason == "budget_attempts" and state.covered == 0
