@@ -28,7 +28,7 @@ today's rule (the tip of main before this change) written out here beside it:
 
 A false promotion is a promotion when nothing gained (ties included): for the successor,
 every candidate at the parent's rate; for the pair gate, an adapter that changes nothing,
-with the harness unchanged and with a harness that gained 0.25 (the case of issue 43: the
+with the harness unchanged and with a harness that gained 0.25 (where, before this rule, the
 harness's lift carried the adapter). Power is the chance of a promotion at a lift of 0.10 or
 0.25 over a parent passing 0, 0.25 or 0.5 of its trials (for two candidates: one has the
 lift, the other none; for the pair gate: the adapter's own lift, the harness unchanged).

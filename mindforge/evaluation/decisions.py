@@ -319,7 +319,7 @@ def decide_pair(
     *kept* pair - what the next generation gets when the new adapter is not promoted: the
     contract Expansion's successor check decided (or the parent's) with the parent's adapter.
     Judged against the parent pair instead, a new harness's lift would carry an adapter that
-    changes nothing (issue 43); against the kept pair only what the adapter adds counts.
+    changes nothing; against the kept pair only what the adapter adds counts.
 
     Args:
         records: selection trials (only the pairs' on ``selection_tasks`` are read).
