@@ -86,7 +86,10 @@ from benchmarks.rollout_parts import (  # noqa: E402 - after the path
 )
 
 #: the served configuration first, then the references
-CONFIGS = (CeilingConfig("q8_0", 1), CeilingConfig("q8_0", 2), CeilingConfig("gguf", 1), CeilingConfig("gguf", 2))
+CONFIGS = (
+    CeilingConfig("q8_0", 1), CeilingConfig("q8_0", 2), CeilingConfig("gguf", 1), CeilingConfig("gguf", 2),
+    CeilingConfig("q8_0", 1, flash_attn=False), CeilingConfig("q8_0", 1, unified=True),
+)
 #: entries the library contract retrieves a task (bench_update's)
 K = 4
 BATCHED = ("mindforge.policy.server", ("--model", "smollm2", "--engine", "llamacpp"))

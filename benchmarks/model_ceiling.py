@@ -32,16 +32,20 @@ _LOG_SINK: Any = None  # llama.cpp's log callback, kept alive for the process
 
 @dataclass(frozen=True)
 class CeilingConfig:
-    """One configuration: the weights (``q8_0`` re-stored, or ``gguf``: the file's Q4_1) and threads a context."""
+    """One configuration: the weights (``q8_0`` re-stored, or ``gguf``: the file's Q4_1), threads a context,
+    llama.cpp's flash attention, and a unified KV cache (one buffer every sequence attends over) or a split one."""
 
     weights: str
     threads: int
+    flash_attn: bool = True
+    unified: bool = False
 
     def label(self, cpus: int) -> str:
-        """E.g. ``Q8_0, 2 contexts x 1 thread``."""
+        """E.g. ``Q8_0, 2 contexts x 1 thread``, with ``no flash attention`` / ``unified KV`` where they differ."""
         contexts = max(1, cpus // self.threads)
         kind = "Q8_0" if self.weights == "q8_0" else "Q4_1"
-        return f"{kind}, {contexts} context{'s' * (contexts > 1)} x {self.threads} thread{'s' * (self.threads > 1)}"
+        text = f"{kind}, {contexts} context{'s' * (contexts > 1)} x {self.threads} thread{'s' * (self.threads > 1)}"
+        return text + (", no flash attention" if not self.flash_attn else "") + (", unified KV" if self.unified else "")
 
 
 @dataclass
@@ -53,12 +57,14 @@ class TokenRates:
     decode_tps: float
 
 
-def _context(lib: Any, model: Any, sequences: int, per_seq: int, threads: int, step_tokens: int) -> Any:
+def _context(lib: Any, model: Any, sequences: int, per_seq: int, config: CeilingConfig, step_tokens: int) -> Any:
     params = lib.llama_context_default_params()
-    params.n_ctx, params.n_seq_max, params.kv_unified = per_seq * sequences, sequences, False
+    params.n_ctx, params.n_seq_max, params.kv_unified = per_seq * sequences, sequences, config.unified
     params.n_batch = params.n_ubatch = step_tokens
-    params.n_threads = params.n_threads_batch = threads
-    params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    params.n_threads = params.n_threads_batch = config.threads
+    params.flash_attn_type = (
+        lib.LLAMA_FLASH_ATTN_TYPE_ENABLED if config.flash_attn else lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    )
     ctx = lib.llama_init_from_model(model, params)
     if not ctx:
         raise RuntimeError(f"llama.cpp could not make a context of {sequences} x {per_seq} tokens")
@@ -147,7 +153,7 @@ def measure(
         raise RuntimeError(f"llama.cpp could not load {served}")
     count = max(1, (cpus or os.cpu_count() or 1) // config.threads)
     per_seq = -(-(depth + decode_steps + 16) // 256) * 256
-    ctxs = [_context(lib, model, sequences, per_seq, config.threads, step_tokens) for _ in range(count)]
+    ctxs = [_context(lib, model, sequences, per_seq, config, step_tokens) for _ in range(count)]
     try:
         barrier = threading.Barrier(count)
         out: list[tuple[float, float]] = []  # filled by the threads
