@@ -40,6 +40,7 @@ Run on demand (needs the ``train`` extra and the bundled model; ``--mode update`
 8 minutes on 2 shared cores)::
 
     .venv/bin/python benchmarks/bench_train_cpu.py [--threads 1]
+    .venv/bin/python benchmarks/bench_train_cpu.py --settings bf16 --group 8 --prompt 3000   # long prompts' memory
     .venv/bin/python benchmarks/bench_train_cpu.py --mode threads [--repeats 2]
     .venv/bin/python benchmarks/bench_train_cpu.py --mode prefix
 """
@@ -212,7 +213,7 @@ def update_mode(args: argparse.Namespace) -> int:
     began = time.monotonic()
     hf_dir = Path(resolve_model("smollm2").hf_dir)
     samples, logp_diff, pad = prepared(args, hf_dir)
-    settings = [Setting(name, hf_dir) for name in SETTINGS]
+    settings = [Setting(name, hf_dir) for name in args.settings.split(",")]
     config = settings[0].config
     advantages = grpo.group_advantages([s.reward for s in samples], [s.group_id for s in samples], config.adv_eps)
     start_loss = read_loss(settings[0].model, samples, advantages, config, pad)
@@ -271,7 +272,7 @@ def print_update(
     args: argparse.Namespace, settings: list[Setting], read: dict[str, float], start: float, logp_diff: float,
     save_sec: float, tiny: dict[str, float], chosen: str | None,
 ) -> None:
-    """The ``--mode update`` table and verdicts."""
+    """The ``--mode update`` table and verdicts (those whose settings ran)."""
     length = args.prompt + args.turns * args.reply + (args.turns - 1) * args.obs
     print(f"\n=== bench_train_cpu --mode update (SmolLM2-135M + LoRA r16, {os.cpu_count()} cores): "
           f"{args.groups} group(s) x {args.group} samples of {length} tokens, {args.prompt}-token shared prompt, "
@@ -281,31 +282,37 @@ def print_update(
     by = {s.name: s for s in settings}
     per_step = {s.name: statistics.median(s.step_sec) for s in settings}
     per_iter = {s.name: s.load_sec + sum(s.step_sec) + save_sec for s in settings}
+
+    def times(table: dict[str, float], base: str, name: str) -> str:
+        return f"{table[base] / table[name]:>5.2f}x" if base in table else f"{'-':>6}"
+
     for s in settings:
         compute = str(s.compute or "torch.float32").removeprefix("torch.")
-        print(f"{s.name:<7} {compute:<9} {per_step[s.name]:>7.1f} {per_step['old'] / per_step[s.name]:>5.2f}x "
-              f"{per_step['fp32'] / per_step[s.name]:>5.2f}x {max(s.peak):>7.2f} {per_iter[s.name]:>7.1f} "
-              f"{per_iter['old'] / per_iter[s.name]:>5.2f}x {read[s.name]:>+13.4f}  "
+        print(f"{s.name:<7} {compute:<9} {per_step[s.name]:>7.1f} {times(per_step, 'old', s.name)} "
+              f"{times(per_step, 'fp32', s.name)} {max(s.peak):>7.2f} {per_iter[s.name]:>7.1f} "
+              f"{times(per_iter, 'old', s.name)} {read[s.name]:>+13.4f}  "
               f"{' '.join(f'{x:+.4f}' for x in s.losses)}")  # fmt: skip
-    progress = start - read["fp32"]
-    gap = abs(read["bf16"] - read["fp32"])
-    equal = gap <= LOSS_TOL_REL * abs(progress) and logp_diff <= LOGP_TOL
-    faster = per_step["bf16"] < per_step["fp32"]
-    print(f"start loss {start:+.4f}; bf16 vs fp32: read-loss gap {gap:.4f} = {gap / abs(progress):.1%} of fp32's "
-          f"progress {progress:.4f} (tolerance {LOSS_TOL_REL:.0%}); mean |log p difference| at the start "
-          f"{logp_diff:.4f} nats a model token (tolerance {LOGP_TOL}): equal loss {'yes' if equal else 'NO'}, "
-          f"faster {'yes' if faster else 'NO'} -> {'bf16' if equal and faster else 'fp32'}")  # fmt: skip
-    same_math = abs(read["old"] - read["fp32"])
-    print(f"shared prompt vs rows whole, both checkpointed in fp32: read-loss gap {same_math:.1e} (same math), "
-          f"{per_step['old'] / per_step['fp32']:.2f}x the speed, a step's memory {max(by['fp32'].peak):.2f} vs "
-          f"{max(by['old'].peak):.2f} GB")  # fmt: skip
+    print(f"start loss {start:+.4f}; mean |log p difference| bf16 - fp32 at the start {logp_diff:.4f} nats a "
+          f"model token (tolerance {LOGP_TOL})")  # fmt: skip
+    if {"fp32", "bf16"} <= by.keys():
+        progress = start - read["fp32"]
+        gap = abs(read["bf16"] - read["fp32"])
+        equal = gap <= LOSS_TOL_REL * abs(progress) and logp_diff <= LOGP_TOL
+        faster = per_step["bf16"] < per_step["fp32"]
+        print(f"bf16 vs fp32: read-loss gap {gap:.4f} = {gap / abs(progress):.1%} of fp32's progress {progress:.4f} "
+              f"(tolerance {LOSS_TOL_REL:.0%}): equal loss {'yes' if equal else 'NO'}, faster "
+              f"{'yes' if faster else 'NO'} -> {'bf16' if equal and faster else 'fp32'}")  # fmt: skip
+    if {"old", "fp32"} <= by.keys():
+        print(f"shared prompt vs rows whole, both checkpointed in fp32: read-loss gap "
+              f"{abs(read['old'] - read['fp32']):.1e} (same math), {per_step['old'] / per_step['fp32']:.2f}x the "
+              f"speed, a step's memory {max(by['fp32'].peak):.2f} vs {max(by['old'].peak):.2f} GB")  # fmt: skip
     print(f"tiny test model, one GRPO step: float32 {tiny['float32']:.1f} ms, bfloat16 autocast "
           f"{tiny['bfloat16']:.1f} ms ({tiny['float32'] / tiny['bfloat16']:.2f}x the speed)")  # fmt: skip
-    if chosen:
+    if chosen and "old" in by:
         print(f"the TrainerConfig defaults are {chosen}: {per_iter[chosen]:.1f} s an iteration, "
               f"{per_iter['old'] / per_iter[chosen]:.2f}x faster than old ({per_iter['old']:.1f} s)")  # fmt: skip
     else:
-        print("the TrainerConfig defaults are none of these settings")
+        print(f"the TrainerConfig defaults are {chosen or 'none of the settings run'}")
 
 
 def step_seconds(model, ids, mask, first: int, *, threads: int, bf16: bool, repeats: int) -> float:
@@ -402,7 +409,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reply", type=int, default=32, help="update: tokens a reply")
     parser.add_argument("--obs", type=int, default=64, help="update: tokens an observation")
     parser.add_argument("--threads", type=int, default=None, help="update: torch threads (default: every core)")
+    parser.add_argument("--settings", default=",".join(SETTINGS), help=f"update: which of {','.join(SETTINGS)} run")
     args = parser.parse_args(argv)
+    unknown = set(args.settings.split(",")) - SETTINGS.keys()
+    if unknown:
+        parser.error(f"unknown settings {sorted(unknown)}")
     if args.mode == "update":
         import torch
 
