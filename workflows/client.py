@@ -110,4 +110,4 @@ async def connect(address: str, namespace: str, *, tls: TLSConfig | bool = False
             "start the dev stack with `mindforge dev up` or set MINDFORGE_TEMPORAL_ADDRESS "
             "(and MINDFORGE_TEMPORAL_TLS_* where the server wants TLS)"
         )
-        raise InfraError(f"Temporal does not answer at {address} ({exc}); {how}") from None
+        raise InfraError(f"Temporal at {address} does not answer or refuses the connection ({exc}); {how}") from None
