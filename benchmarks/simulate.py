@@ -30,7 +30,7 @@ from mindforge.audit import audit_trial
 from mindforge.experience import EntryValidation, ExperienceSnapshot, Provenance, make_entry
 from mindforge.hcp import SHELL_FORMATS, HCPContract, WorkedExample, derive, load_contract
 from mindforge.hcp.examples import ExampleStep
-from mindforge.search.candidates import materialize
+from mindforge.search.candidates import CandidateError, materialize
 from mindforge.search.edits import operator_edits, snapshot_edit
 from mindforge.search.state import (
     CellResult,
@@ -489,7 +489,10 @@ def best_single_rate(world: World) -> tuple[str, float]:
     """The single edit (operator or the library move) with the highest pass rate, and that rate (the oracle's pick)."""
     best, rate = "", -1.0
     for edit in operator_edits(world.root, (), world.snapshot_json):
-        contract = materialize(world.root, [edit])
+        try:
+            contract = materialize(world.root, [edit])
+        except CandidateError:  # an edit that changes nothing on this root (compact examples, none shown)
+            continue
         r = world.true_rate(contract, (edit.key,))
         if r > rate:
             best, rate = edit.key, r

@@ -274,8 +274,10 @@ def _posterior(
     those weights, the successes of candidates whose edits are a subset of its edits (a
     composed candidate inherits its parts' wins) and their progress at
     :data:`PROGRESS_CREDIT` (a refined stepping stone inherits the evidence that its base
-    got past the harness failure). ``factor`` scales the prior rate (an operator whose
-    predictions were refuted, :func:`mindforge.search.predictions.operator_factors`).
+    got past the harness failure); a part's failures on this task itself count against
+    it at half weight where the part never passed nor progressed there. ``factor`` scales
+    the prior rate (an operator whose predictions were refuted,
+    :func:`mindforge.search.predictions.operator_factors`).
     """
     state, config = ctx.state, ctx.state.config
     cluster = state.tasks[task].cluster
@@ -300,6 +302,12 @@ def _posterior(
             # a part's wins, and (at half weight) the attempts where it got past the harness
             # failure without passing: a refined stepping stone is worth trying early
             alpha += 0.5 * weight * (wins + PROGRESS_CREDIT * progress)
+        # ... and its failures on this very task, at half weight, when it never passed here
+        # nor got past the harness failure: a composition of parts that each failed this
+        # task is no likelier to pass it than they were, however often they won elsewhere
+        part = state.cell(task, sub)
+        if part.usable and not part.successes and not part.progress:
+            beta += 0.5 * part.usable
     return alpha, max(beta, 1e-6)
 
 
