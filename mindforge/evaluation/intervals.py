@@ -10,19 +10,23 @@ it treats a family's instances as independent, and when no task passes under eit
 its interval is ``[0, 0]`` however few the trials. A sign-flip permutation interval over
 the units (exact when the differences are symmetric) fails the same way near 0.
 
-:func:`clustered_lift_interval` is the method of variance estimates recovery (MOVER,
-Zou & Donner 2008) for a paired difference (Newcombe 1998, "Improved confidence intervals
-for the difference between binomial proportions based on paired data", method 10), with
-each pair's mean given a Wilson interval (Wilson 1927) on an effective sample size - its
-binomial variance over its cluster-robust variance by unit, the design effect of a
-cluster sample (Korn & Graubard 1998, "Confidence intervals for proportions with small
-expected number of positive counts estimated from survey data"), and Student's t on
-``units - 1`` degrees of freedom in place of the normal quantile (their degrees-of-freedom
-correction) - and the correlation of the two pairs' unit totals taken at its one-sided
-lower confidence limit (Fisher's z), so an uncertain correlation never narrows the
-interval. Wilson's interval keeps a mean of 0 from claiming certainty: no pass in 24
-trials still bounds the lift at about +0.17. Two units give an interval near ``[-1, 1]``,
-which is what two families can say about a population of families.
+:func:`clustered_lift_interval` splits each task's paired difference ``child - parent`` into
+its gain and its loss (its positive and negative parts; with one attempt, the two kinds of
+discordant pair of the paired 2x2 table, as in Newcombe 1998, "Improved confidence
+intervals for the difference between binomial proportions based on paired data"), so the
+lift is the mean gain less the mean loss. Each part's mean, a rate in [0, 1], gets a Wilson
+interval (Wilson 1927) on an effective sample size - its binomial variance over its
+cluster-robust variance by unit, the design effect of a cluster sample (Korn & Graubard
+1998, "Confidence intervals for proportions with small expected number of positive counts
+estimated from survey data"), with Student's t on ``units - 1`` degrees of freedom in place
+of the normal quantile (their degrees-of-freedom correction) - and the two are combined by
+the method of variance estimates recovery (MOVER, Zou & Donner 2008) with the parts'
+correlation by unit taken at its one-sided lower confidence limit (Fisher's z), so an
+uncertain correlation never narrows the interval. Wilson's interval keeps an observed 0
+from claiming certainty: no gain and no loss in 24 trials still bounds the lift at about
++-0.17. Two units give an interval near ``[-1, 1]``, which is what two families can say
+about a population of families. ``benchmarks/bench_evidence.py`` measures its coverage at
+the main job's sizes beside today's bootstrap and a sign-flip permutation interval.
 
 Pure: numpy and scipy.
 """
@@ -82,16 +86,16 @@ def _effective_n(totals: np.ndarray, sizes: np.ndarray, rate: np.ndarray, trials
     return np.clip(n, np.minimum(units, trials), trials)
 
 
-def _correlation_floor(child: np.ndarray, parent: np.ndarray, one_sided_z: float) -> np.ndarray:
-    """Per draw, the unit residuals' correlation at its one-sided lower confidence limit (Fisher's z).
+def _correlation_floor(first: np.ndarray, second: np.ndarray, one_sided_z: float) -> np.ndarray:
+    """Per draw, two parts' unit residuals' correlation at its one-sided lower confidence limit (Fisher's z).
 
-    Shapes: (draws, units) each -> (draws,). 0 below 4 units or where a pair's units do not vary.
+    Shapes: (draws, units) each -> (draws,). 0 below 4 units or where a part's units do not vary.
     """
-    units = child.shape[1]
-    scale = np.sqrt((child**2).sum(axis=1) * (parent**2).sum(axis=1))
+    units = first.shape[1]
+    scale = np.sqrt((first**2).sum(axis=1) * (second**2).sum(axis=1))
     if units < 4:
-        return np.zeros(len(child))
-    r = np.clip((child * parent).sum(axis=1) / np.where(scale > 0, scale, 1.0), -0.9999, 0.9999)
+        return np.zeros(len(first))
+    r = np.clip((first * second).sum(axis=1) / np.where(scale > 0, scale, 1.0), -0.9999, 0.9999)
     return np.where(scale > 0, np.tanh(np.arctanh(r) - one_sided_z / np.sqrt(units - 3)), 0.0)
 
 
@@ -109,34 +113,34 @@ def clustered_lift_bounds(
     Args:
         parent / child: per-task scores, shape (draws, k).
         units: each task's unit, shape (k,).
-        parent_trials / child_trials: usable attempts of each pair, shape (draws,) or one number.
+        parent_trials / child_trials: usable attempts of each pair, shape (draws,) or one number (the
+            fewer is a part's effective sample size where it has no spread to estimate one from).
         confidence: the level, in (0, 1).
 
     Returns:
         ``(mean, lo, hi)``, each shape (draws,).
     """
-    parent, child = np.atleast_2d(np.asarray(parent, dtype=float)), np.atleast_2d(np.asarray(child, dtype=float))
+    diffs = np.atleast_2d(np.asarray(child, dtype=float)) - np.atleast_2d(np.asarray(parent, dtype=float))
     names = sorted(set(units), key=repr)
     where = np.array([names.index(u) for u in units])
     onehot = np.zeros((len(where), len(names)))
     onehot[np.arange(len(where)), where] = 1.0
     sizes = onehot.sum(axis=0)
-    p_tot, c_tot = parent @ onehot, child @ onehot  # (draws, units)
-    p_rate, c_rate = p_tot.sum(axis=1) / sizes.sum(), c_tot.sum(axis=1) / sizes.sum()
-    mean = c_rate - p_rate
+    gain_tot, loss_tot = np.maximum(diffs, 0.0) @ onehot, np.maximum(-diffs, 0.0) @ onehot  # (draws, units)
+    gain, loss = gain_tot.sum(axis=1) / sizes.sum(), loss_tot.sum(axis=1) / sizes.sum()
+    mean = gain - loss
     if len(names) < 2:
         return mean, np.full_like(mean, -1.0), np.full_like(mean, 1.0)
-    draws = len(parent)
-    p_trials = np.broadcast_to(np.asarray(parent_trials, dtype=float), (draws,))
-    c_trials = np.broadcast_to(np.asarray(child_trials, dtype=float), (draws,))
+    # a part's effective sample size at a rate of 0: the trials of the pair with fewer
+    trials = np.broadcast_to(np.minimum(np.asarray(parent_trials, dtype=float), child_trials), (len(diffs),))
     q = float(sps.t.ppf(0.5 + confidence / 2, len(names) - 1))
-    c_lo, c_hi = wilson_bounds(c_rate, _effective_n(c_tot, sizes, c_rate, c_trials), q)
-    p_lo, p_hi = wilson_bounds(p_rate, _effective_n(p_tot, sizes, p_rate, p_trials), q)
+    g_lo, g_hi = wilson_bounds(gain, _effective_n(gain_tot, sizes, gain, trials), q)
+    l_lo, l_hi = wilson_bounds(loss, _effective_n(loss_tot, sizes, loss, trials), q)
     r = _correlation_floor(
-        c_tot - c_rate[:, None] * sizes, p_tot - p_rate[:, None] * sizes, float(sps.norm.ppf(confidence))
+        gain_tot - gain[:, None] * sizes, loss_tot - loss[:, None] * sizes, float(sps.norm.ppf(confidence))
     )
-    below = (c_rate - c_lo) ** 2 + (p_hi - p_rate) ** 2 - 2 * r * (c_rate - c_lo) * (p_hi - p_rate)
-    above = (c_hi - c_rate) ** 2 + (p_rate - p_lo) ** 2 - 2 * r * (c_hi - c_rate) * (p_rate - p_lo)
+    below = (gain - g_lo) ** 2 + (l_hi - loss) ** 2 - 2 * r * (gain - g_lo) * (l_hi - loss)
+    above = (g_hi - gain) ** 2 + (loss - l_lo) ** 2 - 2 * r * (g_hi - gain) * (loss - l_lo)
     lo = np.clip(np.minimum(mean - np.sqrt(np.maximum(below, 0.0)), mean), -1.0, 1.0)
     hi = np.clip(np.maximum(mean + np.sqrt(np.maximum(above, 0.0)), mean), -1.0, 1.0)
     return mean, lo, hi
@@ -157,8 +161,8 @@ def clustered_lift_interval(
         parent: per-task scores of the parent (mean reward over its attempts, in [0, 1]), shape (k,).
         child: the child's scores on the same tasks, in the same order, shape (k,).
         units: each task's unit (its family, or the task itself), shape (k,).
-        parent_trials / child_trials: each pair's usable attempts on these tasks (the
-            effective sample size at a rate of 0 or 1).
+        parent_trials / child_trials: each pair's usable attempts on these tasks (the fewer
+            is a part's effective sample size where it has no spread to estimate one from).
         confidence: the level, in (0, 1).
 
     Returns:

@@ -89,7 +89,7 @@ def test_status_prints_one_table_per_reading_with_the_kept_mark(readings) -> Non
         assert "= pair 1 (kept;" in table  # Rich wraps the rest of the mark as the width allows
     # the per-generation table names each reading beside its lift over the parent pair
     for line in ("sealed instances: +0.75 [-0.46, +1.00]", "sealed families: +0.33 [-1.00, +1.00]",
-                 "sealed tasks: +0.33 [-0.52, +0.78], 3 tasks", "sealed instances: kept its parent pair"):
+                 "sealed tasks: +0.33 [-0.49, +0.94], 3 tasks", "sealed instances: kept its parent pair"):
         assert line in text, line
     assert "one frozen sealed split" not in text  # the pooled table's title is gone
 
