@@ -81,7 +81,11 @@ def _peak_mb(device) -> float:
 
 
 def _setup(model_path: str, args: dict):
-    """Load the LoRA model and the batch; return ``(steps, device, dtype, tokens)``."""
+    """Load the LoRA model and the batch; return ``(steps, device, compute dtype, tokens)``.
+
+    The precision is the one :func:`mindforge.trainer.grpo.train_grpo` chooses (bfloat16
+    autocast on a CPU with native bfloat16 for a model that is not tiny), for both modes.
+    """
     import torch
     from transformers.utils import logging as hf_logging
 
@@ -98,6 +102,7 @@ def _setup(model_path: str, args: dict):
     device, dtype = lora.pick_device(config.use_bf16)
     tokenizer = lora.load_tokenizer(Path(model_path))
     model = lora.wrap_lora(lora.load_base(Path(model_path), device, dtype), config)
+    compute = lora.autocast_dtype(model, device, config.use_bf16)  # as train_grpo chooses
     pad = tokenizer.pad_token_id
     samples = synthetic_samples(len(tokenizer), args["batch"], args["seq_len"], args["turns"], seed=1)
     model.eval()
@@ -109,16 +114,17 @@ def _setup(model_path: str, args: dict):
 
     def floor_step() -> None:
         model.zero_grad(set_to_none=True)
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        with lora.autocast(device, compute):
+            logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
         loss = torch.nn.functional.cross_entropy(
             logits[:, :-1].flatten(0, 1).float(), batch.input_ids[:, 1:].flatten(), reduction="mean"
         )
         loss.backward()
 
     def grpo_step() -> None:
-        grpo.grpo_step(model, optimizer, samples, advantages, config, pad_id=pad, device=device)
+        grpo.grpo_step(model, optimizer, samples, advantages, config, pad_id=pad, device=device, compute_dtype=compute)
 
-    return {"floor": floor_step, "grpo": grpo_step}, device, dtype, int(batch.attention_mask.sum())
+    return {"floor": floor_step, "grpo": grpo_step}, device, compute or dtype, int(batch.attention_mask.sum())
 
 
 def _child_timing(model_path: str, args: dict) -> dict:

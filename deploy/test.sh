@@ -19,6 +19,9 @@ gated=(mindforge workflows workers benchmarks)
 .venv/bin/ruff check "${gated[@]}" tests
 .venv/bin/mypy "${gated[@]}"
 .venv/bin/mindforge dev up
+# the worker image (deploy/worker.Dockerfile) from the local base image: the cluster tests run on it
+# and the KubeRay manifests name it; skipped while its content-hash tag exists (a fresh build: ~3 min)
+.venv/bin/mindforge cluster image
 bash deploy/install_test_tools.sh
 # a variable already set (a server elsewhere) is kept; the script's failure stops the run
 if [[ -z "${MINDFORGE_TEST_POSTGRES_URL:-}" ]]; then

@@ -12,7 +12,7 @@ import functools
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, TypeAdapter, ValidationError
+from pydantic import Field, SecretStr, TypeAdapter, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -25,6 +25,11 @@ from mindforge.tomlfile import read_toml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: the environment variable of settings' ``policy_api_key``
 POLICY_API_KEY_ENV = "MINDFORGE_POLICY_API_KEY"
+#: the settings that make the connection to Temporal TLS (each implies ``temporal_tls``)
+TEMPORAL_TLS_SETTINGS = (
+    "temporal_api_key", "temporal_tls_ca_file", "temporal_tls_cert_file", "temporal_tls_key_file",
+    "temporal_tls_server_name",
+)
 
 
 def _default_data_dir() -> Path:
@@ -38,6 +43,10 @@ class Settings(BaseSettings):
         data_dir: root of local state (database, artifacts, dev-stack logs).
         artifact_root: big files (transcripts, logs, adapters); default ``data_dir/artifacts``.
         database_url: SQLAlchemy URL; default a SQLite file under ``data_dir``.
+        database_url_file: a file holding the SQLAlchemy URL (``MINDFORGE_DATABASE_URL_FILE``),
+            read when the store is opened: how a URL with a password reaches a worker without
+            being in its environment (a Kubernetes Secret mounted as a file, the file
+            ``mindforge cluster up`` writes). Not both this and ``database_url``.
         base_image: tag of the locally built Debian base image.
         image_map_file: TOML file mapping public base images to local ones.
         image_map_enabled: rewrite ``FROM`` lines through the image map (set by
@@ -45,6 +54,17 @@ class Settings(BaseSettings):
         temporal_address: ``host:port`` of the Temporal frontend.
         temporal_namespace: Temporal namespace.
         temporal_ui_url: base URL of the Temporal Web UI.
+        temporal_api_key: an API key sent to Temporal as ``Authorization: Bearer <key>``
+            (``MINDFORGE_TEMPORAL_API_KEY``; Temporal Cloud's API-key authentication); it
+            turns TLS on. A ``SecretStr``.
+        temporal_tls_ca_file: a PEM file of the CA that signed the Temporal frontend's
+            certificate (default: the system's CAs); it turns TLS on.
+        temporal_tls_cert_file / temporal_tls_key_file: the client certificate and its key
+            (PEM) for mutual TLS; both or neither; they turn TLS on.
+        temporal_tls_server_name: the name the frontend's certificate must carry, when it is
+            not the host of ``temporal_address`` (also sent as SNI).
+        temporal_tls: TLS to Temporal: None (default) turns it on when any setting above is
+            given, True with the system's CAs alone; False refuses those settings.
         ray_address: ``auto``/``ray://...``/``host:port`` of a Ray cluster, or ``local``
             to start an in-process local cluster.
         policy_url: OpenAI-compatible base URL (``.../v1``) of the policy endpoint.
@@ -59,6 +79,11 @@ class Settings(BaseSettings):
             runs ``CPUs / trial_cpus`` trials at once. A trial mostly waits, on the policy
             endpoint and on Docker, so several share a core; the default was chosen by
             ``benchmarks/bench_rollouts.py`` (rollouts a minute by trials at once).
+        trial_sandboxes: units of the Ray resource ``sandbox`` one model trial asks for
+            (``MINDFORGE_TRIAL_SANDBOXES``). 0 (default) asks for none, for a Ray without it
+            (the dev stack's head, a local cluster); 1 where the nodes that run sandboxes
+            declare ``sandbox`` slots (``mindforge cluster up``, the KubeRay worker group), so
+            a trial lands only on such a node, at most its slots at once.
     """
 
     model_config = SettingsConfigDict(env_prefix="MINDFORGE_", extra="ignore")
@@ -66,6 +91,7 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=_default_data_dir)
     artifact_root: Path | None = None
     database_url: str | None = None
+    database_url_file: Path | None = Field(default=None, validate_default=True)
     base_image: str = "mindforge/base:bookworm"
     image_map_file: Path = REPO_ROOT / "deploy" / "image_map.toml"
     image_map_enabled: bool = True
@@ -73,11 +99,46 @@ class Settings(BaseSettings):
     temporal_address: str = "localhost:7233"
     temporal_namespace: str = "default"
     temporal_ui_url: str = "http://localhost:8233"
+    temporal_api_key: SecretStr | None = None
+    temporal_tls_ca_file: Path | None = None
+    temporal_tls_cert_file: Path | None = None
+    temporal_tls_key_file: Path | None = Field(default=None, validate_default=True)
+    temporal_tls_server_name: str | None = None
+    temporal_tls: bool | None = Field(default=None, validate_default=True)
     ray_address: str = "local"
     policy_url: str = "http://127.0.0.1:8000/v1"
     policy_api_key: SecretStr | None = None
     bind_host: str = "127.0.0.1"
     trial_cpus: float = Field(default=0.25, gt=0.0, le=64.0)
+    trial_sandboxes: float = Field(default=0.0, ge=0.0, le=64.0)
+
+    @field_validator("database_url_file")
+    @classmethod
+    def _one_database_url(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is not None and info.data.get("database_url"):
+            raise ValueError("MINDFORGE_DATABASE_URL and MINDFORGE_DATABASE_URL_FILE are both set; set one")
+        return value
+
+    @field_validator("temporal_tls_key_file")
+    @classmethod
+    def _cert_with_key(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if (info.data.get("temporal_tls_cert_file") is None) != (value is None):
+            raise ValueError(
+                "mutual TLS needs the client certificate and its key: set both MINDFORGE_TEMPORAL_TLS_CERT_FILE "
+                "and MINDFORGE_TEMPORAL_TLS_KEY_FILE, or neither"
+            )
+        return value
+
+    @field_validator("temporal_tls")
+    @classmethod
+    def _tls_for_tls_settings(cls, value: bool | None, info: ValidationInfo) -> bool | None:
+        given = [f"MINDFORGE_{k.upper()}" for k in TEMPORAL_TLS_SETTINGS if info.data.get(k) is not None]
+        if value is False and given:
+            raise ValueError(
+                f"MINDFORGE_TEMPORAL_TLS is false but {', '.join(given)} need TLS (a key or client certificate "
+                "is never sent in clear text); unset them or MINDFORGE_TEMPORAL_TLS"
+            )
+        return value
 
     @classmethod
     def settings_customise_sources(
@@ -97,8 +158,27 @@ class Settings(BaseSettings):
 
     @property
     def db_url(self) -> str:
-        """Resolved database URL."""
+        """Resolved database URL: ``database_url``, else ``database_url_file``'s content, else the SQLite file.
+
+        Raises:
+            InputError: ``database_url_file`` cannot be read or is empty.
+        """
+        if self.database_url_file is not None:
+            try:
+                url = self.database_url_file.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(self.database_url_file, "MINDFORGE_DATABASE_URL_FILE", f"unreadable: {exc}") from None
+            if not url:
+                raise InputError(self.database_url_file, "MINDFORGE_DATABASE_URL_FILE", "the file is empty")
+            return url
         return self.database_url or f"sqlite:///{self.data_dir / 'mindforge.db'}"
+
+    @property
+    def temporal_uses_tls(self) -> bool:
+        """Whether the connection to Temporal is TLS (``temporal_tls``, or implied by a TLS setting or API key)."""
+        if self.temporal_tls is not None:
+            return self.temporal_tls
+        return any(getattr(self, k) is not None for k in TEMPORAL_TLS_SETTINGS)
 
     @property
     def settings_file(self) -> Path:

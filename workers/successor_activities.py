@@ -96,7 +96,7 @@ class SuccessorActivities:
             for i in range(0, len(specs), size)
         ]
         return SuccessorCheckPlan(
-            candidate_hash=candidates[0], batches=batches, round=race.round, candidates=candidates,
+            candidate_hash=candidates[0], batches=batches, round=race.look, candidates=candidates,
             note="" if batches else (
                 f"race over after look {race.look + 1} of {race.looks} on {len(tasks)} tasks: {race.run_trials} of "
                 f"{race.full_trials} trials of the full race run" + (" (settled early)" if race.stopped_early else "")

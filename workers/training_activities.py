@@ -33,7 +33,7 @@ from mindforge.payloads.ray_tasks import (
     TrainTaskInput,
     ValidateTaskResult,
 )
-from mindforge.payloads.training import AdapterReport
+from mindforge.payloads.training import AdapterReport, TrainerConfig
 from mindforge.store import engine as store_engine
 from mindforge.store import trials
 from workers.update_activities import merge_update_record, non_retryable_error
@@ -56,7 +56,9 @@ class TrainingActivities:
         """Train the new revision with GRPO in a Ray task; heartbeat its progress; record the metrics.
 
         Heartbeat details (visible in the Web UI): ``phase``, ``step``, ``loss``,
-        ``tokens``, ``reward_mean``, ``reward_std``, ``groups``.
+        ``tokens``, ``reward_mean``, ``reward_std``, ``groups``. The Update's deadline
+        travels in the trainer's settings (:func:`run_config`): the task stops between
+        optimizer steps when it comes, and the record says so (``stop_reason``).
 
         Raises:
             ApplicationError: non-retryable ``InputError`` when the base model, its
@@ -70,7 +72,7 @@ class TrainingActivities:
         payload = TrainTaskInput(
             base_model_path=inp.update.base_model_path or "",
             items=items,
-            config=inp.update.trainer,
+            config=run_config(inp),
             out_dir=str(self.artifact_root / "adapters" / inp.lineage_id / inp.adapter_name),
             parent_adapter=inp.parent_adapter_path,
         )
@@ -175,6 +177,13 @@ class TrainingActivities:
     def sandbox_activities(self) -> list[Any]:
         """Activities of the sandbox queue (they submit Ray tasks)."""
         return [self.train_adapter, self.validate_adapter]
+
+
+def run_config(inp: TrainAdapterInput) -> TrainerConfig:
+    """The trainer settings of this run: the spec's, with the Update's deadline (``deadline_at``) when it has one."""
+    if inp.deadline_at is None:
+        return inp.update.trainer
+    return inp.update.trainer.model_copy(update={"deadline_at": inp.deadline_at})
 
 
 async def _await_ray(ref: Any, details: dict[str, Any], progress: Any = None) -> Any:

@@ -247,11 +247,19 @@ class TrialActivities:
         return [self.run_trials]
 
 
-def run_trial_ref(payload: RunTrialTaskInput, cpus: float = 1.0) -> Any:
-    """Submit one trial to Ray, asking for ``cpus`` Ray CPUs (settings' ``trial_cpus``); returns its ObjectRef."""
+def run_trial_ref(payload: RunTrialTaskInput, cpus: float = 1.0, sandboxes: float | None = None) -> Any:
+    """Submit one trial to Ray, asking for ``cpus`` Ray CPUs (settings' ``trial_cpus``); returns its ObjectRef.
+
+    It asks for ``sandboxes`` units of the custom resource ``sandbox`` too (default
+    settings' ``trial_sandboxes``; 0 asks for none, as a Ray without that resource needs),
+    so on a cluster whose sandbox nodes declare it a trial lands only on one of them.
+    """
     from workers.ray_trials import run_trial_task
 
-    return run_trial_task.options(num_cpus=cpus).remote(payload)
+    if sandboxes is None:
+        sandboxes = get_settings().trial_sandboxes
+    resources = {"sandbox": sandboxes} if sandboxes else None
+    return run_trial_task.options(num_cpus=cpus, resources=resources).remote(payload)
 
 
 def _record_of(ref: Any, payload: RunTrialTaskInput, task_hash: str) -> TrialRecord:

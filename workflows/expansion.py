@@ -63,6 +63,7 @@ class ExpansionWorkflow:
     @workflow.run
     async def run(self, inp: ExpansionInput) -> ExpansionResult:
         """Run the six steps; returns coverage counts and the successor contract."""
+        began = workflow.now()
         plan: PlanTrialsResult = await o.store_activity(o.PLAN_EXPANSION_TRIALS, inp, PlanTrialsResult)
         size = inp.runtime.trial_batch_size
         batches = [plan.trials[i : i + size] for i in range(0, len(plan.trials), size)]
@@ -89,6 +90,7 @@ class ExpansionWorkflow:
             lineage_id=inp.lineage_id, generation=inp.generation, stage=TrialStage.EXPANSION, judge=judge
         )
         await o.store_activity(o.AUDIT_TRIALS, audited, AuditTrialsResult)
+        searched = workflow.now()
         await self._grow(inp, ExperienceRound.ORACLE)
         step = SearchStepInput(**inp.model_dump())
         start: SearchStartResult = await o.store_activity(o.START_SEARCH, step, SearchStartResult)
@@ -97,7 +99,14 @@ class ExpansionWorkflow:
             await self._search(step, judge)
         await o.store_activity(o.FINISH_SEARCH, step)
         await self._grow(inp, ExperienceRound.MODEL)
+        raced = workflow.now()
         result.successor_contract_hash = await self._successor(step)
+        ended = workflow.now()
+        result.stage_sec = {
+            "base": (searched - began).total_seconds(),
+            "search": (raced - searched).total_seconds(),
+            "race": (ended - raced).total_seconds(),
+        }
         return result
 
     @staticmethod

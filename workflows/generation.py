@@ -10,6 +10,7 @@ run, and nothing is decided on them.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 from temporalio import workflow
 
@@ -47,12 +48,14 @@ class GenerationWorkflow:
         await self._record(inp, RunStatus.RUNNING)
         ran: list[str] = []
         result = GenerationResult(index=inp.index, stages_run=ran, contract_hash=inp.contract_hash, adapter=inp.adapter)
+        clock = workflow.now()
         if Stage.DISCOVERY in inp.spec.stages:
             disc: DiscoveryResult = await self._child(
                 inp, Stage.DISCOVERY, DiscoveryWorkflow.run, self._discovery_input(inp), DiscoveryResult
             )
             ran.append(Stage.DISCOVERY.value)
             result.admitted_tasks = disc.admitted
+            clock = self._lap(result, "discovery", clock)
         if Stage.EXPANSION in inp.spec.stages:
             exp: ExpansionResult = await self._child(
                 inp, Stage.EXPANSION, ExpansionWorkflow.run, self._expansion_input(inp), ExpansionResult
@@ -62,6 +65,8 @@ class GenerationWorkflow:
             result.successor_contract_hash = exp.successor_contract_hash
             if exp.successor_contract_hash:
                 result.contract_hash = exp.successor_contract_hash
+            result.stage_sec.update({f"expansion.{k}": v for k, v in exp.stage_sec.items()})
+            clock = workflow.now()
         trained_under = ""
         if Stage.UPDATE in inp.spec.stages:
             upd: UpdateResult = await self._child(
@@ -74,12 +79,14 @@ class GenerationWorkflow:
             result.update_outcome = str(upd.outcome)
             if result.adapter != inp.adapter:
                 trained_under = upd.trained_under
+            clock = self._lap(result, "update", clock)
         # the harness-only pair: the new harness with the parent's adapter (the training contract's when the
         # trained pair is handed on, else the contract Expansion's successor check chose)
         harness_contract = trained_under or result.successor_contract_hash
         harness = PairRef(contract_hash=harness_contract, adapter=inp.adapter) if harness_contract else None
         lift = await self._sealed(inp, PairRef(contract_hash=result.contract_hash, adapter=result.adapter), harness)
         result.sealed_lifts = lift.lifts  # one figure per sealed reading, each named
+        self._lap(result, "sealed", clock)
         result.stages_run = ran
         await self._record(inp, RunStatus.COMPLETED, result)
         return result
@@ -103,6 +110,13 @@ class GenerationWorkflow:
         plan: SealedPlan = await o.store_activity(o.PLAN_SEALED_TRIALS, sealed, SealedPlan)
         await asyncio.gather(*(o.run_trials(b, inp.spec.runtime.heartbeat_timeout_sec) for b in plan.batches))
         return await o.store_activity(o.MEASURE_SEALED_LIFT, sealed, SealedLiftResult)
+
+    @staticmethod
+    def _lap(result: GenerationResult, part: str, since: datetime) -> datetime:
+        """Record ``part``'s wall seconds since ``since`` (the workflow's clock, replay-safe); returns now."""
+        now = workflow.now()
+        result.stage_sec[part] = (now - since).total_seconds()
+        return now
 
     @staticmethod
     def _discovery_input(inp: GenerationInput) -> DiscoveryInput:

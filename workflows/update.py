@@ -7,8 +7,9 @@ anything else with ``OffContractError``; see :mod:`workers.iteration_activities`
 the contract is decided before training). When it passed nothing, Update records so and
 trains nothing.
 
-With ``update.iterations`` N >= 1 the stage runs up to N on-policy iterations (or until
-``update.time_budget_sec``): each draws ``group_size`` rollouts of up to
+With ``update.iterations`` N >= 1 the stage runs up to N on-policy iterations within
+``update.time_budget_sec`` (rollouts and training share it: see ``_iterations``): each
+draws ``group_size`` rollouts of up to
 ``tasks_per_iteration`` curriculum tasks from the current adapter, drops flat groups and
 draws again from tasks that showed variance (DAPO's dynamic sampling), trains the next
 adapter from the current one (a Ray task) and hands it to the policy endpoint; every
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -60,7 +62,7 @@ with workflow.unsafe.imports_passed_through():
         ValidateAdapterInput,
         ValidationFailure,
     )
-    from mindforge.payloads.training import AdapterReport
+    from mindforge.payloads.training import AdapterReport, TrainResult
     from workflows import options as o
 
 #: ApplicationError types of adapter validation failures (recorded as ``rejected``)
@@ -79,6 +81,10 @@ class _Loop:
     trials: int = 0
     iterations: int = 0
     reason: str = ""
+    #: the Update's deadline (loop start + ``update.time_budget_sec``; None: no budget)
+    deadline: datetime | None = None
+    #: seconds the latest draw of rollouts took (what the next one is expected to take)
+    draw_sec: float = 0.0
 
 
 @workflow.defn(name="UpdateWorkflow")
@@ -156,22 +162,33 @@ class UpdateWorkflow:
     async def _iterations(self, inp: UpdateInput, plan: UpdatePlan) -> _Loop:
         """On-policy GRPO: per iteration, draw groups from the current adapter, drop flat ones, redraw, train.
 
-        Stops after ``update.iterations``, when ``update.time_budget_sec`` is spent (checked
-        before each iteration, on the workflow clock), when the curriculum has no task, or
-        when the training contract passed neither a search-split trial nor any of the first
-        iteration's rollouts. Each trained iteration's adapter is handed to the policy
-        endpoint before the next iteration draws from it.
+        Stops after ``update.iterations``, when the curriculum has no task, when the
+        training contract passed neither a search-split trial nor any of the first
+        iteration's rollouts, or when ``update.time_budget_sec`` is spent. The budget is a
+        deadline (loop start + budget, workflow clock) that rollouts and training share: a
+        draw of rollouts other than the loop's first starts only when it is expected to end
+        before the deadline (it takes as long as the draw before it), and training, handed
+        the deadline, stops between optimizer steps when the next step would end past it
+        (:mod:`mindforge.trainer.budget`; it takes at least one step). Each trained
+        iteration's adapter is handed to the policy endpoint before the next iteration
+        draws from it.
         """
         spec = inp.update
         started = workflow.now()
         loop = _Loop()
+        if spec.time_budget_sec is not None:
+            loop.deadline = started + timedelta(seconds=spec.time_budget_sec)
         adapter, path = inp.adapter, plan.parent_adapter_path
         for i in range(spec.iterations):
             began = workflow.now()
-            if spec.time_budget_sec is not None and (began - started).total_seconds() >= spec.time_budget_sec:
-                loop.reason = f"the time budget of {spec.time_budget_sec:g} s was spent after {i} iteration(s)"
+            if i and not self._draw_fits(loop):
+                spent = (began - started).total_seconds()
+                loop.reason = (
+                    f"the time budget of {spec.time_budget_sec:g} s would be spent before another iteration's "
+                    f"rollouts end ({spent:.0f} s spent, a draw {loop.draw_sec:.0f} s): {i} iteration(s) ran"
+                )
                 break
-            draws, tasks, note = await self._draws(inp, plan.contract_hash, adapter, i)
+            draws, tasks, note = await self._draws(inp, plan.contract_hash, adapter, i, loop)
             if not draws:
                 loop.reason = note
                 break
@@ -198,14 +215,10 @@ class UpdateWorkflow:
             elif not sel.report.groups:
                 it.reason = "every group was flat"
             else:
-                train = await self._train(inp, f"{plan.adapter_name}-i{i}", sel, path)
+                train = await self._train(inp, f"{plan.adapter_name}-i{i}", sel, path, loop.deadline)
                 if train.trained and train.train is not None:
-                    it.trained_adapter, it.steps = train.train.adapter_dir.name, train.train.steps
-                    it.tokens_trained, it.loss = train.train.tokens_trained, train.train.mean_loss
-                    loop.train, path = train, train.adapter_dir
-                    loop.trial_ids += sel.report.trial_ids
-                    loop.groups += sel.report.kept_groups
-                    loop.trials += sel.report.kept_trials
+                    self._count_trained(loop, it, train, train.train, sel)
+                    path = train.adapter_dir
                     if i + 1 < spec.iterations:  # the next iteration draws from this adapter
                         await self._hand_off(inp, it.trained_adapter, train.adapter_dir, [])
                         adapter = it.trained_adapter
@@ -220,14 +233,40 @@ class UpdateWorkflow:
                 break
         return loop
 
+    @staticmethod
+    def _count_trained(
+        loop: _Loop, it: IterationRecord, train: TrainAdapterResult, result: TrainResult, sel: SelectTrajectoriesResult
+    ) -> None:
+        """Record a trained iteration (``result`` is ``train.train``): its figures, and the loop's totals."""
+        it.trained_adapter, it.steps = result.adapter_dir.name, result.steps
+        it.planned_steps, it.stop_reason = result.planned_steps, result.stop_reason
+        it.tokens_trained, it.loss = result.tokens_trained, result.mean_loss
+        loop.train = train
+        loop.trial_ids += sel.report.trial_ids
+        loop.groups += sel.report.kept_groups
+        loop.trials += sel.report.kept_trials
+
+    @staticmethod
+    def _draw_fits(loop: _Loop) -> bool:
+        """Whether another draw of rollouts is expected to end before the deadline (always, with no budget)."""
+        if loop.deadline is None:
+            return True
+        return workflow.now() + timedelta(seconds=loop.draw_sec) < loop.deadline
+
     async def _draws(
-        self, inp: UpdateInput, contract: str, adapter: str, iteration: int
+        self, inp: UpdateInput, contract: str, adapter: str, iteration: int, loop: _Loop
     ) -> tuple[list[list[str]], int, str]:
-        """Run one iteration's draws (first draw, then redraws for flat groups); their trial ids per draw."""
+        """Run one iteration's draws (first draw, then redraws for flat groups); their trial ids per draw.
+
+        A redraw starts only when it is expected to end before the deadline (:meth:`_draw_fits`).
+        """
         draws: list[list[str]] = []
         tasks: set[str] = set()
         note = ""
         for d in range(inp.update.max_draws):
+            if d and not self._draw_fits(loop):
+                break
+            drawn_at = workflow.now()
             draw = RolloutDrawInput(
                 lineage_id=inp.lineage_id, generation=inp.generation, update=inp.update, contract_hash=contract,
                 adapter=adapter, iteration=iteration, draw=d, draws=draws,
@@ -252,15 +291,20 @@ class UpdateWorkflow:
             )
             draws = [*draws, [t.trial_id for t in plan.trials]]
             tasks |= set(plan.tasks)
+            loop.draw_sec = (workflow.now() - drawn_at).total_seconds()
         return draws, len(tasks), note
 
     async def _train(
-        self, inp: UpdateInput, name: str, sel: SelectTrajectoriesResult, parent_path: str | None
+        self, inp: UpdateInput, name: str, sel: SelectTrajectoriesResult, parent_path: str | None,
+        deadline: datetime | None = None,
     ) -> TrainAdapterResult:
-        """Train adapter ``name`` on the selected groups, from ``parent_path`` (a Ray task on the sandbox queue)."""
+        """Train adapter ``name`` on the selected groups, from ``parent_path`` (a Ray task on the sandbox queue).
+
+        ``deadline``: the Update's; the trainer stops between optimizer steps when it comes.
+        """
         training = TrainAdapterInput(
             lineage_id=inp.lineage_id, generation=inp.generation, update=inp.update, runtime=inp.runtime,
-            adapter_name=name, groups=sel.report.groups, parent_adapter_path=parent_path,
+            adapter_name=name, groups=sel.report.groups, parent_adapter_path=parent_path, deadline_at=deadline,
         )
         return await o.sandbox_activity(
             o.TRAIN_ADAPTER, training, TrainAdapterResult, timeout=o.TRAIN_TIMEOUT,

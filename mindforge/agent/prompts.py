@@ -221,8 +221,11 @@ def render_examples(contract, retrieved: list[Any] | None = None) -> list[dict[s
     Each example is a user turn (its instruction through ``resources.instruction_template``)
     followed, in ``multi_turn`` mode, by one assistant action and one observation per step
     (rendered as live ones are, without the turn-budget line) and a final ``finish`` when
-    the contract allows it; in ``single_command`` mode by one assistant action whose
-    command is the steps joined with `` && `` and no observation.
+    the contract allows it; in ``single_command`` mode, or with ``resources.example_style``
+    ``compact``, by one assistant action whose command is the steps joined with `` && ``
+    and no observation. The contract's own examples come first and the retrieved ones
+    last, so every trial of a contract shares the prompt's prefix up to the retrieved
+    examples (the engine then reuses its cells).
 
     Args:
         contract: the HCP contract.
@@ -238,7 +241,7 @@ def render_examples(contract, retrieved: list[Any] | None = None) -> list[dict[s
     examples = [*contract.resources.examples, *reversed(retrieved or [])]
     for i, example in enumerate(examples):
         messages.append({"role": "user", "content": render_instruction(contract, example.instruction)})
-        if contract.workspace.mode == "single_command":
+        if contract.workspace.mode == "single_command" or contract.resources.example_style == "compact":
             command = " && ".join(c.strip() for c in example.commands)
             messages.append(render_action(contract, "bash", {"command": command}, f"example_{i}_0"))
             continue

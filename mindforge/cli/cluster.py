@@ -1,12 +1,16 @@
-"""``mindforge cluster``: a Ray cluster of containers on this machine (Postgres, a Ray head, N workers)."""
+"""``mindforge cluster``: a Ray cluster of containers on its own network (Postgres, Redis, a Ray head, N workers)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
 from mindforge.cli.output import make_console, print_json
 
-app = typer.Typer(help="A Ray cluster of containers on this machine, for MindForge's trials.", no_args_is_help=True)
+app = typer.Typer(
+    help="A Ray cluster of containers on its own Docker network, for MindForge's trials.", no_args_is_help=True
+)
 console = make_console(stderr=True)
 
 _NAME_HELP = "The cluster's name (container and volume prefix, label value)."
@@ -22,14 +26,17 @@ def _settings():
 @app.command()
 def up(
     workers: int = typer.Option(2, "--workers", "-n", min=1, max=16, help="Ray worker containers."),
-    cpus: int = typer.Option(1, "--cpus", min=1, help="CPUs each worker offers Ray (trials in parallel per worker)."),
+    cpus: int = typer.Option(1, "--cpus", min=1, help="CPUs each worker offers Ray."),
+    sandboxes: int = typer.Option(4, "--sandboxes", min=1, help="Sandbox slots each worker offers (trials at once)."),
     name: str = typer.Option("mfc", "--name", help=_NAME_HELP),
-    gcs_port: int = typer.Option(6480, "--gcs-port", help="The Ray head's port on 127.0.0.1."),
-    client_port: int = typer.Option(10480, "--client-port", help="The head's Ray Client port."),
-    postgres_port: int = typer.Option(5480, "--postgres-port", help="The store's Postgres port on 127.0.0.1."),
+    subnet: str = typer.Option(None, "--subnet", help="The network's IPv4 subnet (default: a free /24 of 172.30/16)."),
+    gcs_ft: bool = typer.Option(True, "--gcs-ft/--no-gcs-ft", help="Keep the head's GCS state in Redis."),
+    mount: list[Path] = typer.Option(
+        None, "--mount", help="A host folder of tasks the workers read at the same path (default: tasks/)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the settings as one JSON document."),
 ) -> None:
-    """Build the node image, start Postgres, a Ray head and N Ray workers; print the worker settings."""
+    """Build the images, start Postgres, Redis, a Ray head and N Ray workers; print the worker settings."""
     from pydantic import ValidationError
 
     from mindforge.devstack import DevStackError
@@ -37,8 +44,8 @@ def up(
 
     try:
         spec = ClusterSpec(
-            name=name, workers=workers, cpus_per_worker=cpus, gcs_port=gcs_port, client_port=client_port,
-            postgres_port=postgres_port,
+            name=name, workers=workers, cpus_per_worker=cpus, sandboxes_per_worker=sandboxes, subnet=subnet,
+            gcs_fault_tolerance=gcs_ft, **({"data_paths": [p.resolve() for p in mount]} if mount else {}),
         )
     except ValidationError as exc:
         raise typer.BadParameter(str(exc)) from exc
@@ -50,11 +57,39 @@ def up(
     if as_json:
         print_json(info.model_dump(mode="json"))
         return
-    console.print(f"cluster [bold]{info.name}[/] up: {', '.join(info.containers)}")
-    console.print(f"settings for a worker on this host ({info.env_file}):")
+    console.print(f"cluster [bold]{info.name}[/] up on {info.image}:")
+    for container, address in info.addresses.items():
+        console.print(f"  {container:24s} {address}")
+    console.print(f"settings for a worker on this host ({info.env_file}; the store's URL: {info.database_url_file}):")
     for key, value in info.env.items():
         print(f"export {key}={value}")
     console.print(f"then: set -a; . {info.env_file}; set +a; mindforge worker")
+    console.print(
+        f"the nodes reach this machine at {info.host_address}: serve the policy there for their trials, "
+        f"e.g. MINDFORGE_POLICY_API_KEY=... mindforge policy serve --host {info.host_address}"
+    )
+
+
+@app.command()
+def image(
+    extras: str = typer.Option("postgres", "--extras", help="MindForge's extras to install, comma-separated."),
+) -> None:
+    """Build the worker image (deploy/worker.Dockerfile) from the local base image; print its tag."""
+    from mindforge.devstack import DevStackError
+    from mindforge.devstack.cluster import docker_client
+    from mindforge.devstack.worker_image import build_worker_image
+
+    try:
+        client = docker_client()
+        try:
+            wanted = tuple(e.strip() for e in extras.split(",") if e.strip())
+            tag = build_worker_image(client, _settings().base_image, lambda m: console.print(f"[dim]{m}[/]"), wanted)
+        finally:
+            client.close()
+    except DevStackError as exc:
+        console.print(f"[red]cluster image failed:[/] {exc}")
+        raise typer.Exit(1) from exc
+    print(tag)
 
 
 @app.command()
@@ -78,10 +113,10 @@ def status(
     elif not found.nodes:
         console.print(f"cluster [bold]{name}[/]: no containers (start it with `mindforge cluster up --name {name}`)")
     else:
-        table = Table("container", "role", "state", "sandboxes", title=f"cluster {name}")
+        table = Table("container", "role", "address", "state", "sandboxes", title=f"cluster {name}")
         for node in found.nodes:
             colour = "green" if node.state == "running" else "red"
-            table.add_row(node.container, node.role, f"[{colour}]{node.state}[/]", str(node.sandboxes))
+            table.add_row(node.container, node.role, node.address, f"[{colour}]{node.state}[/]", str(node.sandboxes))
         make_console().print(table)
         console.print(f"settings for a host worker: {found.env_file or 'none written'}")
     if not found.ready:
@@ -90,7 +125,7 @@ def status(
 
 @app.command()
 def down(name: str = typer.Option("mfc", "--name", help=_NAME_HELP)) -> None:
-    """Remove the cluster's containers, volume, leftover sandboxes, temp dir and settings file."""
+    """Remove the cluster's containers, leftover sandboxes, volume, network, settings and secret files."""
     from mindforge.devstack import DevStackError
     from mindforge.devstack.cluster import cluster_down
 

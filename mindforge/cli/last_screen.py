@@ -59,7 +59,24 @@ def generation_row(index: int, seconds: float | None, record: dict[str, Any]) ->
         guides = f", {guided} guided groups" if guided else ""
         update += f" ({len(iterations)} iterations, {trained} trained{guides})"
     took = "-" if seconds is None else f"{seconds:.0f} s"
+    parts = stage_times(record)
+    if parts:
+        took += f" ({parts})"
     return [str(index), took, successor, update]
+
+
+#: how each part of a generation (``GenerationResult.stage_sec``) is named on the screen
+STAGE_NAMES = {
+    "discovery": "discovery", "expansion.base": "base eval", "expansion.search": "search",
+    "expansion.race": "race", "update": "update", "sealed": "sealed",
+}
+
+
+def stage_times(record: dict[str, Any]) -> str:
+    """A generation's wall time by part, e.g. ``discovery 12, base eval 40, ... sealed 55 s`` (``""``: none)."""
+    stage_sec = record.get("stage_sec") or {}
+    parts = [f"{STAGE_NAMES.get(k, k)} {v:.0f}" for k, v in stage_sec.items()]
+    return ", ".join(parts) + " s" if parts else ""
 
 
 def reading_rows(table: Any) -> list[list[str]]:

@@ -441,7 +441,7 @@ def start(
     ),
     group_size: int = typer.Option(None, "--group-size", min=2, help="Update: rollouts per task per draw (default 8)."),
     update_time_budget: float = typer.Option(
-        None, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (default none)."
+        None, "--update-time-budget", min=1.0, help="Update: deadline in seconds; no draw or step runs past it."
     ),
     guidance: bool = typer.Option(
         None, "--guidance/--no-guidance", help=GUIDANCE_HELP + " (default: off)."

@@ -163,7 +163,7 @@ def quickstart_command(
     ),
     group_size: int = typer.Option(4, "--group-size", min=2, help="Update: rollouts per task per draw."),
     update_time_budget: float = typer.Option(
-        120.0, "--update-time-budget", min=1.0, help="Update: seconds after which no iteration starts (per generation)."
+        120.0, "--update-time-budget", min=1.0, help="Update: deadline (s) a generation; no draw or step runs past it."
     ),
     guidance: bool = typer.Option(True, "--guidance/--no-guidance", help=GUIDANCE_HELP + "."),
     examples: Path = typer.Option(None, "--examples", help=EXAMPLES_HELP),

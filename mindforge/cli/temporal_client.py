@@ -19,14 +19,17 @@ if TYPE_CHECKING:
 
 
 async def connect(settings: Settings) -> Client:
-    """A Temporal client with the pydantic data converter, from settings (:func:`workflows.client.connect`).
+    """A Temporal client with the pydantic data converter, from settings (:func:`workflows.client.connect_settings`).
+
+    The address and namespace, and TLS, mutual TLS and the API key where settings give them.
 
     Raises:
-        InfraError: Temporal does not answer at ``settings.temporal_address``.
+        InputError: a TLS file of the settings is unreadable.
+        InfraError: Temporal does not answer at ``settings.temporal_address``, or refuses the handshake.
     """
-    from workflows.client import connect as connect_to
+    from workflows.client import connect_settings
 
-    return await connect_to(settings.temporal_address, settings.temporal_namespace)
+    return await connect_settings(settings)
 
 
 async def signal_workflow(settings: Settings, workflow_id: str, signal: str) -> bool:

@@ -1,32 +1,33 @@
-"""A Ray cluster of containers on this one machine: ``mindforge cluster up|status|down``.
+"""A Ray cluster of containers on one machine that crosses a network: ``mindforge cluster up|status|down``.
 
-``up`` builds a node image from the local base image (Debian bookworm, its python3 and
-the host's CA certificates, plus Debian's ``postgresql-15``), then starts, all with host
-networking and the labels ``mindforge.cluster=<name>`` / ``mindforge.cluster.role``:
+``up`` builds the worker image (:mod:`~mindforge.devstack.worker_image`: MindForge and
+its pinned packages on the local base image) and the services image (Postgres, Redis),
+creates the cluster's own Docker bridge network and starts on it, each at its own address
+(:class:`~mindforge.devstack.cluster_nodes.Addresses`) and labelled
+``mindforge.cluster=<name>`` / ``mindforge.cluster.role``:
 
-* a Postgres container (the store), its data in a labelled Docker volume;
-* a Ray head container with no CPUs (so trials run on the workers only);
-* N Ray worker containers with ``cpus_per_worker`` CPUs each.
+* Postgres (the store), its data in a labelled volume;
+* Redis, where the head keeps its GCS state (Ray's GCS fault tolerance): a head that is
+  killed and started again resumes the cluster, its workers and their tasks;
+* a Ray head with no CPUs and no ``sandbox`` resource (it takes no trial), whose Ray
+  Client server is how a driver joins;
+* N Ray workers, each with its CPUs and ``sandbox`` slots, running sandboxes on the
+  host's Docker engine through its socket.
 
-Every Ray node runs the host's interpreter: the repository, its virtual environment and
-the interpreter that environment was made from are bind-mounted read-only at their own
-absolute paths, so the venv's paths resolve and every node imports the host's code. The
-artifact root is bind-mounted read-write at its own path (records hold paths), and the
-Docker socket too, so sandboxes are siblings on the host's engine. Each node's host name
-is its container name, which is what a trial record's ``worker`` starts with.
-
-Host networking, not a user-defined bridge, because the Temporal dev server, the policy
-endpoint and a driver's raylet connection are all on the host's loopback; the ports are
-chosen apart from the dev stack's (Ray 6379, Temporal 7233). The head's Ray temp dir is a
-host folder at the same path, so a MindForge worker on the host can join the cluster as
-a driver (``ray.init(address=...)`` finds the head's raylet by its process and sockets).
+No node mounts the host's checkout or venv. The host's MindForge worker joins as a Ray
+Client (``ray://<head>:10001``) over the network; the nodes reach this machine at the
+network's gateway (:attr:`ClusterInfo.host_address`: where a policy server for the
+trials must listen). Secrets stay in files under :func:`cluster_dir` (mode 0600): the
+store's URL (:attr:`ClusterInfo.database_url_file`, which ``MINDFORGE_DATABASE_URL_FILE``
+names), Postgres's password; Ray's token is this machine's (``~/.ray/auth_token``, as
+``mindforge dev up`` makes it), mounted into the nodes.
 """
 
 from __future__ import annotations
 
-import io
 import secrets
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,67 +36,72 @@ from typing import Any
 import docker
 import docker.errors
 from docker.utils import kwargs_from_env
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from mindforge.devstack.base import DEFAULT_DOCKER_SOCKET, DevStackError, Say
+from mindforge.devstack.base import DevStackError, Say
+from mindforge.devstack.cluster_nodes import (
+    CLIENT_PORT,
+    CLUSTER_LABEL,
+    PG_BIN,
+    PG_DATA,
+    PG_PASSWORD_IN_NODE,
+    POSTGRES_PORT,
+    ROLE_LABEL,
+    Addresses,
+    ClusterSpec,
+    build_services_image,
+    create_network,
+    free_subnet,
+    head_command,
+    network_name,
+    postgres_script,
+    redis_command,
+    run_node,
+    worker_command,
+    worker_mounts,
+)
 from mindforge.devstack.services import tcp_answers
+from mindforge.devstack.worker_image import build_worker_image
 from mindforge.sandbox.owner import MANAGED, OWNER_HOST
-from mindforge.settings import REPO_ROOT, Settings
+from mindforge.settings import Settings
 
-CLUSTER_LABEL = "mindforge.cluster"
-ROLE_LABEL = "mindforge.cluster.role"
-BASE_ID_LABEL = "mindforge.cluster.base_id"
-NODE_IMAGE = "mindforge/cluster-node:bookworm"
-PG_BIN = "/usr/lib/postgresql/15/bin"
-PG_DATA = "/var/lib/postgresql/data"
+__all__ = ["ClusterInfo", "ClusterSpec", "ClusterStatus", "cluster_down", "cluster_status", "cluster_up"]
+
 #: seconds a node gets to say "Ray runtime started" / Postgres to accept connections
-START_TIMEOUT_SEC = 120.0
-
-NODE_DOCKERFILE = f"""\
-FROM {{base}}
-RUN apt-get update \\
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15 \\
- && rm -rf /var/lib/apt/lists/* \\
- && mkdir -p {PG_DATA} && chown postgres:postgres {PG_DATA}
-"""
-
-
-class ClusterSpec(BaseModel):
-    """What ``cluster up`` starts.
-
-    Attributes:
-        name: the cluster's name (label value, container and volume prefix).
-        workers: Ray worker containers.
-        cpus_per_worker: CPUs each worker offers Ray (one trial per CPU).
-        gcs_port: the Ray head's GCS port (the ``ray_address`` workers use).
-        client_port: the head's Ray Client server port.
-        postgres_port: the store's port on 127.0.0.1.
-        object_store_mb: each node's Ray object store (MiB; trial results are small).
-    """
-
-    name: str = Field(default="mfc", pattern=r"^[a-z][a-z0-9-]{0,20}$")
-    workers: int = Field(default=2, ge=1, le=16)
-    cpus_per_worker: int = Field(default=1, ge=1)
-    gcs_port: int = 6480
-    client_port: int = 10480
-    postgres_port: int = 5480
-    object_store_mb: int = Field(default=256, ge=100)
+START_TIMEOUT_SEC = 180.0
 
 
 class ClusterInfo(BaseModel):
-    """Where a running cluster is, as ``MINDFORGE_*`` settings.
+    """Where a running cluster is, and the settings of a MindForge worker on this machine.
 
     Attributes:
         name: the cluster.
-        containers: its container names (head, workers, postgres).
-        env: ``MINDFORGE_*`` variable -> value for a worker on the host.
+        image: the worker image its Ray nodes run.
+        containers: its container names (Postgres, Redis, head, workers).
+        addresses: container name -> its address on the cluster's network.
+        host_address: this machine's address on that network (where the nodes reach it).
+        env: ``MINDFORGE_*`` variable -> value for a worker on this host; no secret among them.
         env_file: the file holding ``env`` as ``KEY=value`` lines.
+        database_url_file: the file holding the store's URL, password included (mode 0600).
     """
 
     name: str
+    image: str
     containers: list[str]
+    addresses: dict[str, str]
+    host_address: str
     env: dict[str, str]
     env_file: Path
+    database_url_file: Path
+
+    @property
+    def ray_address(self) -> str:
+        """The head's Ray Client address, ``ray://<head>:10001``."""
+        return self.env["MINDFORGE_RAY_ADDRESS"]
+
+    def database_url(self) -> str:
+        """The store's URL, read from :attr:`database_url_file`."""
+        return self.database_url_file.read_text(encoding="utf-8").strip()
 
 
 def docker_client() -> docker.DockerClient:
@@ -105,87 +111,44 @@ def docker_client() -> docker.DockerClient:
         DevStackError: no engine answers.
     """
     try:
-        client = docker.DockerClient(**kwargs_from_env(), version="auto", timeout=120)
+        client = docker.DockerClient(**kwargs_from_env(), version="auto", timeout=1800)
         client.ping()
     except Exception as exc:  # noqa: BLE001 - any failure means "no engine"
         raise DevStackError(f"no Docker engine answers ({exc}); run `mindforge dev up` first") from exc
     return client
 
 
-def head_temp_dir(name: str) -> Path:
-    """The head's Ray temp dir, the same path on the host and in the head container (short: socket paths)."""
-    return Path(f"/tmp/mindforge-cluster-{name}")
+def cluster_dir(settings: Settings, name: str) -> Path:
+    """``<data_dir>/cluster/<name>/`` (mode 0700): the host worker's settings and the cluster's secrets."""
+    return settings.data_dir / "cluster" / name
 
 
 def env_file(settings: Settings, name: str) -> Path:
-    """``<data_dir>/cluster/<name>.env``: the settings a host worker uses for cluster ``name``."""
-    return settings.data_dir / "cluster" / f"{name}.env"
+    """The settings a host worker uses for cluster ``name`` (``worker.env`` in :func:`cluster_dir`)."""
+    return cluster_dir(settings, name) / "worker.env"
 
 
-def shared_mounts(settings: Settings) -> dict[str, dict[str, str]]:
-    """The bind mounts every Ray node gets, each at its own absolute path.
-
-    The repository, the data dir, the virtual environment (``sys.prefix``) and the
-    interpreter it was made from (``sys.base_prefix``, unless that is the image's own
-    ``/usr``) read-only;
-    the artifact root and the Docker socket read-write; Ray's token when this machine
-    has one.
-    """
-    ro = {"mode": "ro"}
-    paths = {REPO_ROOT, Path(sys.prefix)}
-    if Path(sys.base_prefix) != Path("/usr"):
-        paths.add(Path(sys.base_prefix))
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    paths.add(settings.data_dir)  # the user's image map lives there
-    mounts = {str(p): {"bind": str(p), **ro} for p in sorted(paths)}
-    settings.artifacts.mkdir(parents=True, exist_ok=True)
-    mounts[str(settings.artifacts)] = {"bind": str(settings.artifacts), "mode": "rw"}
-    base_url = kwargs_from_env().get("base_url") or DEFAULT_DOCKER_SOCKET
-    if not base_url.startswith("unix://"):
-        raise DevStackError(f"DOCKER_HOST={base_url}: cluster nodes need the engine's unix socket to mount")
-    sock = base_url.removeprefix("unix://")
-    mounts[sock] = {"bind": DEFAULT_DOCKER_SOCKET.removeprefix("unix://"), "mode": "rw"}
-    token = Path.home() / ".ray" / "auth_token"
-    if token.is_file():
-        mounts[str(token)] = {"bind": "/root/.ray/auth_token", **ro}
-    return mounts
+def _secret_file(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.touch(mode=0o600, exist_ok=True)
+    path.chmod(0o600)
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
-def node_env() -> dict[str, str]:
-    """Environment of every Ray node: the repository first on the path, Ray's token auth as on the host."""
-    env = {"PYTHONPATH": str(REPO_ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
-    if (Path.home() / ".ray" / "auth_token").is_file():
-        env["RAY_AUTH_MODE"] = "token"
-    return env
-
-
-def build_node_image(client: docker.DockerClient, base_image: str, say: Say) -> str:
-    """Build :data:`NODE_IMAGE` from ``base_image`` unless it is built from that very base already.
-
-    Returns:
-        the image tag.
+def ray_token() -> Path:
+    """This machine's Ray token, ``~/.ray/auth_token``, made (``ray get-auth-token --generate``) when missing.
 
     Raises:
-        DevStackError: the base image is missing or the build fails (apt needs a mirror).
+        DevStackError: Ray could not make it.
     """
-    try:
-        base_id = client.images.get(base_image).id
-    except docker.errors.ImageNotFound as exc:
-        raise DevStackError(f"base image {base_image} is missing; `mindforge dev up` builds it") from exc
-    try:
-        if client.images.get(NODE_IMAGE).labels.get(BASE_ID_LABEL) == base_id:
-            return NODE_IMAGE
-    except docker.errors.ImageNotFound:
-        pass
-    say(f"building {NODE_IMAGE} from {base_image} (apt: postgresql-15) ...")
-    dockerfile = NODE_DOCKERFILE.format(base=base_image).encode()
-    try:
-        client.images.build(
-            fileobj=io.BytesIO(dockerfile), tag=NODE_IMAGE, rm=True, labels={BASE_ID_LABEL: base_id, MANAGED: "true"}
-        )
-    except (docker.errors.BuildError, docker.errors.APIError) as exc:
-        raise DevStackError(f"building {NODE_IMAGE} failed: {exc}") from exc
-    return NODE_IMAGE
+    path = Path.home() / ".ray" / "auth_token"
+    if not path.is_file():
+        ray = Path(sys.executable).parent / "ray"
+        done = subprocess.run([str(ray), "get-auth-token", "--generate"], capture_output=True, text=True, check=False)
+        if not path.is_file():
+            raise DevStackError(f"no Ray token at {path} and `ray get-auth-token --generate` made none: {done.stderr}")
+    return path
 
 
 def cluster_containers(client: docker.DockerClient, name: str) -> list[Any]:
@@ -193,19 +156,17 @@ def cluster_containers(client: docker.DockerClient, name: str) -> list[Any]:
     return list(client.containers.list(all=True, filters={"label": f"{CLUSTER_LABEL}={name}"}))
 
 
-def _run(client: docker.DockerClient, spec: ClusterSpec, role: str, cname: str, command: list[str], **kw: Any) -> Any:
-    labels = {CLUSTER_LABEL: spec.name, ROLE_LABEL: role, MANAGED: "true"}
-    return client.containers.run(
-        NODE_IMAGE, command, name=cname, hostname=cname, labels=labels, network_mode="host", detach=True,
-        shm_size=f"{spec.object_store_mb * 2}m", **kw,
-    )
+def wait_for_log(container: Any, text: str, what: str, since: int | None = None) -> None:
+    """Wait until ``text`` is in the container's log (written after ``since``, a Unix time, when given).
 
-
-def _wait_for_log(container: Any, text: str, what: str) -> None:
+    Raises:
+        DevStackError: the container exited, or the text did not come within :data:`START_TIMEOUT_SEC`.
+    """
     deadline = time.monotonic() + START_TIMEOUT_SEC
     while time.monotonic() < deadline:
         container.reload()
-        logs = container.logs().decode(errors="replace")
+        raw = container.logs(since=since) if since else container.logs()
+        logs = raw.decode(errors="replace")
         if text in logs:
             return
         if container.status == "exited":
@@ -214,150 +175,140 @@ def _wait_for_log(container: Any, text: str, what: str) -> None:
     raise DevStackError(f"{what} ({container.name}) did not start within {START_TIMEOUT_SEC:g} s")
 
 
-def node_ports(spec: ClusterSpec, index: int) -> tuple[int, int, int]:
-    """Node ``index``'s dashboard-agent port and its Ray worker-port range ``(agent, first, last)``.
-
-    Derived from the GCS port, so that clusters whose GCS ports differ by 1 to 39 (the
-    tests', the benchmark's and the default one) never share a port, and none is the dev
-    head's (its agent listens on 52365): agents on 53000 + 20 k + index, worker ports
-    21000 + 850 k + 50 index ... + 49, with k = (gcs_port - 6480) mod 40.
-    """
-    k = (spec.gcs_port - 6480) % 40
-    first = 21000 + 850 * k + 50 * index
-    return 53000 + 20 * k + index, first, first + 49
-
-
-def _ray_command(spec: ClusterSpec, index: int) -> list[str]:
-    """``ray start`` of node ``index`` (0 = head), with ports apart from other nodes and the dev head."""
-    ray = str(Path(sys.prefix) / "bin" / "ray")
-    agent, first, last = node_ports(spec, index)
-    common = [
-        "--block", "--node-ip-address", "127.0.0.1", "--disable-usage-stats",
-        "--object-store-memory", str(spec.object_store_mb * 1024 * 1024),
-        "--dashboard-agent-listen-port", str(agent), "--min-worker-port", str(first), "--max-worker-port", str(last),
-    ]
-    if index == 0:
-        return [
-            ray, "start", "--head", "--port", str(spec.gcs_port), "--ray-client-server-port", str(spec.client_port),
-            "--num-cpus", "0", "--include-dashboard", "false", "--temp-dir", str(head_temp_dir(spec.name)), *common,
-        ]
-    return [ray, "start", "--address", f"127.0.0.1:{spec.gcs_port}", "--num-cpus", str(spec.cpus_per_worker), *common]
-
-
-def start_worker(client: docker.DockerClient, settings: Settings, spec: ClusterSpec, index: int) -> Any:
-    """Start Ray worker container ``<name>-worker-<index>`` (index from 1) and wait until its raylet runs.
-
-    Raises:
-        DevStackError: it exits or does not start within :data:`START_TIMEOUT_SEC`.
-    """
-    container = _run(
-        client, spec, "worker", f"{spec.name}-worker-{index}", _ray_command(spec, index),
-        volumes=shared_mounts(settings), environment=node_env(),
-    )
-    _wait_for_log(container, "Ray runtime started", "Ray worker")
-    return container
-
-
-def _start_postgres(client: docker.DockerClient, spec: ClusterSpec, password: str, say: Say) -> Any:
+def _start_postgres(
+    client: docker.DockerClient, spec: ClusterSpec, addr: Addresses, image: str, password: Path, say: Say
+) -> Any:
     volume = f"{spec.name}-pgdata"
     client.volumes.create(volume, labels={CLUSTER_LABEL: spec.name, MANAGED: "true"})
-    script = (
-        f"set -e; if [ ! -s {PG_DATA}/PG_VERSION ]; then echo \"$MF_PG_PASSWORD\" > /tmp/pw; chown postgres /tmp/pw; "
-        f"su postgres -c '{PG_BIN}/initdb -D {PG_DATA} -U mindforge --pwfile=/tmp/pw --auth-local=trust "
-        f"--auth-host=scram-sha-256 >/dev/null'; rm /tmp/pw; fi; "
-        f"exec su postgres -c '{PG_BIN}/postgres -D {PG_DATA} -p {spec.postgres_port} "
-        f"-c listen_addresses=127.0.0.1 -k /tmp'"
+    say(f"starting Postgres on {addr.postgres}:{POSTGRES_PORT} (volume {volume}) ...")
+    container = run_node(
+        client, spec, image, "postgres", f"{spec.name}-postgres", addr.postgres, ["sh", "-c", postgres_script()],
+        volumes={volume: {"bind": PG_DATA, "mode": "rw"}, str(password): {"bind": PG_PASSWORD_IN_NODE, "mode": "ro"}},
+        environment={"MF_ADDR": addr.postgres},
     )
-    say(f"starting Postgres on 127.0.0.1:{spec.postgres_port} (volume {volume}) ...")
-    container = _run(
-        client, spec, "postgres", f"{spec.name}-postgres", ["sh", "-c", script],
-        volumes={volume: {"bind": PG_DATA, "mode": "rw"}}, environment={"MF_PG_PASSWORD": password},
-    )
-    _wait_for_log(container, "database system is ready to accept connections", "Postgres")
+    wait_for_log(container, "database system is ready to accept connections", "Postgres")
     created = container.exec_run(
-        ["su", "postgres", "-c", f"{PG_BIN}/createdb -h /tmp -p {spec.postgres_port} -U mindforge mindforge"]
+        ["su", "postgres", "-c", f"{PG_BIN}/createdb -h /tmp -p {POSTGRES_PORT} -U mindforge mindforge"]
     )
     if created.exit_code != 0 and b"already exists" not in created.output:
         raise DevStackError(f"createdb in {container.name} failed: {created.output.decode(errors='replace')}")
     return container
 
 
-def _check_ports(spec: ClusterSpec) -> None:
-    taken = [p for p in (spec.gcs_port, spec.client_port, spec.postgres_port) if tcp_answers("127.0.0.1", p)]
-    if taken:
-        raise DevStackError(
-            f"port(s) {', '.join(map(str, taken))} on 127.0.0.1 answer already; pick others "
-            "(--gcs-port, --client-port, --postgres-port) or run `mindforge cluster down`"
-        )
+def start_head(client: docker.DockerClient, spec: ClusterSpec, addr: Addresses, image: str, token: Path) -> Any:
+    """Start the Ray head and wait until it runs and its Ray Client server answers.
+
+    Raises:
+        DevStackError: it exits or does not start within :data:`START_TIMEOUT_SEC`.
+    """
+    argv, env = head_command(spec, addr)
+    mounts = {str(token): {"bind": "/run/secrets/ray-auth-token", "mode": "ro"}}
+    head = run_node(client, spec, image, "head", f"{spec.name}-head", addr.head, argv, volumes=mounts, environment=env)
+    wait_for_log(head, "Ray runtime started", "Ray head")
+    wait_for_port(addr.head, CLIENT_PORT, "the head's Ray Client server")
+    return head
 
 
-def _ray_address(spec: ClusterSpec) -> str:
-    return f"127.0.0.1:{spec.gcs_port}"
+def wait_for_port(host: str, port: int, what: str) -> None:
+    """Wait until ``host:port`` accepts a TCP connection.
+
+    Raises:
+        DevStackError: it did not within :data:`START_TIMEOUT_SEC`.
+    """
+    deadline = time.monotonic() + START_TIMEOUT_SEC
+    while not tcp_answers(host, port):
+        if time.monotonic() > deadline:
+            raise DevStackError(f"{what} ({host}:{port}) does not answer after {START_TIMEOUT_SEC:g} s")
+        time.sleep(0.3)
 
 
-def _write_env(settings: Settings, spec: ClusterSpec, password: str) -> ClusterInfo:
+def start_workers(
+    client: docker.DockerClient, settings: Settings, spec: ClusterSpec, addr: Addresses, image: str, token: Path,
+    say: Say,
+) -> list[Any]:
+    """Start Ray worker containers ``<name>-worker-<i>`` (i from 1), all at once, and wait until their raylets run.
+
+    Raises:
+        DevStackError: one exits or does not start within :data:`START_TIMEOUT_SEC`.
+    """
+    mounts = worker_mounts(settings, spec, token)
+    started = []
+    for index in range(1, spec.workers + 1):
+        say(f"starting Ray worker {spec.name}-worker-{index} on {addr.workers[index - 1]} ...")
+        argv, env = worker_command(spec, addr, index)
+        started.append(run_node(
+            client, spec, image, "worker", f"{spec.name}-worker-{index}", addr.workers[index - 1], argv,
+            volumes=mounts, environment=env,
+        ))
+    for container in started:
+        wait_for_log(container, "Ray runtime started", "Ray worker")
+    return started
+
+
+def _write_env(settings: Settings, spec: ClusterSpec, addr: Addresses, image: str, password: str) -> ClusterInfo:
+    folder = cluster_dir(settings, spec.name)
+    url = f"postgresql+psycopg://mindforge:{password}@{addr.postgres}:{POSTGRES_PORT}/mindforge"
+    url_file = _secret_file(folder / "database-url", url + "\n")
     env = {
-        "MINDFORGE_RAY_ADDRESS": _ray_address(spec),
-        "MINDFORGE_DATABASE_URL": f"postgresql+psycopg://mindforge:{password}@127.0.0.1:{spec.postgres_port}/mindforge",
-        "MINDFORGE_ARTIFACT_ROOT": str(settings.artifacts),
+        "MINDFORGE_RAY_ADDRESS": f"ray://{addr.head}:{CLIENT_PORT}",
+        "MINDFORGE_DATABASE_URL_FILE": str(url_file),
+        "MINDFORGE_ARTIFACT_ROOT": str(settings.artifacts.resolve()),
         "MINDFORGE_DATA_DIR": str(settings.data_dir),
         "MINDFORGE_TEMPORAL_ADDRESS": settings.temporal_address,
+        "MINDFORGE_TRIAL_SANDBOXES": "1",
     }
-    path = env_file(settings, spec.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch(mode=0o600, exist_ok=True)
-    path.write_text("".join(f"{k}={v}\n" for k, v in env.items()), encoding="utf-8")
+    path = _secret_file(env_file(settings, spec.name), "".join(f"{k}={v}\n" for k, v in env.items()))
     workers = [f"{spec.name}-worker-{i}" for i in range(1, spec.workers + 1)]
-    names = [f"{spec.name}-postgres", f"{spec.name}-head", *workers]
-    return ClusterInfo(name=spec.name, containers=names, env=env, env_file=path)
+    addresses = {f"{spec.name}-postgres": addr.postgres, f"{spec.name}-redis": addr.redis}
+    addresses[f"{spec.name}-head"] = addr.head
+    addresses |= dict(zip(workers, addr.workers, strict=True))
+    return ClusterInfo(
+        name=spec.name, image=image, containers=list(addresses), addresses=addresses, host_address=addr.host,
+        env=env, env_file=path, database_url_file=url_file,
+    )
 
 
 def cluster_up(settings: Settings, spec: ClusterSpec, say: Say = print) -> ClusterInfo:
-    """Build the node image and start Postgres, the Ray head and ``spec.workers`` Ray workers.
+    """Build the images, make the network, start Postgres, Redis, the Ray head and ``spec.workers`` Ray workers.
 
-    Writes the settings a host worker needs to :func:`env_file` (mode 0600: it holds the
-    store's password). A cluster of that name that runs already is stopped first
-    (``cluster_down``), so ``up`` always leaves exactly ``spec``.
+    A cluster of that name that runs already is removed first (``cluster_down``), so
+    ``up`` always leaves exactly ``spec``.
 
     Args:
-        settings: the host's settings (artifact root, data dir, Temporal address).
+        settings: the host's settings (base image, artifact root, data dir, Temporal address).
         spec: what to start.
         say: progress lines.
 
     Returns:
-        the cluster's containers and its ``MINDFORGE_*`` settings.
+        the cluster's containers, addresses and the host worker's settings.
 
     Raises:
-        DevStackError: no Docker engine, the base image is missing, the build fails, a
-            port is taken, or a node does not start (what started is removed again).
+        DevStackError: no Docker engine, the base image is missing, a build fails, the
+            subnet is taken, or a node does not start (what started is removed again).
     """
     client = docker_client()
     try:
-        if cluster_containers(client, spec.name):
+        if cluster_containers(client, spec.name) or client.networks.list(names=[network_name(spec.name)]):
             cluster_down(settings, spec.name, say)
-        _check_ports(spec)
-        build_node_image(client, settings.base_image, say)
-        password = secrets.token_hex(12)
+        image = build_worker_image(client, settings.base_image, say)
+        services = build_services_image(client, settings.base_image, say)
+        token = ray_token()
+        addr = Addresses.of(spec.subnet or free_subnet(client), spec.workers)
+        password = secrets.token_hex(16)
+        pw_file = _secret_file(cluster_dir(settings, spec.name) / "postgres-password", password + "\n")
         try:
-            _start_postgres(client, spec, password, say)
-            temp = head_temp_dir(spec.name)
-            temp.mkdir(parents=True, exist_ok=True)
-            mounts = {**shared_mounts(settings), str(temp): {"bind": str(temp), "mode": "rw"}}
-            say(f"starting Ray head on {_ray_address(spec)} (no CPUs: trials run on the workers) ...")
-            head = _run(client, spec, "head", f"{spec.name}-head", _ray_command(spec, 0), volumes=mounts,
-                        environment=node_env())
-            _wait_for_log(head, "Ray runtime started", "Ray head")
-            check = head.exec_run([sys.executable, "-c", "import mindforge, ray, workers.ray_trials"],
-                                  environment=node_env())
-            if check.exit_code != 0:
-                raise DevStackError(f"the host's venv does not import in {head.name}: {check.output.decode()[-800:]}")
-            for index in range(1, spec.workers + 1):
-                say(f"starting Ray worker {spec.name}-worker-{index} ({spec.cpus_per_worker} CPU) ...")
-                start_worker(client, settings, spec, index)
+            create_network(client, spec, addr.subnet)
+            _start_postgres(client, spec, addr, services, pw_file, say)
+            if spec.gcs_fault_tolerance:
+                say(f"starting Redis for the GCS on {addr.redis} ...")
+                run_node(client, spec, services, "redis", f"{spec.name}-redis", addr.redis, redis_command(addr))
+            say(f"starting the Ray head on {addr.head} (no CPUs, no sandbox: trials run on the workers) ...")
+            start_head(client, spec, addr, image, token)
+            start_workers(client, settings, spec, addr, image, token, say)
         except BaseException:
             cluster_down(settings, spec.name, say)
             raise
-        return _write_env(settings, spec, password)
+        return _write_env(settings, spec, addr, image, password)
     finally:
         client.close()
 
@@ -367,14 +318,16 @@ class ClusterNode(BaseModel):
 
     Attributes:
         container: its name.
-        role: ``postgres``, ``head`` or ``worker``.
+        role: ``postgres``, ``redis``, ``head`` or ``worker``.
         state: Docker's state (``running``, ``exited``, ...).
+        address: its address on the cluster's network ("" when it has none now).
         sandboxes: running trial sandboxes whose owner host is this container.
     """
 
     container: str
     role: str
     state: str
+    address: str
     sandboxes: int
 
 
@@ -383,7 +336,7 @@ class ClusterStatus(BaseModel):
 
     Attributes:
         name: the cluster.
-        nodes: its containers, head and Postgres first, then the workers by name.
+        nodes: its containers, Postgres, Redis and the head first, then the workers by name.
         env_file: the host worker's settings file, or None when ``up`` has not written one.
         ready: Postgres, the head and at least one worker are running.
     """
@@ -394,11 +347,16 @@ class ClusterStatus(BaseModel):
     ready: bool
 
 
-_ROLE_ORDER = {"postgres": 0, "head": 1, "worker": 2}
+_ROLE_ORDER = {"postgres": 0, "redis": 1, "head": 2, "worker": 3}
+
+
+def _address(container: Any, name: str) -> str:
+    nets = (container.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+    return str((nets.get(network_name(name)) or {}).get("IPAddress") or "")
 
 
 def cluster_status(settings: Settings, name: str = "mfc") -> ClusterStatus:
-    """The containers of cluster ``name``, their state and the sandboxes each node runs.
+    """The containers of cluster ``name``, their state, address and the sandboxes each node runs.
 
     Raises:
         DevStackError: no Docker engine answers.
@@ -410,25 +368,24 @@ def cluster_status(settings: Settings, name: str = "mfc") -> ClusterStatus:
         owners = [c.labels.get(OWNER_HOST) for c in running]
         nodes = [
             ClusterNode(container=c.name, role=c.labels.get(ROLE_LABEL, "?"), state=c.status,
-                        sandboxes=owners.count(c.name))
+                        address=_address(c, name), sandboxes=owners.count(c.name))
             for c in containers
         ]
     finally:
         client.close()
-    nodes.sort(key=lambda n: (_ROLE_ORDER.get(n.role, 3), n.container))
+    nodes.sort(key=lambda n: (_ROLE_ORDER.get(n.role, 9), n.container))
     up = {n.role for n in nodes if n.state == "running"}
     path = env_file(settings, name)
     return ClusterStatus(
-        name=name, nodes=nodes, env_file=path if path.exists() else None,
-        ready={"postgres", "head", "worker"} <= up,
+        name=name, nodes=nodes, env_file=path if path.exists() else None, ready={"postgres", "head", "worker"} <= up
     )
 
 
 def cluster_down(settings: Settings, name: str = "mfc", say: Say = print) -> list[str]:
-    """Remove cluster ``name``: its containers, its volume, the sandboxes its nodes left, its temp dir and env file.
+    """Remove cluster ``name``: its containers, the sandboxes its nodes left, its volume, network and folder.
 
     Everything is found by label (``mindforge.cluster=<name>``; a sandbox by its owner
-    host, which is a node's container name); nothing else is touched.
+    host, which is a node's container name) or by the cluster's name; nothing else is touched.
 
     Returns:
         what was removed, one line each ("container X", "volume Y", ...).
@@ -438,9 +395,10 @@ def cluster_down(settings: Settings, name: str = "mfc", say: Say = print) -> lis
     try:
         containers = cluster_containers(client, name)
         hosts = {c.name for c in containers}
-        for c in client.containers.list(all=True, filters={"label": f"{MANAGED}=true"}):
-            if c.labels.get(OWNER_HOST) in hosts:
-                containers.append(c)
+        containers += [
+            c for c in client.containers.list(all=True, filters={"label": f"{MANAGED}=true"})
+            if c.labels.get(OWNER_HOST) in hosts
+        ]
         for c in containers:
             try:
                 c.remove(force=True)
@@ -450,12 +408,16 @@ def cluster_down(settings: Settings, name: str = "mfc", say: Say = print) -> lis
         for v in client.volumes.list(filters={"label": f"{CLUSTER_LABEL}={name}"}):
             v.remove(force=True)
             removed.append(f"volume {v.name}")
+        for n in client.networks.list(names=[network_name(name)]):
+            if n.name == network_name(name):
+                n.remove()
+                removed.append(f"network {n.name}")
     finally:
         client.close()
-    for path in (head_temp_dir(name), env_file(settings, name)):
-        if path.exists():
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-            removed.append(f"{'folder' if path.suffix != '.env' else 'file'} {path}")
+    folder = cluster_dir(settings, name)
+    if folder.is_dir():
+        shutil.rmtree(folder)
+        removed.append(f"folder {folder}")
     for line in removed:
         say(f"removed {line}")
     if not removed:

@@ -165,7 +165,7 @@ class HCPContract(BaseModel):
             1.0.0 contracts that hold their default (fields marked ``OMIT_AT_DEFAULT``:
             ``provider_options.stop``, ``tools.observation_truncation``,
             ``tools.show_exit_code``, ``tools.show_turn_budget``, ``resources.examples``,
-            ``workspace.mode``) are left out. Such a default is the behaviour from before
+            ``resources.example_style``, ``workspace.mode``) are left out. Such a default is the behaviour from before
             the key existed, so contracts written before it keep their content hash;
             never change one of these defaults (add a value instead).
         """

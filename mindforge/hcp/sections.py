@@ -283,6 +283,11 @@ class ResourcesSection(_Section):
             unique.
         experience: retrieval from an experience snapshot carried in ``embedded``
             (:class:`ExperienceSettings`); None (the default, left out of the document) = none.
+        example_style: how worked examples (the contract's and retrieved ones) are shown:
+            ``turns`` (the default) as the conversation a trial has, one action and its
+            observation per step and a final ``finish``; ``compact`` as one user turn and one
+            action each, its steps joined with `` && `` and no outputs (a few hundred prompt
+            tokens fewer per example: what a ``single_command`` contract always shows).
     """
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
@@ -293,6 +298,7 @@ class ResourcesSection(_Section):
         default_factory=list, max_length=MAX_EXAMPLES, json_schema_extra=OMIT_AT_DEFAULT
     )
     experience: ExperienceSettings | None = None
+    example_style: Literal["turns", "compact"] = Field(default="turns", json_schema_extra=OMIT_AT_DEFAULT)
 
     @field_validator("instruction_template")
     @classmethod

@@ -181,6 +181,9 @@ class GenerationResult(BaseModel):
         sealed_lifts: sealed reading -> the figure (``LiftReport.summary()``) of the pair
             handed on over the parent on that reading, or None when it was not measured
             (:class:`SealedLiftResult`); never one reading under a general name.
+        stage_sec: wall seconds of each part of the generation, in the order they ran
+            (``discovery``, ``expansion.base``, ``expansion.search``, ``expansion.race``,
+            ``update``, ``sealed``), read from the workflows' clocks.
     """
 
     index: int
@@ -194,6 +197,7 @@ class GenerationResult(BaseModel):
     successor_contract_hash: str | None = None
     update_outcome: str = ""
     sealed_lifts: dict[str, dict[str, float | int | str | None] | None] = Field(default_factory=dict)
+    stage_sec: dict[str, float] = Field(default_factory=dict)
 
 
 class StageInput(BaseModel):
@@ -292,13 +296,19 @@ class RunTrialsResult(BaseModel):
 
 
 class ExpansionResult(BaseModel):
-    """Coverage of the current pair on the search split, and the contract chosen to succeed it."""
+    """Coverage of the current pair on the search split, and the contract chosen to succeed it.
+
+    Attributes:
+        stage_sec: wall seconds of the base evaluation (with its audit), the search (with
+            the experience rounds) and the successor race, keys ``base``, ``search``, ``race``.
+    """
 
     trials: int
     passed: int
     solved_tasks: int
     tasks: int
     successor_contract_hash: str | None = None
+    stage_sec: dict[str, float] = Field(default_factory=dict)
 
 
 class GenerationEvent(BaseModel):

@@ -150,8 +150,9 @@ class UpdateSpec(BaseModel):
             (:func:`mindforge.trainer.curriculum.pick_tasks`).
         max_draws: draws per iteration: the first, then redraws that replace flat groups
             with groups of tasks that showed variance (DAPO's dynamic sampling).
-        time_budget_sec: no iteration starts after this many seconds of the loop (None =
-            only ``iterations`` bounds it).
+        time_budget_sec: the loop's deadline in seconds from its start: no draw starts that
+            is expected to end past it, and training stops between optimizer steps before it
+            (None = only ``iterations`` bounds it).
         guidance: off-policy guidance (as LUFFY's mixed-policy GRPO, Yan et al. 2025,
             arXiv:2504.14945): a group
             of a search task whose rollouts all scored below 1 is joined by a *guide*, the

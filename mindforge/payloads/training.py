@@ -10,6 +10,7 @@ pydantic: no torch.
 from __future__ import annotations
 
 import statistics
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 #: the attention and MLP projections of Llama/Qwen2-style decoders
 DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+#: why a training run stopped: every epoch ran, ``max_steps`` was reached, or the deadline came
+#: (:mod:`mindforge.trainer.budget`)
+StopReason = Literal["epochs", "max_steps", "deadline"]
 
 
 class TrainerConfig(BaseModel):
@@ -41,11 +46,18 @@ class TrainerConfig(BaseModel):
       RAGEN's filter for the most uncertain prompts (Wang et al. 2025) are the Update's
       curriculum (:mod:`mindforge.trainer.curriculum`), with TRL's GRPO default of 8
       generations per prompt as ``UpdateSpec.group_size``.
-    - ``epochs`` 2 (steps per iteration: two passes over an iteration's samples,
-      ``batch_size`` 8 a step, so 2 x ceil(samples / 8) steps; IcePop bounds the drift
-      from the rollout policy): in the sweep the second pass raised the reward about 1.3x
-      steeper per iteration (the intervals overlap) for twice the steps; an agent's rollouts
-      cost far more than its optimizer steps, so the rollouts get the second pass.
+    - ``epochs`` 2 (two passes over an iteration's samples, ``batch_size`` 8 a step, so
+      2 x ceil(samples / 8) steps, fewer when the Update's deadline comes first; IcePop
+      bounds the drift from the rollout policy), chosen by the held-out log-likelihood of
+      the selected successes per second of an iteration (``benchmarks/bench_train_epochs.py``:
+      SmolLM2 on chores made for the purpose, 3 seeds, a second draw's positive-advantage
+      replies held out): after 1, 2, 3, 4 passes it rose +0.057, +0.108, +0.120, +0.134
+      nats a token, so the second pass buys about what the first did (+0.051) and the third
+      a quarter of it (+0.012). Per second of an iteration - R seconds of rollouts plus E
+      passes of T seconds - two passes are best for R/T from 0.13 to 6.3; the main job's
+      Update (R about 60 s: 16 rollouts at 16.1 a minute; T about 32 s a pass,
+      ``bench_train_cpu.py``) lies inside. In the earlier sweep the second pass raised the
+      reward about 1.3x steeper per iteration (the intervals overlap).
     - ``kl_coef`` 0: DAPO drops the KL term for verifiable rewards; in the sweep 0.05
       changed the rise by nothing measurable and costs a reference forward a step.
     - ``guide_loss`` ``weighted_nll`` for off-policy guide tokens
@@ -92,13 +104,25 @@ class TrainerConfig(BaseModel):
             weigh low-probability tokens more.
         seed: seeds LoRA init, dropout and sample order.
         max_seq_len: longest sample in tokens; longer samples are dropped.
-        use_bf16: load the base in bfloat16 on CUDA when supported (CPU is always fp32).
+        use_bf16: bfloat16 where the hardware does it: the base's weights on CUDA when
+            supported; on a CPU with native bfloat16 (AVX512-BF16, AMX), autocast of the
+            forwards for a model that is not tiny (weights, LoRA and AdamW stay float32:
+            :func:`mindforge.trainer.lora.autocast_dtype`, measured by
+            ``benchmarks/bench_train_cpu.py --mode precision``). False: float32 throughout.
         gradient_checkpointing: recompute activations in the backward pass (less memory
             for long trajectories, about one more forward of time) in every micro-batch.
         checkpoint_above_tokens: recompute activations in the backward pass of a
             micro-batch longer than this many tokens (padded length), whatever
             ``gradient_checkpointing`` says: attention weights grow with the square of the
-            length (a 3,000-token SmolLM2 trajectory held 13 GB without). None: never.
+            length (a 3,000-token SmolLM2 trajectory held 13 GB without). The group's
+            shared prompt still runs once (:mod:`mindforge.trainer.prefix`). None: never.
+        share_prompt: run the prompt a micro-batch's rows share once and serve its KV
+            cache to every row (False: every row whole, the reference the benchmarks
+            and tests compare with).
+        deadline_at: stop between optimizer steps when the next step is not expected to
+            end before this time (UTC; the first step always runs:
+            :mod:`mindforge.trainer.budget`). Set for each run by the Update from its time
+            budget, not a hyper-parameter; None: no deadline.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -128,6 +152,8 @@ class TrainerConfig(BaseModel):
     use_bf16: bool = True
     gradient_checkpointing: bool = False
     checkpoint_above_tokens: int | None = Field(default=1024, ge=1)
+    share_prompt: bool = True
+    deadline_at: datetime | None = None
 
     @model_validator(mode="after")
     def _check(self) -> TrainerConfig:
@@ -137,6 +163,8 @@ class TrainerConfig(BaseModel):
             raise ValueError("micro_batch_size must not exceed batch_size")
         if not self.target_modules:
             raise ValueError("target_modules must name at least one module")
+        if self.deadline_at is not None and self.deadline_at.tzinfo is None:
+            raise ValueError("deadline_at must be timezone-aware (UTC)")
         return self
 
 
@@ -162,6 +190,10 @@ class TrainResult(BaseModel):
         base_model_path: the frozen base the adapter applies to.
         parent_adapter: the adapter training started from, if any.
         steps: optimizer steps taken.
+        planned_steps: optimizer steps the epochs (or ``max_steps``) asked for.
+        stop_reason: what ended the run: ``epochs`` (all ran), ``max_steps``, or
+            ``deadline`` (``TrainerConfig.deadline_at``: stopped early between steps; the
+            adapter holds the steps taken).
         mean_loss: mean of the per-step losses.
         losses: per-step loss (token-mean GRPO objective, see grpo.py).
         tokens_trained: model tokens that received gradient, summed over steps.
@@ -171,7 +203,8 @@ class TrainResult(BaseModel):
         off_policy_samples: guide samples among them (:mod:`mindforge.trainer.guidance`).
         zero_advantage_samples: samples skipped because their group was flat.
         reward: reward statistics of the input samples.
-        device / dtype: where and in what precision training ran.
+        device / dtype: where training ran and the base weights' dtype.
+        compute_dtype: the dtype the forwards ran in (``bfloat16`` under CPU autocast).
         wall_sec: training wall time in seconds (model load included).
         lora_rank: rank of the saved adapter.
     """
@@ -180,6 +213,8 @@ class TrainResult(BaseModel):
     base_model_path: Path
     parent_adapter: Path | None = None
     steps: int
+    planned_steps: int = 0
+    stop_reason: StopReason = "epochs"
     mean_loss: float
     losses: list[float]
     tokens_trained: int
@@ -191,6 +226,7 @@ class TrainResult(BaseModel):
     reward: RewardStats
     device: str
     dtype: str
+    compute_dtype: str = ""
     wall_sec: float
     lora_rank: int
     seed: int

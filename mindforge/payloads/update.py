@@ -5,6 +5,7 @@ Pure pydantic records (see :mod:`mindforge.payloads`); no Temporal, no Ray.
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
@@ -169,6 +170,9 @@ class IterationRecord(BaseModel):
             their mean reward (0..1).
         steps / tokens_trained / loss: the trainer's optimizer steps, model tokens with
             gradient, and mean loss (None when it trained nothing).
+        planned_steps: the steps its epochs asked for.
+        stop_reason: what ended its training: ``epochs``, ``max_steps`` or ``deadline``
+            (the Update's time budget, between optimizer steps); "" when it trained nothing.
         seconds: wall time of the iteration (workflow clock).
         reason: why it trained nothing.
     """
@@ -186,6 +190,8 @@ class IterationRecord(BaseModel):
     passed: int = 0
     mean_reward: float = 0.0
     steps: int = 0
+    planned_steps: int = 0
+    stop_reason: str = ""
     tokens_trained: int = 0
     loss: float | None = None
     seconds: float = 0.0
@@ -201,7 +207,13 @@ class RecordIterationInput(BaseModel):
 
 
 class TrainAdapterInput(BaseModel):
-    """Train one adapter revision on the selected groups (``train_adapter``, a Ray task)."""
+    """Train one adapter revision on the selected groups (``train_adapter``, a Ray task).
+
+    Attributes:
+        deadline_at: the Update's deadline (UTC: the loop's start plus
+            ``update.time_budget_sec``); training stops between optimizer steps when the
+            next one would end past it (``TrainerConfig.deadline_at``). None: no deadline.
+    """
 
     lineage_id: str
     generation: int
@@ -210,6 +222,7 @@ class TrainAdapterInput(BaseModel):
     adapter_name: str
     groups: list[SelectedGroup]
     parent_adapter_path: str | None = None
+    deadline_at: datetime | None = None
 
 
 class TrainAdapterResult(BaseModel):

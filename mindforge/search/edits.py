@@ -78,6 +78,7 @@ EditOp = Literal[
     "append_prompt",
     "experience_k",
     "experience_snapshot",
+    "example_style",
 ]
 
 #: boolean hooks an edit may toggle
@@ -121,6 +122,7 @@ _PATHS = {
     "top_p": "provider_options.top_p",
     "action_format": "tools.action_format",
     "constrained_decoding": "tools.constrained_decoding",
+    "example_style": "resources.example_style",
 }
 #: numeric op -> tag stem (the tag is ``<stem>_raise`` or ``<stem>_lower``)
 _DIRECTIONAL = {
@@ -140,6 +142,7 @@ _FIXED_TAGS = {
     "observation_truncation": {"truncation"},
     "experience_k": {"examples", "experience"},
     "experience_snapshot": {"examples", "experience"},
+    "example_style": {"examples"},
 }
 
 
@@ -322,6 +325,8 @@ def edit_changes(parent: HCPContract, edit: Edit) -> dict[str, Any]:
         return _format_changes(parent, value)
     if op in ("experience_k", "experience_snapshot"):
         return _experience_edit_changes(parent, edit)
+    if op == "example_style" and not (parent.resources.examples or parent.resources.experience):
+        raise ValueError("resources.example_style changes nothing: the contract shows no worked examples")
     if op == "constrained_decoding" and parent.tools.action_format != "json":
         raise ValueError(f"constrained decoding needs the json action format, not {parent.tools.action_format!r}")
     if _current(parent, op) == value and type(_current(parent, op)) is type(value):
@@ -461,7 +466,9 @@ def operator_edits(
     lines toggled, the bash timeout x2 and /2, max turns x2 and /2, the other mode, max
     tokens per call x2 (below the context window), /2 and /4 (at least 32), the stop
     presets other than the current one, other temperatures and top_p values, constrained
-    decoding toggled (``json`` format only), and every other action format. Prompt edits
+    decoding toggled (``json`` format only), the worked examples' other style (``turns`` or
+    ``compact``, when the contract shows examples or a snapshot may add them), and every
+    other action format. Prompt edits
     are model-proposed (:mod:`mindforge.search.proposals`), not listed here.
     """
     tools, hooks = contract.tools, contract.hooks
@@ -502,6 +509,9 @@ def operator_edits(
     out += [Edit(op="top_p", value=p) for p in TOP_PS if p != opts.top_p]
     if tools.action_format == "json":
         out.append(Edit(op="constrained_decoding", value=not tools.constrained_decoding))
+    if contract.resources.examples or contract.resources.experience or snapshot_json is not None:
+        style = contract.resources.example_style
+        out.append(Edit(op="example_style", value="compact" if style == "turns" else "turns"))
     can_shell = "bash" in tools.allow
     out += [
         Edit(op="action_format", value=f)

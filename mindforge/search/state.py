@@ -123,7 +123,7 @@ class SearchConfig(BaseModel):
             spends only while an entrant could still beat the leader by more
             (:func:`mindforge.search.racing.contenders`).
         library_variants: ``race``: edit keys whose addition to the lineage's library
-            contract is shortlisted too (format and stop variants).
+            contract is shortlisted too (format, stop, mode and example-style variants).
         seeds: ``race``: edit chains earlier evidence names (the previous generation's
             entrant and runner-up), shortlisted first.
     """
@@ -156,7 +156,9 @@ class SearchConfig(BaseModel):
     refute_alpha: float = Field(default=0.1, gt=0, lt=1)
     indifference: float = Field(default=0.1, gt=0, lt=1)
     library_variants: list[str] = Field(
-        default_factory=lambda: ["action_format=command", "stop=newline", "mode=single_command"]
+        default_factory=lambda: [
+            "action_format=command", "stop=newline", "mode=single_command", "example_style=compact"
+        ]
     )
     seeds: list[SeedChain] = Field(default_factory=list)
 

@@ -32,6 +32,8 @@ import torch
 
 from mindforge.payloads.training import RewardStats, TrainerConfig, TrainResult
 from mindforge.trainer import lora
+from mindforge.trainer.batching import extents_of, group_order, micro_batches
+from mindforge.trainer.budget import StepBudget, StopReason
 from mindforge.trainer.errors import NoTrainingSignalError
 from mindforge.trainer.objective import (
     Batch,
@@ -51,6 +53,8 @@ __all__ = [
     "group_advantages",
     "grpo_loss",
     "grpo_step",
+    "group_order",
+    "micro_batches",
     "reward_stats",
     "train_grpo",
     "train_steps",
@@ -60,12 +64,18 @@ ProgressCallback = Callable[[int, float, dict], None]
 
 
 class TrainTotals(TypedDict):
-    """What :func:`train_steps` adds up: the loss of every step, token counts over all steps."""
+    """What :func:`train_steps` adds up: the loss of every step, token counts over all steps, why it stopped.
+
+    ``planned_steps`` is what the epochs (or ``max_steps``) asked for; ``stop_reason`` says
+    which bound ended the run (:mod:`mindforge.trainer.budget`).
+    """
 
     losses: list[float]
     tokens_trained: int
     icepop_masked_tokens: int
     clipped_tokens: int
+    planned_steps: int
+    stop_reason: StopReason
 
 
 def reward_stats(samples: Sequence[TrainingSample]) -> RewardStats:
@@ -93,11 +103,13 @@ def fill_rollout_logprobs(
     device: torch.device,
     micro: int,
     max_positions: int | None = None,
+    compute_dtype: torch.dtype | None = None,
 ) -> list[TrainingSample]:
     """Give samples without recorded log-probs those of ``model`` (the start-of-training policy).
 
     Forwards run ``micro`` samples at most, and at most ``max_positions`` logit positions
-    (:func:`micro_batches`).
+    (:func:`micro_batches`), autocast to ``compute_dtype`` when given
+    (:func:`mindforge.trainer.lora.autocast_dtype`), as the training forwards are.
     """
     out = list(samples)
     missing = [i for i, s in enumerate(samples) if not s.has_rollout_logprobs]
@@ -105,7 +117,8 @@ def fill_rollout_logprobs(
     for start, end in micro_batches(["one"] * len(chunks), micro, extents_of(chunks), max_positions):
         chunk = chunks[start:end]
         batch = collate(chunk, [0.0] * len(chunk), pad_id, device)
-        logp = lora.per_token_logps(model, batch.input_ids, batch.attention_mask, batch.first)
+        with lora.autocast(device, compute_dtype):
+            logp = lora.per_token_logps(model, batch.input_ids, batch.attention_mask, batch.first)
         for row, i in enumerate(missing[start:end]):
             n = len(samples[i].input_ids)
             values = (logp[row, :n] * batch.loss_mask[row, :n]).tolist()
@@ -141,6 +154,7 @@ def grpo_step(
     *,
     pad_id: int,
     device: torch.device,
+    compute_dtype: torch.dtype | None = None,
 ) -> StepStats:
     """One optimizer step over ``samples`` (split into micro-batches of ``config.micro_batch_size``).
 
@@ -148,7 +162,9 @@ def grpo_step(
     step's surviving model-token count, clipped to ``config.max_grad_norm`` and applied.
     A step in which no token survives changes nothing. Micro-batches end where a group
     does (:func:`micro_batches`), so the rows of one share their group's prompt, which
-    the forward runs once (:func:`mindforge.trainer.lora.per_token_logps`).
+    the forward runs once (:func:`mindforge.trainer.lora.per_token_logps`), checkpointed
+    or not. The forwards (and the loss) are autocast to ``compute_dtype`` when given; the
+    backward pass and AdamW run outside it.
     """
     params = [p for group in optimizer.param_groups for p in group["params"]]
     micro = config.micro_batch_size or config.batch_size
@@ -159,7 +175,8 @@ def grpo_step(
         batch = collate(samples[start:end], advantages[start:end], pad_id, device)
         long = config.checkpoint_above_tokens is not None and batch.input_ids.shape[1] > config.checkpoint_above_tokens
         lora.set_checkpointing(model, config.gradient_checkpointing or long)
-        parts = grpo_loss(model, batch, config)
+        with lora.autocast(device, compute_dtype):
+            parts = grpo_loss(model, batch, config)
         if parts.tokens:
             parts.loss_sum.backward()
         loss_sum += float(parts.loss_sum.detach())
@@ -182,74 +199,6 @@ def grpo_step(
     )
 
 
-def micro_batches(
-    group_ids: Sequence[str],
-    size: int,
-    extents: Sequence[tuple[int, int]] | None = None,
-    max_positions: int | None = None,
-) -> list[tuple[int, int]]:
-    """``(start, end)`` spans of at most ``size`` consecutive samples, each within one group's run.
-
-    With ``extents`` and ``max_positions``, a span also ends before its forward would hold
-    more than ``max_positions`` vocabulary-sized logit rows: a micro-batch of B samples
-    computes logits at B x (longest length - earliest first model token + 1) positions
-    (:func:`mindforge.trainer.lora.per_token_logps`), each a float row of the vocabulary
-    (49,152 for SmolLM2: about 0.8 MB with its float32 copy and gradient). A sample over
-    the cap runs alone.
-
-    Args:
-        group_ids: shape (N,), the group of each sample in step order.
-        size: most samples per micro-batch (>= 1).
-        extents: shape (N,), each sample's (length in tokens, position of its first model token).
-        max_positions: most logit positions per micro-batch (None: no cap).
-    """
-    spans: list[tuple[int, int]] = []
-    start = 0
-
-    def positions(a: int, b: int) -> int:
-        assert extents is not None
-        rows = extents[a:b]
-        return (b - a) * (max(n for n, _ in rows) - min(f for _, f in rows) + 1)
-
-    for i in range(1, len(group_ids) + 1):
-        full = i - start == size
-        over = (
-            extents is not None and max_positions is not None and i < len(group_ids)
-            and positions(start, i + 1) > max_positions
-        )
-        if i == len(group_ids) or group_ids[i] != group_ids[start] or full or over:
-            spans.append((start, i))
-            start = i
-    return spans
-
-
-def extents_of(samples: Sequence[TrainingSample]) -> list[tuple[int, int]]:
-    """Each sample's (length in tokens, position of its first model token), as :func:`micro_batches` takes them."""
-    return [(len(s.input_ids), s.loss_mask.index(1) if 1 in s.loss_mask else len(s.input_ids)) for s in samples]
-
-
-def group_order(group_ids: Sequence[str], generator: torch.Generator) -> list[int]:
-    """A seeded visiting order with each group's samples together: groups shuffled, then members shuffled.
-
-    A step of ``batch_size`` samples then holds one group or a few, as TRL's GRPO batches
-    are laid out (``num_generations`` completions of a prompt side by side), and its rows
-    share their prompt.
-
-    Args:
-        group_ids: shape (N,), the group of each sample.
-        generator: the seeded generator of this run.
-    """
-    members: dict[str, list[int]] = defaultdict(list)
-    for i, g in enumerate(group_ids):
-        members[g].append(i)
-    groups = sorted(members)
-    order: list[int] = []
-    for g in (groups[k] for k in torch.randperm(len(groups), generator=generator).tolist()):
-        idx = members[g]
-        order += [idx[k] for k in torch.randperm(len(idx), generator=generator).tolist()]
-    return order
-
-
 def make_optimizer(model: torch.nn.Module, config: TrainerConfig) -> torch.optim.Optimizer:
     """AdamW over the model's trainable (LoRA) parameters."""
     params = list(lora.lora_parameters(model).values())
@@ -265,44 +214,52 @@ def train_steps(
     pad_id: int,
     device: torch.device,
     progress_cb: ProgressCallback | None = None,
+    compute_dtype: torch.dtype | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> TrainTotals:
     """Run the GRPO optimisation loop on an already wrapped model.
 
     Each epoch visits the samples in a seeded random order that keeps each group's samples
     together (:func:`group_order`), ``config.batch_size`` per optimizer step, until
-    ``config.epochs`` or ``config.max_steps`` runs out.
+    ``config.epochs`` or ``config.max_steps`` runs out, or - between steps - until the
+    next step is not expected to end before ``config.deadline_at``
+    (:class:`mindforge.trainer.budget.StepBudget`; the first step always runs).
 
     Args:
         model: PEFT model with trainable LoRA parameters.
         samples / advantages: the samples to train on and their advantages, shape (N,).
-        config: trainer settings (epochs, steps, batch sizes, lr, ...).
+        config: trainer settings (epochs, steps, batch sizes, lr, deadline, ...).
         pad_id: padding token id.
         device: where ``model`` lives.
         progress_cb: called after every optimizer step as ``(step, loss, stats)`` with
             ``stats`` the :class:`StepStats` fields as a dict.
+        compute_dtype: the forwards' autocast dtype (None: the weights' dtype).
+        clock: the current time as POSIX seconds, for the deadline (a test passes its own).
 
     Returns:
-        ``{"losses", "tokens_trained", "icepop_masked_tokens", "clipped_tokens"}``.
+        the per-step losses, token totals, the steps planned and why the loop stopped.
     """
     optimizer = make_optimizer(model, config)
     generator = torch.Generator().manual_seed(config.seed)
-    totals: TrainTotals = {"losses": [], "tokens_trained": 0, "icepop_masked_tokens": 0, "clipped_tokens": 0}
+    per_epoch = -(-len(samples) // config.batch_size)
+    planned = min(per_epoch * config.epochs, config.max_steps or per_epoch * config.epochs)
+    totals: TrainTotals = {
+        "losses": [], "tokens_trained": 0, "icepop_masked_tokens": 0, "clipped_tokens": 0,
+        "planned_steps": planned, "stop_reason": "epochs",
+    }
+    budget = StepBudget(config.max_steps, config.deadline_at, clock)
     model.train()
     step = 0
     for _epoch in range(config.epochs):
         order = group_order([s.group_id for s in samples], generator)
         for start in range(0, len(order), config.batch_size):
-            if config.max_steps is not None and step >= config.max_steps:
+            if not budget.allows(step):
+                totals["stop_reason"] = budget.stop_reason or "max_steps"
                 return totals
             chosen = order[start : start + config.batch_size]
             stats = grpo_step(
-                model,
-                optimizer,
-                [samples[i] for i in chosen],
-                [advantages[i] for i in chosen],
-                config,
-                pad_id=pad_id,
-                device=device,
+                model, optimizer, [samples[i] for i in chosen], [advantages[i] for i in chosen], config,
+                pad_id=pad_id, device=device, compute_dtype=compute_dtype,
             )
             step += 1
             totals["losses"].append(stats.loss)
@@ -325,8 +282,12 @@ def train_grpo(
 ) -> TrainResult:
     """Train a LoRA adapter on ``samples`` with GRPO and save it in PEFT format.
 
-    Runs on CUDA (bfloat16 base when supported) if present, else on CPU in float32,
-    where it is deterministic for ``config.seed``.
+    Runs on CUDA (bfloat16 base when supported) if present, else on CPU with float32
+    weights, its forwards autocast to bfloat16 where that CPU multiplies it natively and
+    the model is not a tiny one (:func:`mindforge.trainer.lora.autocast_dtype`);
+    deterministic on the CPU for ``config.seed``. Stops early, between optimizer steps, at
+    ``config.deadline_at`` (:mod:`mindforge.trainer.budget`), and still saves the adapter
+    of the steps it took; the result says how many ran and why it stopped.
 
     Args:
         base_model_path: directory of the frozen base model and its tokenizer.
@@ -358,19 +319,16 @@ def train_grpo(
     device, dtype = lora.pick_device(config.use_bf16)
     tokenizer = lora.load_tokenizer(base_model_path)
     model = lora.wrap_lora(lora.load_base(base_model_path, device, dtype), config, parent_adapter)
+    compute = lora.autocast_dtype(model, device, config.use_bf16)
     micro = config.micro_batch_size or config.batch_size
     model.eval()
     train_samples = fill_rollout_logprobs(
-        model, [samples[i] for i in used], tokenizer.pad_token_id, device, micro, config.micro_batch_positions
+        model, [samples[i] for i in used], tokenizer.pad_token_id, device, micro, config.micro_batch_positions,
+        compute,
     )
     totals = train_steps(
-        model,
-        train_samples,
-        [advantages[i] for i in used],
-        config,
-        pad_id=tokenizer.pad_token_id,
-        device=device,
-        progress_cb=progress_cb,
+        model, train_samples, [advantages[i] for i in used], config,
+        pad_id=tokenizer.pad_token_id, device=device, progress_cb=progress_cb, compute_dtype=compute,
     )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -381,6 +339,8 @@ def train_grpo(
         base_model_path=Path(base_model_path),
         parent_adapter=Path(parent_adapter) if parent_adapter else None,
         steps=len(losses),
+        planned_steps=totals["planned_steps"],
+        stop_reason=totals["stop_reason"],
         mean_loss=statistics.fmean(losses) if losses else 0.0,
         losses=losses,
         tokens_trained=totals["tokens_trained"],
@@ -392,6 +352,7 @@ def train_grpo(
         reward=reward_stats(samples),
         device=str(device),
         dtype=str(dtype).removeprefix("torch."),
+        compute_dtype=str(compute or dtype).removeprefix("torch."),
         wall_sec=time.monotonic() - began,
         lora_rank=lora.adapter_rank(model),
         seed=config.seed,

@@ -6,6 +6,7 @@ that trains (or validates adapters) imports it.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import cast
 
@@ -21,6 +22,9 @@ from mindforge.payloads.training import TrainerConfig
 def pick_device(use_bf16: bool = True) -> tuple[torch.device, torch.dtype]:
     """CUDA with bfloat16 when available (and ``use_bf16``), else CPU with float32.
 
+    On the CPU the weights stay float32; bfloat16 enters there as autocast
+    (:func:`autocast_dtype`).
+
     Returns:
         ``(device, dtype)`` for the base model's weights.
     """
@@ -28,6 +32,59 @@ def pick_device(use_bf16: bool = True) -> tuple[torch.device, torch.dtype]:
         dtype = torch.bfloat16 if use_bf16 and torch.cuda.is_bf16_supported() else torch.float32
         return torch.device("cuda"), dtype
     return torch.device("cpu"), torch.float32
+
+
+#: the fewest base-model parameters for which bfloat16 autocast is used on a CPU. Measured by
+#: ``benchmarks/bench_train_cpu.py`` on an AMD EPYC with AVX512-BF16 (2026-12-05): SmolLM2-135M's
+#: GRPO step 1.35x faster than float32 at equal loss; the tiny test model's step (a few hundred
+#: thousand parameters, 64 wide) 0.62x, and under bfloat16 two trainer tests fail (a rewarded
+#: reply rose 0.08 nats where 0.1 is asked; a checkpointed update no longer equals the plain one).
+#: The threshold lies between the two.
+CPU_BF16_MIN_PARAMS = 50_000_000
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX), as torch reports it."""
+    checks = (getattr(torch.cpu, "_is_avx512_bf16_supported", None), getattr(torch.cpu, "_is_amx_tile_supported", None))
+    return any(bool(check()) for check in checks if check is not None)
+
+
+def autocast_dtype(model: torch.nn.Module, device: torch.device, use_bf16: bool = True) -> torch.dtype | None:
+    """The dtype the forward passes autocast to, or None (they run in the weights' dtype).
+
+    bfloat16 on a CPU that multiplies it natively (:func:`cpu_has_native_bf16`) for a model
+    of at least :data:`CPU_BF16_MIN_PARAMS` parameters, when ``use_bf16``: the weights, the
+    LoRA parameters, AdamW and the loss stay float32 (log-probabilities are taken in
+    float32 from the logits); the matrix multiplies run in bfloat16. None on CUDA, where
+    :func:`pick_device` loads the weights in bfloat16 already.
+
+    A caveat, measured: a bfloat16 forward rounds away a LoRA update smaller than about
+    0.4% of a layer's output, so the ratios to the rollout policy that training sees lag
+    the policy float32 serves (after one step the step loss read -0.014 under bfloat16
+    against -0.051 in float32), while the adapter it trains is as good read in float32
+    (loss -0.0963 against -0.0969 after the same two steps): ``bench_train_cpu.py``.
+
+    Args:
+        model: the model to train (its parameter count decides).
+        device: where it runs.
+        use_bf16: ``TrainerConfig.use_bf16``.
+    """
+    if not use_bf16 or device.type != "cpu" or not cpu_has_native_bf16():
+        return None
+    if sum(p.numel() for p in model.parameters()) < CPU_BF16_MIN_PARAMS:
+        return None
+    return torch.bfloat16
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None) -> AbstractContextManager:
+    """The forward passes' precision context: ``torch.autocast`` to ``dtype`` on ``device``, or nothing when None.
+
+    Wrap forwards (and the loss) only; the backward pass runs in the dtypes the forward
+    chose, and a checkpointed layer's replay restores the autocast state of its first pass.
+    """
+    if dtype is None:
+        return nullcontext()
+    return torch.autocast(device.type, dtype=dtype)
 
 
 def load_tokenizer(base_model_path: Path):
@@ -169,20 +226,21 @@ def _logits(
     """The last ``keep`` positions' logits; a shared ``prefix`` runs once and its KV cache serves every row.
 
     Causal attention makes the prefix's keys and values the same for every row, so running
-    it once (batch 1, ``use_cache``), repeating its cache over the batch and running the
-    suffixes against it gives the same logits, and the same gradients (the repeat is
-    differentiable), as the whole rows; what is spared is ``(B - 1) * prefix`` tokens of
-    forward and backward - a group's G rollouts share their whole first prompt.
+    it once and the suffixes against it gives the same logits, and the same gradients, as
+    the whole rows, checkpointed or not (:mod:`mindforge.trainer.prefix`); what is spared
+    is ``(B - 1) * prefix`` tokens of forward and backward - a group's G rollouts share
+    their whole first prompt.
     """
-    if prefix < MIN_SHARED_PREFIX or _checkpointing(model):
-        return model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep).logits
-    out = model(input_ids=input_ids[:1, :prefix], use_cache=True)
-    # transformers 5 names the KV cache ``cache`` (``past_key_values`` before, deprecated since)
-    name = "cache" if getattr(out, "cache", None) is not None else "past_key_values"
-    cache = getattr(out, name)
-    cache.batch_repeat_interleave(input_ids.shape[0])
-    suffix = {"input_ids": input_ids[:, prefix:], "attention_mask": attention_mask, name: cache}
-    return model(**suffix, logits_to_keep=keep, use_cache=False).logits
+    if prefix >= MIN_SHARED_PREFIX:
+        try:
+            from mindforge.trainer.prefix import shared_prefix_logits
+        except ImportError:  # a transformers without per-layer caches (< 4.56): the rows run whole
+            pass
+        else:
+            logits = shared_prefix_logits(model, input_ids, attention_mask, keep, prefix)
+            if logits is not None:
+                return logits
+    return model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep).logits
 
 
 def per_token_logps(
@@ -193,7 +251,8 @@ def per_token_logps(
 
     Only positions ``>= first`` are computed (``logits_to_keep``), which spares the
     vocabulary-sized logits of the prompt, and the prefix all rows share runs once
-    (:func:`shared_prefix_len`; not under gradient checkpointing, which drops the cache).
+    (:func:`shared_prefix_len`, :mod:`mindforge.trainer.prefix`), under activation
+    checkpointing too.
 
     Args:
         model: a causal LM.

@@ -162,7 +162,8 @@ def grpo_loss(model: torch.nn.Module, batch: Batch, config: TrainerConfig) -> Lo
     Returns:
         the loss sum and counts; divide by the step's total ``tokens`` for the mean.
     """
-    logp = lora.per_token_logps(model, batch.input_ids, batch.attention_mask, batch.first)
+    share = config.share_prompt
+    logp = lora.per_token_logps(model, batch.input_ids, batch.attention_mask, batch.first, share_prefix=share)
     model_token = batch.loss_mask > 0
     guide = batch.off_policy.unsqueeze(1).expand_as(model_token)
     log_ratio = logp - batch.rollout_logprobs
@@ -186,7 +187,9 @@ def grpo_loss(model: torch.nn.Module, batch: Batch, config: TrainerConfig) -> Lo
     if config.kl_coef > 0:
         # a KL term needs the PEFT model (see Args): its base is the model with the adapter disabled
         with torch.no_grad(), cast("PeftModel", model).disable_adapter():
-            base_logp = lora.per_token_logps(model, batch.input_ids, batch.attention_mask, batch.first)
+            base_logp = lora.per_token_logps(
+                model, batch.input_ids, batch.attention_mask, batch.first, share_prefix=share
+            )
         delta = torch.where(keep, base_logp - logp, torch.zeros_like(logp))
         kl = torch.exp(delta) - delta - 1.0
         per_token = per_token + config.kl_coef * kl

@@ -6,14 +6,16 @@ the OpenAI-compatible HTTP API, and it behaves differently on sealed tasks than 
 selection tasks:
 
 - under the baseline harness it never solves the search task ``log-5xx-report``, solves
-  ``fix-invoice-totals`` on every other request and every selection and sealed task;
+  ``fix-invoice-totals`` and each selection task on every other request, and every sealed
+  task;
 - with the plan-first hook (a harness edit configuration search can find) it solves
   ``log-5xx-report``, ``fix-invoice-totals`` on every other request (the contrast training
   needs: the Update trains under plan-first, the best contract by search evidence) and
   *both sealed tasks*, but none of the selection tasks: a candidate contract that only
   wins where no decision may look;
 - as a newly trained adapter, under any harness, it solves every selection task and *no
-  sealed task*.
+  sealed task*: the trained pair beats the kept (parent) pair on selection, which the pair
+  gate needs (a tie never passes).
 
 Had the sealed split fed the successor choice, the plan-first candidate would have been
 promoted; had it fed the pair gate, the trained pair would have been rejected. Instead
@@ -87,10 +89,11 @@ def _script() -> dict:
             mixed = name in SEARCH and name != HARD
             rules.append({"match": {"turn": 1, "conversation_contains": [marker, PLAN]}, "reply": _solve(name),
                           "alternate": mixed, **({"on_failure": _action("finish")} if mixed else {})})
-        # base weights under the baseline harness: never the hard task, half of fix-invoice-totals, all the others
+        # base weights under the baseline harness: never the hard task, half of fix-invoice-totals and of each
+        # selection task, every sealed task
         if name == HARD:
             rules.append({"match": {"last_message_contains": marker}, "reply": _action("finish")})
-        elif name in SEARCH:
+        elif name in SEARCH + SELECTION:
             rules.append(
                 {
                     "match": {"turn": 0, "last_message_contains": marker},
@@ -126,9 +129,9 @@ def _spec(name: str, tasks: list[str], policy_url: str, contract: str, sealed: b
                 batch_size=4, micro_batch_size=2, max_steps=1, use_bf16=False,
             ),
             max_rank=8,
-            # a declared non-inferiority margin: an adapter as good as the base on selection is
-            # promoted (the default rule, lower bound above 0, needs it to be better); what this
-            # test checks is that the decision is the same with and without the sealed split
+            # a declared non-inferiority margin on the lower bound (two selection tasks give a narrow
+            # bootstrap); the mean lift must still be above 0. What this test checks is that the
+            # decision is the same with and without the sealed split
             promotion_margin=0.25,
         ),
         evaluation=EvaluationSpec(

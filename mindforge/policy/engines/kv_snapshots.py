@@ -1,9 +1,10 @@
 """Prompt KV snapshots shared between llama.cpp sequences: a prompt prefilled once serves every later request.
 
 An Update draw asks for ``group_size`` rollouts of one prompt at once, and each sequence
-that starts one would prefill the whole prompt itself: ``benchmarks/bench_rollouts.py`` measured
-177 of 544 prompt tokens computed per rollout at concurrency 2 (groups of 4), against 89
-at concurrency 1, and prefill was the largest part of a rollout's model time. Instead,
+that starts one would prefill the whole prompt itself (the version of
+``benchmarks/bench_rollouts.py`` at commit cc6b2ff measured 177 of 544 prompt tokens
+computed per rollout at concurrency 2, groups of 4, against 89 at concurrency 1), and
+prefill is the largest part of a rollout's model time. Instead,
 after a sequence prefills a prompt with at least :data:`MIN_NEW_TOKENS` new tokens, its
 KV cells are copied out (``llama_state_seq_get_data``: the cells only, no logits, about
 23 KB a token for SmolLM2-135M) under the prompt's tokens and adapter; a sequence whose

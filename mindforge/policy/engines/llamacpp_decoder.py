@@ -5,7 +5,7 @@ decodes several sequences reads them once for all of them (Yu et al. 2022, "Orca
 Distributed Serving System for Transformer-Based Generative Models", OSDI: iteration-level
 scheduling; vLLM and llama.cpp's own server do the same). So the engine keeps one context
 with ``n_seq`` llama.cpp sequences, a split (non-unified) KV cache - each sequence attends
-over its own cells only, which the micro-benchmark in ``benchmarks/bench_rollouts.py``
+over its own cells only, which ``benchmarks/bench_rollouts.py --ceiling`` (its "unified KV" row)
 measured several times faster than one unified cache for unrelated prompts - and one loop
 thread that, step by step:
 

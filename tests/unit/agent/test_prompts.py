@@ -93,6 +93,26 @@ def test_single_command_examples_are_one_action_without_observations():
     assert fenced[3]["content"] == "```bash\ngrep basil recipes.txt > basil.txt && cat basil.txt\n```"
 
 
+@pytest.mark.parametrize("fmt", ["json", "fenced_bash", "command"])
+def test_compact_examples_are_one_action_each_and_shorter(fmt):
+    """``resources.example_style = "compact"``: a multi-turn contract shows each example as one joined action."""
+    turns, compact = contract(fmt), contract(fmt, **{"resources.example_style": "compact"})
+    messages = render_examples(compact)
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    action = parse_reply(fmt, messages[1]["content"], [], list(compact.tools.allow), "x")
+    assert action.arguments["command"] == "wc -l < planets.txt > planet_count.txt && cat planet_count.txt"
+    assert sum(len(m["content"]) for m in messages) < sum(len(m["content"] or "") for m in render_examples(turns))
+    assert compact.content_hash != turns.content_hash
+
+
+def test_the_default_example_style_leaves_the_document_and_hash_alone():
+    """A contract written before ``example_style`` existed hashes as it did: the default is left out."""
+    assert "example_style" not in BASELINE.to_document()["resources"]
+    explicit = derive(BASELINE, name="t", revision="2", edit="x", changes={"resources.example_style": "turns"})
+    implicit = derive(BASELINE, name="t", revision="2", edit="x", changes={})
+    assert explicit.to_document()["resources"] == implicit.to_document()["resources"]
+
+
 def test_no_examples_no_turns():
     assert render_examples(BASELINE) == []
 

@@ -66,3 +66,5 @@ def test_a_generation_row_says_what_decided_and_what_trained() -> None:
         "promoted (2 iterations, 1 trained, 3 guided groups)",
     ]
     assert generation_row(1, None, {}) == ["1", "-", "-", "-"]
+    timed = {"stage_sec": {"discovery": 12.4, "expansion.base": 40.0, "expansion.search": 91.2, "update": 80.0}}
+    assert generation_row(2, 230.0, timed)[1] == "230 s (discovery 12, base eval 40, search 91, update 80 s)"

@@ -231,12 +231,18 @@ def test_gradient_checkpointing_gives_the_same_update(yes_no_samples, tiny_model
     assert max(float((a[k] - c[k]).abs().max()) for k in a) < 1e-4  # summed in another order
 
 
-def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_model_dir) -> None:
-    """Rows that share a prompt get their prefix's KV cache from one pass: logits and gradients are unchanged."""
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_model_dir, checkpointing) -> None:
+    """Rows that share a prompt get their prefix's KV cache from one pass: logits and gradients are unchanged.
+
+    Under activation checkpointing too, whose replay of each layer in the backward pass
+    must see the cache the first pass saw. The embedding's inputs show which forwards ran.
+    """
     from mindforge.trainer.lora import MIN_SHARED_PREFIX, per_token_logps, shared_prefix_len
 
     model = _wrapped(tiny_model_dir)
     model.train()
+    lora.set_checkpointing(model, checkpointing)
     gen = torch.Generator().manual_seed(3)
     prefix = torch.randint(0, 1500, (1, MIN_SHARED_PREFIX + 20), generator=gen)
     ids = torch.cat([prefix.expand(3, -1), torch.randint(0, 1500, (3, 12), generator=gen)], dim=1)
@@ -246,14 +252,22 @@ def test_a_shared_prompt_runs_once_with_the_same_log_probs_and_gradients(tiny_mo
     assert shared_prefix_len(ids, mask, first) == prefix.shape[1]  # capped below the first scored position
     assert shared_prefix_len(ids, mask, 10) == 9 and shared_prefix_len(ids[:1], mask[:1], first) == 0
     keep = mask[:, first:].float()
+    shapes: list[tuple[int, ...]] = []
+    embed = model.get_base_model().get_input_embeddings()
+    hook = embed.register_forward_hook(lambda _m, args, _out: shapes.append(tuple(args[0].shape)))
 
     def run(shared: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         model.zero_grad(set_to_none=True)
+        shapes.clear()
         logps = per_token_logps(model, ids, mask, first, share_prefix=shared)
         (logps[:, first:] * keep).sum().backward()
         return logps[:, first:] * keep, {n: p.grad.clone() for n, p in lora.lora_parameters(model).items()}
 
-    (once, grads_once), (apart, grads_apart) = run(True), run(False)
+    once, grads_once = run(True)
+    assert shapes == [(1, prefix.shape[1]), (3, 12)]  # the prefix once, then the suffixes against its cache
+    apart, grads_apart = run(False)
+    assert shapes == [tuple(ids.shape)]
+    hook.remove()
     assert torch.allclose(once, apart, atol=1e-5)
     assert all(torch.allclose(grads_once[n], grads_apart[n], rtol=1e-4, atol=1e-7) for n in grads_once)
 

@@ -72,3 +72,33 @@ def test_no_signal_after_tokenisation_is_an_outcome(make_trajectory, tiny_model_
     out = train_adapter_payload(payload)
     assert out.trained is False and "zero advantage" in out.reason
     assert not (tmp_path / "adapters" / "lin" / "lin-g0-r0").exists()
+
+
+def test_the_updates_deadline_stops_training_between_steps_and_the_record_says_so(
+    make_trajectory, tiny_model_dir, tmp_path
+):
+    """The deadline the workflow hands ``train_adapter`` reaches the trainer; one past already allows one step."""
+    from datetime import UTC, datetime, timedelta
+
+    from mindforge.payloads import TrainAdapterInput, UpdateSpec
+    from workers.training_activities import run_config
+
+    trainer = CONFIG.model_copy(update={"batch_size": 2, "epochs": 3})
+    spec = UpdateSpec(base_model_path=str(tiny_model_dir), trainer=trainer)
+    deadline = datetime.now(UTC) - timedelta(seconds=1)
+    inp = TrainAdapterInput(lineage_id="lin", generation=0, update=spec, adapter_name="lin-g0-r0-i0", groups=[],
+                            deadline_at=deadline)  # fmt: skip
+    config = run_config(inp)
+    assert config.deadline_at == deadline and config.model_copy(update={"deadline_at": None}) == spec.trainer
+    assert run_config(inp.model_copy(update={"deadline_at": None})) is spec.trainer
+    items = _items(make_trajectory, tmp_path, [1.0, 0.0, 1.0, 0.0], record=False)
+    payload = TrainTaskInput(
+        base_model_path=str(tiny_model_dir), items=items, config=config,
+        out_dir=str(tmp_path / "adapters" / "lin" / "lin-g0-r0-i0"),
+    )
+    out = train_adapter_payload(payload)
+    assert out.trained and out.train is not None
+    assert (out.train.steps, out.train.planned_steps, out.train.stop_reason) == (1, 6, "deadline")
+    assert (Path(out.adapter_dir) / "adapter_model.safetensors").is_file()
+    record = TrainAdapterResult.model_validate_json((Path(out.adapter_dir) / TRAIN_RECORD).read_text())
+    assert record.train is not None and record.train.stop_reason == "deadline"
