@@ -1,4 +1,20 @@
-"""Benchmark: the selection gates on simulated trials (no model): false promotions, power, and the race's trials.
+"""Benchmark: the sealed readings' intervals and the selection gates on simulated trials (no model).
+
+**The sealed readings' intervals: coverage.** At the main job's sizes - sealed instances:
+12 training families x 1 instance; sealed families: 2 held-out families x 3 instances;
+sealed tasks: the 12 pinned hand-written tasks less the 4 the library restates (8), and
+the 4 restated tasks - with 1 and 2 attempts a task, parents passing 0, 0.25 or 0.5 and
+lifts of 0, 0.10 and 0.25 that **vary by family** (each family gains twice the lift or
+nothing; tasks of one family share their family's parent rate and gain; in the hand-written
+readings every task is its own unit), in the even world (every family at the parent's rate)
+and the uneven one (each family's rate from Beta(p/2, (1-p)/2)). The true lift is the
+expected lift over the world's families (exact: the clipped two-point gain averaged over
+the Beta). Coverage is the share of 2000 draws whose 95% interval holds it, for today's
+interval (the percentile bootstrap by task, 2000 resamples, seed 0), the sign-flip
+permutation interval by unit (Fisher's randomization test inverted; exact when the unit
+differences are symmetric) and the new one (MOVER-Wilson by unit:
+:func:`mindforge.evaluation.intervals.clustered_lift_bounds`, the reported rule itself).
+Target: at least 93% in every cell.
 
 Every figure is simulated: per-trial Bernoulli outcomes, attempts independent, no
 infrastructure errors, in two worlds: **even** - every task at the parent's pass rate (the
@@ -43,6 +59,7 @@ Run (a few minutes on 2 cores)::
 
     .venv/bin/python benchmarks/bench_evidence.py                # 2000 draws a cell, 100 races a case
     .venv/bin/python benchmarks/bench_evidence.py --quick        # 400 draws, 20 races: a smoke run
+    .venv/bin/python benchmarks/bench_evidence.py --coverage     # the intervals' coverage only
 """
 
 from __future__ import annotations
@@ -57,7 +74,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scipy import special  # noqa: E402 - as above
+
 from mindforge.evaluation.gate import TIE_TOLERANCE  # noqa: E402 - after the sys.path insert above
+from mindforge.evaluation.intervals import clustered_lift_bounds  # noqa: E402 - as above
 from mindforge.evaluation.power import GateRule, gate_passes  # noqa: E402 - as above
 from mindforge.evaluation.stats import bootstrap_lower_bounds  # noqa: E402 - as above
 
@@ -186,6 +206,145 @@ def gate_table(draws: int, seed: int) -> list[str]:
     return lines
 
 
+# ------------------------------------------------------------------ the sealed readings' intervals: coverage
+#: the main job's sealed readings: name -> (units, tasks a unit)
+READINGS = {
+    "sealed instances (12 families x 1)": (12, 1),
+    "sealed families (2 families x 3)": (2, 3),
+    "sealed tasks (8 pinned)": (8, 1),
+    "restated tasks (4 pinned)": (4, 1),
+}
+#: the true lifts a family's gain averages to (each family gains twice the lift or nothing)
+COVER_LIFTS = (0.0, 0.10, 0.25)
+
+
+def true_lift(world: str, base: float, lift: float) -> float:
+    """The expected lift over the world's families: half of them gain ``min(2 lift, 1 - rate)``, half nothing.
+
+    With ``Q = 1 - rate`` ~ Beta(b, a) in the uneven world, E[min(c, Q)] = c P(Q > c) + E[Q; Q <= c]
+    and E[Q; Q <= c] = b / (a + b) I_c(b + 1, a) (the incomplete beta function).
+    """
+    c = 2 * lift
+    if world != "uneven" or not 0.0 < base < 1.0:
+        return 0.5 * min(c, 1.0 - base)
+    a, b = 0.5 * base, 0.5 * (1 - base)  # rate ~ Beta(a, b), so Q ~ Beta(b, a)
+    below = b / (a + b) * float(special.betainc(b + 1, a, c))
+    return 0.5 * (c * (1 - float(special.betainc(b, a, c))) + below)
+
+
+def reading_draws(
+    rng: np.random.Generator, world: str, draws: int, units: int, per: int, base: float, lift: float, attempts: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-task scores (mean reward over ``attempts``) of the parent and the child, shape (draws, units * per) each.
+
+    Each unit gains ``2 lift`` or nothing with even odds (clipped at a rate of 1); a unit's tasks share its rate
+    and gain.
+    """
+    rates = np.repeat(WORLDS[world](rng, draws, units, base), per, axis=1)  # a unit's tasks share its rate
+    gain = np.repeat(np.where(rng.random((draws, units)) < 0.5, 2 * lift, 0.0), per, axis=1)
+    return scores(rng, rates, attempts), scores(rng, np.clip(rates + gain, 0.0, 1.0), attempts)
+
+
+def bootstrap_bounds(diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Today's interval: the percentile bootstrap by task (the gate's resamples and seed), both bounds."""
+    lo = bootstrap_lower_bounds(diffs, resamples=RESAMPLES, seed=GATE_SEED)
+    hi = -bootstrap_lower_bounds(-diffs, resamples=RESAMPLES, seed=GATE_SEED)  # the same resamples, upper tail
+    return lo, hi
+
+
+def sign_flip_bounds(diffs: np.ndarray, units: int, per: int, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """The sign-flip permutation interval by unit: the shifts whose exact randomization test keeps p above alpha.
+
+    Unit sums ``S`` minus ``shift * per`` are sign-flipped in every one of the 2^units ways;
+    each bound is found by bisection from the mean (an accepted shift) to +-1, and 0 is
+    kept when the test at 0 accepts (a closed region, and the common truth).
+    """
+    sums = diffs.reshape(len(diffs), units, per).sum(axis=2)
+    signs = 1 - 2 * ((np.arange(2**units)[:, None] >> np.arange(units)) & 1)  # (2^units, units)
+
+    def accepted(shift: np.ndarray) -> np.ndarray:
+        x = sums - shift[:, None] * per
+        return (np.abs(x @ signs.T) >= np.abs(x.sum(axis=1))[:, None] - 1e-9).mean(axis=1) > alpha
+
+    mean = sums.sum(axis=1) / (units * per)
+    bounds = []
+    for edge in (-1.0, 1.0):
+        inside, outside = mean.copy(), np.full_like(mean, edge)
+        at_edge = accepted(outside)
+        for _ in range(30):
+            mid = (inside + outside) / 2
+            ok = accepted(mid)
+            inside, outside = np.where(ok, mid, inside), np.where(ok, outside, mid)
+        bounds.append(np.where(at_edge, edge, inside))
+    zero = accepted(np.zeros_like(mean))
+    return np.where(zero, np.minimum(bounds[0], 0.0), bounds[0]), np.where(zero, np.maximum(bounds[1], 0.0), bounds[1])
+
+
+def coverage_cell(world: str, units: int, per: int, attempts: int, base: float, lift: float, draws: int,
+                  seed: int) -> dict[str, tuple[float, float]]:
+    """Method -> (coverage, mean width) of the 95% interval over ``draws`` draws of one reading."""
+    rng = np.random.default_rng(seed)
+    parent, child = reading_draws(rng, world, draws, units, per, base, lift, attempts)
+    truth = true_lift(world, base, lift)
+    trials = units * per * attempts
+    unit_of = [u for u in range(units) for _ in range(per)]
+    _mean, new_lo, new_hi = clustered_lift_bounds(parent, child, unit_of, parent_trials=trials, child_trials=trials)
+    methods = {
+        "today": bootstrap_bounds(child - parent),
+        "permutation": sign_flip_bounds(child - parent, units, per),
+        "new": (new_lo, new_hi),
+    }
+    return {
+        name: (float(((lo <= truth + 1e-9) & (truth - 1e-9 <= hi)).mean()), float((hi - lo).mean()))
+        for name, (lo, hi) in methods.items()
+    }
+
+
+def coverage_table(draws: int, seed: int) -> list[str]:
+    """Each cell's coverage and mean width (today | permutation | new), then a summary per reading and attempts.
+
+    The summary (the table docs/evidence.md quotes) gives, per reading and attempts a task, the
+    worst cell over both worlds and every parent/lift cell, the cell of a parent passing 0 with
+    a lift of 0.10, and the mean width over the cells (reward units, of a range of 2).
+    """
+    methods = ("today", "permutation", "new")
+    lines = [
+        f"sealed readings: coverage of the 95% interval over {draws} draws a cell (today: percentile bootstrap by "
+        "task | permutation: sign-flip by unit | new: MOVER-Wilson by unit), lifts varying by family; cells "
+        "parent/lift; target >= 93%"
+    ]
+    summary = []
+    for name, (units, per) in READINGS.items():
+        lines.append(f"\n{name}")
+        for attempts in (1, 2):
+            got_cells: list[dict[str, tuple[float, float]]] = []
+            near_zero: dict[str, tuple[float, float]] = {}
+            for world in WORLDS:
+                cells = []
+                for base in BASELINES:
+                    for lift in COVER_LIFTS:
+                        got = coverage_cell(world, units, per, attempts, base, lift, draws, seed)
+                        got_cells.append(got)
+                        if (base, lift) == (0.0, 0.10):
+                            near_zero = got  # the same draws in both worlds: every family passes nothing
+                        cells.append(
+                            f"{base:.2f}/{lift:.2f} " + "|".join(f"{got[m][0]:.1%}" for m in methods)
+                            + " (width " + "|".join(f"{got[m][1]:.2f}" for m in methods) + ")"
+                        )
+                lines.append(f"  {attempts} attempt(s), {world:6s}: " + "; ".join(cells))
+            summary.append(
+                f"  {name}, {attempts} attempt(s): "
+                + " / ".join(f"{min(c[m][0] for c in got_cells):.1%}" for m in methods) + " | "
+                + " / ".join(f"{near_zero[m][0]:.1%}" for m in methods) + " | "
+                + " / ".join(f"{np.mean([c[m][1] for c in got_cells]):.2f}" for m in methods)
+            )
+    lines.append(
+        "\nper reading and attempts a task, today / permutation / new: the worst cell | the cell parent 0, "
+        "lift +0.10 | the mean width over the cells"
+    )
+    return lines + summary
+
+
 # ------------------------------------------------------------------ the race
 def race_case(tasks: int, candidates: int, base: float, lift: float, races: int, seed: int) -> dict[str, float]:
     """Mean trials of the race with and without the early stop, and agreement with the full race's decision."""
@@ -244,12 +403,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=None, help="simulated decisions per cell (default 2000)")
     parser.add_argument("--races", type=int, default=None, help="simulated races per case (default 100)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--coverage", action="store_true", help="only the sealed readings' intervals' coverage")
     args = parser.parse_args(argv)
     draws = args.draws or (400 if args.quick else 2000)
     races = args.races or (20 if args.quick else 100)
     started = time.monotonic()
-    for line in gate_table(draws, args.seed) + race_table(races, args.seed):
+    for line in coverage_table(draws, args.seed):
         print(line, flush=True)
+    if not args.coverage:
+        for line in gate_table(draws, args.seed) + race_table(races, args.seed):
+            print(line, flush=True)
     print(f"\n({time.monotonic() - started:.0f} s; simulated: independent attempts, no infrastructure errors)")
     return 0
 

@@ -217,6 +217,7 @@ def sealed_reading(name: str, record: dict[str, Any], base_url: str, attempts: i
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.bench_real_model import single_reading_lift
     from benchmarks.product_lineage import run_product_lineage
     from mindforge.evaluation import SplitConfig, within_task_slope
     from mindforge.payloads import (
@@ -275,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             gen = lineages.get_generation(session=s, lineage_id=name, index=0)
             record = dict(gen.record) if gen is not None else {}
         attempts = spec.evaluation.attempts
-        reading = None if record.get("sealed_lift") else sealed_reading(name, record, server.base_url, attempts)
+        whole, _report, _why = single_reading_lift(record)
+        reading = None if whole else sealed_reading(name, record, server.base_url, attempts)
     finally:
         server.stop()
     floor = docker_floor_per_minute()
@@ -323,22 +325,21 @@ def main(argv: list[str] | None = None) -> int:
               f"{within.slope:+.4f} per policy version (95% CI {within.lo:+.4f}..{within.hi:+.4f}; "
               f"{within.n} rollouts of {within.groups} tasks, {within.df} df; target: excludes 0): "
               f"{'met' if within.lo > 0 else 'NOT met'}")
-    lift = record.get("sealed_lift")
+    lift, ev, why_not = single_reading_lift(record)
     if lift:
-        ev = (record.get("evaluation") or {}).get("parent") or {}
         print(f"sealed lift of (contract, new adapter) over (contract, base weights): {lift['mean']:+.3f} "
               f"(95% CI {lift['lo']:+.3f}..{lift['hi']:+.3f}) on {lift['n_tasks']} sealed tasks, "
               f"{lift['n_trials']} trials (base {ev.get('parent_score', math.nan):.3f} -> "
               f"adapter {ev.get('successor_score', math.nan):.3f})")
     elif reading is not None and reading.mean is not None:
         print(f"sealed lift of (contract, new adapter) over (contract, base weights), a benchmark-only reading (the "
-              f"generation measured none: {record.get('sealed_lift_reason', '')}): {reading.mean:+.3f} (95% CI "
+              f"generation measured none: {why_not}): {reading.mean:+.3f} (95% CI "
               f"{reading.lo:+.3f}..{reading.hi:+.3f}) on {reading.n_tasks} sealed tasks, {reading.n_trials} trials "
               f"(base {reading.parent_score:.3f} -> adapter {reading.successor_score:.3f}; "
               "target: lower bound above 0)")
     else:
         why = reading.reason if reading is not None else "the Update registered no adapter"
-        print(f"no sealed lift: {record.get('sealed_lift_reason', '')}; benchmark reading: {why}")
+        print(f"no sealed lift: {why_not}; benchmark reading: {why}")
     if rate is not None:
         print(f"rollouts per minute (while rollouts ran): {rate:.1f} over {len(rollouts)} rollouts; Docker floor at "
               f"concurrency 2: "

@@ -30,6 +30,7 @@ from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.errors import ContractNotRegisteredError, StoreError
 from mindforge.store.models import TaskSource
+from workers.sealed_labels import refresh_labels
 
 
 def _pool_tasks(session, lineage_id: str, split: PoolSplit | None = None):
@@ -193,7 +194,10 @@ class DiscoveryActivities:
         """Decide admission, move admitted tasks out of staging and add them to the pool.
 
         The generation's record gets ``discovery``: proposals, admissions (with split,
-        difficulty and provenance) and rejections with reasons.
+        difficulty and provenance) and rejections with reasons. When tasks were admitted,
+        the sealed readings' labels are checked again in the same transaction
+        (:func:`workers.sealed_labels.refresh_labels`: an admission that restates a sealed
+        instance's answer makes it copyable).
         """
         return await asyncio.to_thread(self._admit, inp)
 
@@ -229,6 +233,8 @@ class DiscoveryActivities:
                 session=s, lineage_id=inp.lineage_id, index=inp.generation,
                 record={"discovery": record.model_dump(mode="json")},
             )
+            if admitted:  # an admitted task's reference solution may be a sealed instance's answer
+                refresh_labels(s, inp.lineage_id, f"generation {inp.generation}: Discovery admission")
         return DiscoveryResult(
             requested=record.requested, proposed=record.proposed, admitted=len(record.admitted),
             rejected=len(record.rejected),

@@ -20,7 +20,13 @@ from temporalio.exceptions import ApplicationError
 
 from mindforge.evaluation import PairRef, PoolSplit, paired_lift
 from mindforge.evaluation.compounding import GenerationCompounding, measure_generation
-from mindforge.evaluation.curriculum import READING_ORDER, ReadingsRecord, SealedReading
+from mindforge.evaluation.curriculum import (
+    HEADLINE_READINGS,
+    READING_NAMES,
+    READING_ORDER,
+    ReadingsRecord,
+    SealedReading,
+)
 from mindforge.evaluation.lift import Baseline, LiftReport
 from mindforge.evaluation.pair_trials import STAGE_OF_SPLIT, pair_stage, plan_pair_trials
 from mindforge.payloads import (
@@ -36,6 +42,7 @@ from mindforge.store import engine as store_engine
 from mindforge.store import lineages, pool, trials
 from mindforge.store.errors import SealedSplitFrozenError
 from mindforge.store.models import TaskSource
+from workers.sealed_labels import current_readings, refresh_labels
 
 
 def split_tasks(session, lineage_id: str, split: PoolSplit) -> set[str]:
@@ -124,17 +131,12 @@ def pair_trial_batches(
 
 
 def lineage_readings(session, lineage_id: str) -> ReadingsRecord:
-    """The lineage's sealed readings as recorded at its start (``prepare_lineage``).
+    """The lineage's sealed readings as last checked (:func:`workers.sealed_labels.current_readings`).
 
     A lineage prepared before readings were recorded reads its whole sealed split as
     *sealed tasks*.
     """
-    lin = lineages.get_lineage(session=session, lineage_id=lineage_id)
-    stored = (lin.spec or {}).get("readings") if lin is not None else None
-    if stored:
-        return ReadingsRecord.model_validate(stored)
-    sealed = sorted(split_tasks(session, lineage_id, PoolSplit.SEALED))
-    return ReadingsRecord(readings={SealedReading.TASKS: sealed})
+    return current_readings(session, lineage_id)
 
 
 def lineage_sealed_records(session, lineage_id: str) -> tuple[list[Any], set[str]]:
@@ -265,14 +267,20 @@ class EvaluationActivities:
 
     @activity.defn(name="measure_sealed_lift")
     async def measure_sealed_lift(self, inp: SealedEvaluationInput) -> SealedLiftResult:
-        """The successor's paired sealed lift over the parent and over generation 0's pair; recorded.
+        """The successor's paired sealed lift on every sealed reading, apart; recorded.
 
-        The generation record gets ``sealed_lift`` and ``sealed_lift_vs_root`` (each
-        ``{"mean", "lo", "hi", "n_tasks", "n_trials", "measured_on": "sealed", ...}`` or
-        None) with ``sealed_lift_reason`` when there is no figure, the full reports
-        under ``evaluation``, and the compounding row under ``compounding``
-        (:class:`mindforge.evaluation.compounding.GenerationCompounding`: every pair's
-        sealed score, ``lift_vs_prev``, ``lift_vs_root`` and the harness/weights attribution).
+        The labels are checked first (:func:`workers.sealed_labels.refresh_labels`). The
+        generation record gets, per reading, never one reading under a general name:
+        ``sealed_lifts`` and ``sealed_lifts_vs_root`` (reading -> ``{"mean", "lo", "hi",
+        "n_tasks", "n_trials", "unit", "n_units", "method", "measured_on": "sealed", ...}``
+        or None, the headline readings - instances, families, tasks - always present) with
+        ``sealed_lift_reasons``; the full reports under ``evaluation[reading]``; and the
+        compounding rows under ``readings[reading]`` (and ``reading_parts``: the instances
+        reading's copyable and needs-adaptation parts)
+        (:class:`mindforge.evaluation.compounding.GenerationCompounding`: every pair's sealed
+        score, ``lift_vs_prev``, ``lift_vs_root`` and the harness/weights attribution).
+        Intervals are by unit: families for the family readings, tasks otherwise
+        (:mod:`mindforge.evaluation.intervals`).
         """
         return await asyncio.to_thread(self._measure, inp)
 
@@ -280,75 +288,76 @@ class EvaluationActivities:
         with store_engine.session_scope(self.engine) as s:
             records, all_tasks = lineage_sealed_records(s, inp.lineage_id)
             ran = trial_generations(s, inp.lineage_id, PoolSplit.SEALED)
-            readings = lineage_readings(s, inp.lineage_id)
-            figures = {
-                reading.value: self._compounding(inp, records, tasks, ran)
-                for reading in READING_ORDER if (tasks := readings.tasks_of(reading) & all_tasks)
-            }
+            labels = refresh_labels(s, inp.lineage_id, f"generation {inp.generation}: before the sealed measurement")
+            figures, reports = {}, {}
+            for reading in READING_ORDER:
+                if tasks := labels.tasks_of(reading) & all_tasks:
+                    units, unit = labels.units_of(reading)
+                    figures[reading.value] = self._compounding(inp, records, tasks, ran, units, unit)
+                    reports[reading.value] = self._reports(inp, records, tasks, units, unit)
+            units, unit = labels.units_of(SealedReading.INSTANCES)
             parts = {
-                name: self._compounding(inp, records, tasks, ran)
-                for name, tasks in readings.parts_of_instances().items() if tasks & all_tasks
+                name: self._compounding(inp, records, tasks & all_tasks, ran, units, unit)
+                for name, tasks in labels.parts_of_instances().items() if tasks & all_tasks
             }
-            primary = next((r for r in READING_ORDER if r.value in figures), None)
-            tasks = readings.tasks_of(primary) & all_tasks if primary is not None else set()
-            out = self._lifts(inp, records, tasks)
-            figure = out.parent.summary() if out.parent is not None and out.parent.mean is not None else None
-            vs_root = out.root.summary() if out.root is not None and out.root.mean is not None else None
+            out = SealedLiftResult()
+            vs_root: dict[str, Any] = {}
+            for reading in READING_ORDER:
+                row = figures.get(reading.value)
+                if row is None and reading not in HEADLINE_READINGS:
+                    continue
+                out.lifts[reading.value] = row.lift_vs_prev if row is not None else None
+                out.reasons[reading.value] = (
+                    (row.lift_vs_prev_reason if row.lift_vs_prev is None else "") if row is not None
+                    else f"the lineage has no {READING_NAMES[reading]}"
+                )
+                vs_root[reading.value] = row.lift_vs_root if row is not None and inp.root is not None else None
             record = {
-                "sealed_lift": figure,
-                "sealed_lift_reason": "" if figure else (out.reason or "not measured"),
-                "sealed_lift_vs_root": vs_root,
-                "sealed_reading": primary.value if primary is not None else None,
-                "evaluation": {
-                    "sealed_tasks": len(tasks),
-                    "parent": out.parent.model_dump(mode="json") if out.parent else None,
-                    "root": out.root.model_dump(mode="json") if out.root else None,
-                },
+                "sealed_lifts": out.lifts,
+                "sealed_lift_reasons": out.reasons,
+                "sealed_lifts_vs_root": vs_root,
+                "evaluation": reports,
                 "readings": {name: row.model_dump(mode="json") for name, row in figures.items()},
                 "reading_parts": {name: row.model_dump(mode="json") for name, row in parts.items()},
             }
-            if primary is not None:
-                record["compounding"] = figures[primary.value].model_dump(mode="json")
             lineages.update_generation(session=s, lineage_id=inp.lineage_id, index=inp.generation, record=record)
             return out
 
     @staticmethod
     def _compounding(
-        inp: SealedEvaluationInput, records: list[Any], tasks: set[str], ran: dict[str, int] | None = None
+        inp: SealedEvaluationInput, records: list[Any], tasks: set[str], ran: dict[str, int] | None = None,
+        units: dict[str, str] | None = None, unit: str = "task",
     ) -> GenerationCompounding:
         """One reading's compounding row: every pair's sealed score (and the generations that ran it), the lifts."""
         return measure_generation(
             records, tasks, generation=inp.generation, parent=inp.parent, successor=inp.successor, root=inp.root,
             harness=inp.harness, attempts=inp.evaluation.sealed_attempts or inp.evaluation.attempts,
-            resamples=inp.evaluation.lift_resamples,
-            seed=inp.evaluation.seed, generation_of=ran,
+            resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed, generation_of=ran,
+            units=units if units is not None else {}, unit=unit,
         )
 
     @staticmethod
-    def _lifts(inp: SealedEvaluationInput, records: list[Any], tasks: set[str]) -> SealedLiftResult:
-        """The successor's lift over the parent and over the root on ``tasks`` (the first reading's)."""
-        out = SealedLiftResult()
+    def _reports(
+        inp: SealedEvaluationInput, records: list[Any], tasks: set[str], units: dict[str, str], unit: str
+    ) -> dict[str, Any]:
+        """One reading's full lift reports (per task, every trial id read): over the parent and over the root."""
 
         def lift(parent: PairRef, baseline: Baseline) -> LiftReport:
             return paired_lift(
                 records, parent, inp.successor, tasks, measured_on=PoolSplit.SEALED, baseline=baseline,
-                resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed,
+                resamples=inp.evaluation.lift_resamples, seed=inp.evaluation.seed, units=units, unit=unit,
             )
 
-        if (inp.successor.contract_hash, inp.successor.adapter) == (inp.parent.contract_hash, inp.parent.adapter):
-            out.reason = "the generation kept its parent pair: there is no change to measure"
-        elif not tasks:
-            out.reason = "the lineage has no sealed tasks"
-        else:
-            out.parent = lift(inp.parent, "parent")
-            out.reason = out.parent.reason
+        def same(a: PairRef, b: PairRef) -> bool:
+            return (a.contract_hash, a.adapter) == (b.contract_hash, b.adapter)
+
         root = inp.root
-        if root is not None and tasks and (root.contract_hash, root.adapter) != (
-            inp.successor.contract_hash,
-            inp.successor.adapter,
-        ):
-            out.root = lift(root, "root")
-        return out
+        return {
+            "sealed_tasks": len(tasks),
+            "parent": None if same(inp.parent, inp.successor) else lift(inp.parent, "parent").model_dump(mode="json"),
+            "root": lift(root, "root").model_dump(mode="json") if root is not None and not same(root, inp.successor)
+            else None,
+        }
 
     def all(self) -> list[Any]:
         """Every activity of this class."""

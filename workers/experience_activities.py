@@ -12,8 +12,11 @@ round before the search (reference solutions of search-split tasks not judged ye
 2. replay each planned candidate in its own Ray task (``workers/ray_trials.py:replay_entry_task``),
    heartbeating while they run;
 3. :func:`~mindforge.experience.growth.fold_round`, then in one transaction: ``add_entries``,
-   ``record_rejections``, ``publish_snapshot`` (not for an empty library) and the round's
-   report under ``experience.<round>`` in the generation record.
+   ``record_rejections``, ``publish_snapshot`` (not for an empty library), the round's
+   report under ``experience.<round>`` in the generation record and, when the library grew,
+   the sealed readings' labels checked again against it
+   (:func:`workers.sealed_labels.refresh_labels`: a pinned task an entry restates is read
+   apart, a sealed instance whose answer an entry holds is copyable).
 
 Idempotent on retry: the report is written in the same transaction as the entries, so a
 retried round that finds its report returns it without mining or replaying again, and a
@@ -49,6 +52,7 @@ from mindforge.store import engine as store_engine
 from mindforge.store import experience as experience_repo
 from mindforge.store import lineages, pool, trials
 from mindforge.trials.replay import ReplayVerdict
+from workers.sealed_labels import refresh_labels
 
 
 @dataclass
@@ -257,6 +261,8 @@ class ExperienceActivities:
                 experience_repo.publish_snapshot(
                     session=s, lineage_id=inp.lineage_id, generation_index=inp.generation, snapshot=grown
                 )
+            if kept:  # the library grew: what it holds may restate a pinned sealed task
+                refresh_labels(s, inp.lineage_id, f"generation {inp.generation}: experience {inp.round} round")
             generation = lineages.get_generation(session=s, lineage_id=inp.lineage_id, index=inp.generation)
             if generation is not None:
                 stored_json = result.model_dump(mode="json")

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from mindforge.errors import InputError
 from mindforge.evaluation import (
+    PairRef,
     PoolSplit,
     SplitCandidate,
     SplitTooSmallError,
@@ -25,7 +26,7 @@ from mindforge.evaluation import (
     check_split_sizes,
     split_counts,
 )
-from mindforge.evaluation.curriculum import ReadingsRecord, classify_sealed, copyable_instances
+from mindforge.evaluation.curriculum import ReadingsRecord, classify_sealed, sealed_origins
 from mindforge.payloads import (
     ContinueLineageInput,
     ExpansionInput,
@@ -46,6 +47,8 @@ from mindforge.store import lineages, pool, registry, trials
 from mindforge.store.errors import NotFoundError
 from mindforge.store.models import Lineage, RunStatus, TaskSource
 from mindforge.trials.record import utcnow
+from workers.gate_sizing import gate_power_record
+from workers.sealed_labels import check_labels, read_solution
 
 
 def _non_retryable(exc: Exception) -> ApplicationError:
@@ -76,10 +79,15 @@ class StartingPool:
         tasks: every task (hand-written, pinned sealed, family instances), each once.
         assignment: task content hash -> split.
         instances: task content hash -> the curriculum's record of a family instance.
+        pinned: content hashes of the hand-written tasks pinned sealed (``--sealed-tasks``).
     """
 
-    def __init__(self, tasks: list[Any], assignment: dict[str, PoolSplit], instances: dict[str, Any]) -> None:
+    def __init__(
+        self, tasks: list[Any], assignment: dict[str, PoolSplit], instances: dict[str, Any],
+        pinned: set[str] | None = None,
+    ) -> None:
         self.tasks, self.assignment, self.instances = tasks, assignment, instances
+        self.pinned = set(pinned or ())
 
     def source_of(self, task: Any) -> tuple[TaskSource, dict[str, Any]]:
         """(source, provenance) of a pool task: a family instance names its family, parameters hash and level."""
@@ -110,27 +118,39 @@ def pool_of(spec: LineageSpec, lineage_id: str, curriculum: PrepareCurriculumRes
     for inst, task in zip(instances, loaded, strict=True):
         assignment.setdefault(task.content_hash, inst.split)
         by_hash[task.content_hash] = inst
-    return StartingPool([*tasks, *sealed, *loaded], assignment, by_hash)
+    return StartingPool([*tasks, *sealed, *loaded], assignment, by_hash, {t.content_hash for t in sealed})
 
 
 def readings_record(spec: LineageSpec, pool_tasks: StartingPool) -> ReadingsRecord:
-    """The sealed readings of a starting pool (:mod:`mindforge.evaluation.curriculum`), frozen with it."""
-    import hashlib
+    """The sealed readings of a starting pool, labelled by provenance and checked at lineage start.
 
+    Each sealed task's origin (:class:`mindforge.evaluation.curriculum.SealedOrigin`): a
+    family instance (of a training or a held-out family), a hand-written task pinned sealed
+    (``--sealed-tasks`` or a split override) or one dealt to sealed by fraction. Then the
+    restatement and copyable checks run against the search split's reference solutions,
+    which the library's first round mines (:func:`workers.sealed_labels.check_labels`).
+    """
     held_out = spec.curriculum.sealed_families if spec.curriculum is not None else []
     family_of = {h: inst.family for h, inst in pool_tasks.instances.items()}
-    solutions = {}
-    for t in pool_tasks.tasks:
-        if t.content_hash in family_of and t.has_solution:
-            sha = hashlib.sha256((t.solution_dir / "solve.sh").read_bytes()).hexdigest()
-            solutions[t.content_hash] = (family_of[t.content_hash], pool_tasks.assignment[t.content_hash], sha)
+    by_hash = {t.content_hash: t for t in pool_tasks.tasks}
     sealed = [h for h, split in pool_tasks.assignment.items() if split == PoolSplit.SEALED]
-    return ReadingsRecord(
+    overrides = {t for t, split in spec.evaluation.splits.overrides.items() if PoolSplit(split) == PoolSplit.SEALED}
+    pinned = pool_tasks.pinned | {h for h in sealed if by_hash[h].id in overrides}
+    origins = sealed_origins(sealed, family_of, held_out, pinned)
+    record = ReadingsRecord(
         training_families=spec.curriculum.training_families if spec.curriculum is not None else [],
         sealed_families=list(held_out),
-        readings=classify_sealed(sealed, family_of, held_out),
-        copyable=copyable_instances(solutions),
+        readings=classify_sealed(sealed, family_of, held_out, origins),
         family_of=family_of,
+        origins=origins,
+        task_ids={h: by_hash[h].id for h in sealed},
+    )
+    solutions = {h: text for h, t in by_hash.items() if (text := read_solution(t.path)) is not None}
+    search = {by_hash[h].id: solutions[h] for h, split in pool_tasks.assignment.items()
+              if split == PoolSplit.SEARCH and h in solutions}
+    return check_labels(
+        record, sealed_solutions={h: solutions[h] for h in sealed if h in solutions}, search_solutions=search,
+        event="lineage start",
     )
 
 
@@ -252,7 +272,11 @@ class LineageActivities:
 
     @activity.defn(name="record_generation")
     async def record_generation(self, event: GenerationEvent) -> None:
-        """Create or update a generation row: status, pair, stages run, and the result merged into its record."""
+        """Create or update a generation row: status, pair, stages run, and the result merged into its record.
+
+        When the generation starts, its record also gets ``gate_power``: each gate re-sized
+        at the parent's measured selection rate (:func:`gate_power_record`).
+        """
 
         def work() -> None:
             with store_engine.session_scope(self.engine) as s:
@@ -274,6 +298,13 @@ class LineageActivities:
                     lineages.mark_stage_run(
                         session=s, lineage_id=event.lineage_id, generation_index=event.index, stage=stage
                     )
+                if running:  # what this generation's gates can detect, at its parent's measured rate
+                    parent = PairRef(contract_hash=event.contract_hash, adapter=event.adapter)
+                    power = gate_power_record(s, event.lineage_id, event.index, parent)
+                    if power:
+                        lineages.update_generation(
+                            session=s, lineage_id=event.lineage_id, index=event.index, record={"gate_power": power}
+                        )
 
         await asyncio.to_thread(work)
 

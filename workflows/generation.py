@@ -85,7 +85,7 @@ class GenerationWorkflow:
         harness_contract = trained_under or result.successor_contract_hash
         harness = PairRef(contract_hash=harness_contract, adapter=inp.adapter) if harness_contract else None
         lift = await self._sealed(inp, PairRef(contract_hash=result.contract_hash, adapter=result.adapter), harness)
-        result.sealed_lift = lift.parent.summary() if lift.parent is not None and lift.parent.mean is not None else None
+        result.sealed_lifts = lift.lifts  # one figure per sealed reading, each named
         self._lap(result, "sealed", clock)
         result.stages_run = ran
         await self._record(inp, RunStatus.COMPLETED, result)

@@ -6,8 +6,10 @@ each generation (search coverage, the successor's rule, every Update iteration) 
 ones ``lineage status`` and the report show (:mod:`mindforge.reports.readings`), cut to
 what a reader checks first: per generation, what the successor decision and the Update
 did and how long it took; per sealed reading and pair, its success with counts, its
-lift over the root with the 95% interval and task count, and the harness and weights
-parts of that pair's change.
+lift over the root with the 95% interval, task count (and families, for the family
+readings) and the harness and weights parts of that pair's change. The three headline
+readings - sealed instances, sealed families, sealed tasks - are always rows: one the
+lineage does not have says why, so the in-distribution reading never stands alone.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from rich.table import Table
 GENERATION_COLUMNS = ("gen", "took", "successor (decided on selection)", "Update")
 #: the sealed readings table's columns
 READING_COLUMNS = (
-    "reading", "pair", "sealed success (passed/trials)", "lift vs root (95% CI, tasks)", "harness part", "weights part",
+    "reading", "pair", "sealed success (passed/trials)", "lift vs root (95% CI by unit, tasks)", "harness part",
+    "weights part",
 )
 
 
@@ -82,11 +85,16 @@ def reading_rows(table: Any) -> list[list[str]]:
     Args:
         table: a :class:`mindforge.reports.readings.ReadingTable`.
     """
-    from mindforge.reports.compounding import lift_text, score_text
+    from mindforge.reports.compounding import families_text, lift_text, score_text
+    from mindforge.reports.readings import reading_name
 
+    units = f" in {families_text(table.n_families)}" if table.n_families else ""
+    if not table.rows:
+        return [[f"{reading_name(table.reading)} ({table.n_tasks} tasks{units})", "-", "not measured yet", "-", "-",
+                 "-"]]
     rows = []
     for row in table.rows:
-        name = f"{table.reading} ({table.n_tasks} tasks)" if row.pair == 0 else ""
+        name = f"{reading_name(table.reading)} ({table.n_tasks} tasks{units})" if row.pair == 0 else ""
         if row.kept:
             rows.append([name, str(row.pair), f"= pair {row.pair - 1} (kept; re-read)", "-", "-", "-"])
         elif row.pair == 0:
@@ -143,9 +151,25 @@ def last_screen(session: Any, lineage_id: str) -> list[Any]:
     readings = Table(title="sealed readings, never pooled (pair k: the pair generation k starts from)")
     for col in READING_COLUMNS:
         readings.add_column(col)
-    for table in tables.values():
-        for cells in reading_rows(table):
-            readings.add_row(*cells)
-    if not tables:
-        readings.add_row("-", "-", "no sealed reading recorded yet", "-", "-", "-")
+    for cells in readings_rows(tables):
+        readings.add_row(*cells)
     return [generations, readings]
+
+
+def readings_rows(tables: dict[str, Any]) -> list[list[str]]:
+    """Every reading's rows in reading order; a headline reading the lineage does not have is one row saying why.
+
+    Args:
+        tables: reading -> :class:`mindforge.reports.readings.ReadingTable`.
+    """
+    from mindforge.evaluation.curriculum import HEADLINE_READINGS, READING_ORDER
+    from mindforge.reports.readings import ABSENT, reading_name
+
+    rows = []
+    for reading in READING_ORDER:
+        table = tables.get(reading.value)
+        if table is not None:
+            rows += reading_rows(table)
+        elif reading in HEADLINE_READINGS:
+            rows.append([reading_name(reading.value), "-", f"none: {ABSENT[reading.value]}", "-", "-", "-"])
+    return rows

@@ -79,6 +79,8 @@ def print_status(name: str, console: Console, ui_link: Callable, workflow_id: st
         if as_json:
             return print_json(status_document(lin, gens, ui_link(settings, workflow_id), tables, library, summary))
         console.print(generations_table(name, lin, gens))
+        for line in gate_power_lines(gens):
+            console.print(line)
         hashes = {r.contract_hash for t in tables.values() for r in t.rows}
         stored = {h: registry.get_contract(session=s, content_hash=h) for h in hashes}
         refs = {h: f"{c.name}@{c.revision}" for h, c in stored.items() if c is not None}
@@ -92,11 +94,24 @@ def generations_table(name: str, lin, generations) -> Table:
     """The per-generation table: stages run, Discovery, base evaluation, search, successor, Update, sealed lift."""
     table = Table(title=f"lineage {name}: {lin.status}  generation {lin.current_generation}")
     for col in ("gen", "status", "stages run", "admitted", "base eval solved (search split)", "search coverage",
-                "successor (selection)", "update", "sealed lift over the parent pair, per reading"):
+                "successor (selection)", "update", "sealed lift over the parent pair, every reading"):
         table.add_column(col)
     for g in generations:
         table.add_row(str(g.index), str(g.status), ", ".join(g.stages_run), *_generation_cells(g.record))
     return table
+
+
+def gate_power_lines(generations) -> list[str]:
+    """Each generation's gates at its parent's measured selection rate (``record["gate_power"]``), in words."""
+    from mindforge.evaluation.sizing import GatesAtRate
+
+    out = []
+    for g in generations:
+        stored = (g.record or {}).get("gate_power")
+        if stored:
+            lines = GatesAtRate.model_validate(stored).lines()
+            out += [f"generation {g.index}: {lines[0]}", *lines[1:]]
+    return out
 
 
 def readings_renderables(summary, tables: dict, contract_ref) -> list[Any]:
@@ -112,10 +127,13 @@ def readings_renderables(summary, tables: dict, contract_ref) -> list[Any]:
         lineage has no sealed reading).
     """
     from mindforge.reports import compounding
+    from mindforge.reports.readings import headline_lines
 
     out: list[Any] = [summary.header()]
     if not tables:
         return [*out, "compounding: no sealed reading recorded yet (the lineage has no sealed task)"]
+    out += ["sealed readings, never pooled (the last pair measured over pair 0):",
+            *(f"  {line}" for line in headline_lines(tables, summary))]
     pairs = Table(title="pairs (pair k: generation k starts from it) and where each change came from")
     for col in compounding.PAIRS_HEADER:
         pairs.add_column(col)
@@ -161,7 +179,8 @@ def status_document(lin, generations, web_ui: str, tables=None, library=None, su
         ``generations``: one object per generation, index order, with ``{"index", "status",
         "stages_run", "contract_hash", "adapter_revision_id", "started_at", "finished_at",
         "record", "sealed_reading", "readings"}``; ``record`` is the stored generation record
-        as it is; ``sealed_reading`` names the reading of ``record["sealed_lift"]``;
+        as it is; ``sealed_reading`` names the reading of an older record's one
+        ``record["sealed_lift"]`` (null since each reading has its own, ``sealed_lifts``);
         ``readings`` maps each reading the generation measured (``instances``, ``families``,
         ``tasks``) to the figures of the pair it hands on
         (:func:`mindforge.reports.compounding.generation_figures`: ``sealed``,
@@ -249,24 +268,36 @@ def _search_text(search: dict) -> str:
 
 
 def _lift_lines(record: dict) -> str:
-    """The sealed-lift cell: one line per reading, ``instances: +0.25 [+0.00, +0.50], 4 tasks`` (or why none)."""
-    from mindforge.reports.compounding import generation_readings, sealed_reading_of
+    """The sealed-lift cell: one line per reading, ``sealed instances: +0.25 [+0.00, +0.50], 4 tasks in 4 families``.
 
-    readings = generation_readings(record)
-    if not readings and record.get("sealed_lift"):  # a lift recorded without its compounding figures
-        readings = {sealed_reading_of(record) or "tasks": {"lift_vs_prev": record["sealed_lift"]}}
-    if not readings:
+    The three headline readings always (one the lineage does not have says ``none``), never
+    one reading alone under a general name; or why nothing was measured yet.
+    """
+    from mindforge.evaluation.curriculum import HEADLINE_READINGS, READING_ORDER
+    from mindforge.reports.compounding import families_text, generation_lifts, generation_readings
+    from mindforge.reports.readings import reading_name
+
+    lifts = generation_lifts(record)
+    if not lifts:
         return record.get("sealed_lift_reason", "")
+    readings = generation_readings(record)
     lines = []
-    for reading, figures in readings.items():
-        lift = figures.get("lift_vs_prev") or {}
-        if figures.get("kept"):
+    for reading in READING_ORDER:
+        entry, name = lifts.get(reading.value), reading_name(reading.value)
+        if entry is None:
+            if reading in HEADLINE_READINGS:
+                lines.append(f"{name}: none")
+            continue
+        lift = entry.get("lift") or {}
+        if (readings.get(reading.value) or {}).get("kept"):
             text = "kept its parent pair (re-read)"
         elif lift.get("mean") is not None and lift.get("lo") is not None:
-            text = f"{lift['mean']:+.2f} [{lift['lo']:+.2f}, {lift['hi']:+.2f}], {lift.get('n_tasks', 0)} tasks"
+            families = f" in {families_text(int(lift.get('n_units') or 0))}" if lift.get("unit") == "family" else ""
+            interval = f"{lift['mean']:+.2f} [{lift['lo']:+.2f}, {lift['hi']:+.2f}]"
+            text = f"{interval}, {lift.get('n_tasks', 0)} tasks{families}"
         else:
-            text = figures.get("lift_vs_prev_reason", "")
-        lines.append(f"{reading}: {text}")
+            text = entry.get("reason", "")
+        lines.append(f"{name}: {text}")
     return "\n".join(lines)
 
 

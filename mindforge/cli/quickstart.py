@@ -59,8 +59,10 @@ from mindforge.settings import REPO_ROOT
 
 console = make_console()
 
-#: the main job's sealed tasks (the sealed-tasks reading: transfer to hand-written tasks): the first three
-#: tasks of four skill categories of tasks/micro as MAIN_JOB_TASKS lists them
+#: the main job's pinned sealed tasks: the first three tasks of four skill categories of tasks/micro as
+#: MAIN_JOB_TASKS lists them; those the lineage's mined solutions restate are read apart (restated tasks:
+#: the bundled families' chmod and mkdir -p restate the last three and make-directory), the rest are the
+#: sealed-tasks reading (transfer to hand-written tasks)
 SEALED_TASKS = [
     "make-directory", "write-hello-file", "copy-file",
     "first-lines", "last-lines", "sort-names",

@@ -15,7 +15,8 @@ from typing import Any
 
 from sqlmodel import Session
 
-from mindforge.evaluation.curriculum import SealedReading
+from mindforge.evaluation.curriculum import HEADLINE_READINGS, READING_ORDER, SealedReading
+from mindforge.evaluation.sizing import GatesAtRate
 from mindforge.reports import ReportData, gather_report_data
 from mindforge.reports.compounding import (
     PART_TITLES,
@@ -202,8 +203,10 @@ def _part_lines(row: CompoundingRow) -> list[str]:
 def results_lines(session: Session, lineage_id: str) -> list[str]:
     """Each generation's lines (splits, base evaluation, coverage, decisions, Update, sealed lift), then the tables.
 
-    The sealed lift lines name the reading they are of (the record's first reading); the
-    tables are the compounding tables of :func:`compounding_lines`, one per reading.
+    The sealed lift lines are one per reading, each named (the three headline readings
+    always); the gates' power at the parent's measured rate follows when the generation
+    recorded it; the tables are the compounding tables of :func:`compounding_lines`, one
+    per reading.
 
     Args:
         session: an open store session.
@@ -227,10 +230,27 @@ def results_lines(session: Session, lineage_id: str) -> list[str]:
         lines += _base(data, g["index"])
         lines += _decisions(data, ev.decisions)
         lines += _update(g["record"])
-        reading = reading_name(ev.sealed_reading)
-        lines.append(
-            f"  sealed lift over the parent pair ({reading}): {sealed_text(ev.sealed_lift, ev.sealed_lift_reason)}"
-        )
-        if ev.sealed_lift_vs_root:
-            lines.append(f"  sealed lift over generation 0 ({reading}): {sealed_text(ev.sealed_lift_vs_root)}")
+        lines += _sealed_lines(ev)
+        if ev.gate_power:
+            lines += [f"  {line}" for line in GatesAtRate.model_validate(ev.gate_power).lines()]
     return lines + compounding_lines(data)
+
+
+def _sealed_lines(ev) -> list[str]:
+    """A generation's sealed lift over its parent (and generation 0) on every headline reading, each named."""
+    if not ev.sealed_lifts:
+        return ["  sealed lift over the parent pair: not measured yet"]
+    lines = []
+    for reading in READING_ORDER:
+        entry = ev.sealed_lifts.get(reading.value)
+        name = reading_name(reading.value)
+        if entry is None:
+            if reading in HEADLINE_READINGS:
+                lines.append(f"  sealed lift over the parent pair ({name}): none in this lineage")
+            continue
+        lines.append(
+            f"  sealed lift over the parent pair ({name}): {sealed_text(entry.get('lift'), entry.get('reason', ''))}"
+        )
+        if entry.get("vs_root"):
+            lines.append(f"  sealed lift over generation 0 ({name}): {sealed_text(entry['vs_root'])}")
+    return lines

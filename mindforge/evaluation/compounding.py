@@ -10,7 +10,9 @@ trials :func:`measure_generation` gives:
 - each pair's sealed score (mean over sealed tasks of the task's mean reward, the one
   scorer :func:`mindforge.evaluation.scoring.score_tasks`) and pass counts;
 - ``lift_vs_prev``: pair g+1 over pair g, and ``lift_vs_root``: pair g+1 over pair 0,
-  both paired by task with a 95% bootstrap interval (:func:`mindforge.evaluation.lift.paired_lift`);
+  both paired by task with a 95% interval (:func:`mindforge.evaluation.lift.paired_lift`):
+  by unit when the reading names its units (families, or tasks:
+  :mod:`mindforge.evaluation.intervals`), else the percentile bootstrap by task;
 - the attribution of ``lift_vs_prev`` into its *harness* part (harness-only pair over
   pair g: new contract, old adapter against old contract, old adapter) and its *weights*
   part (pair g+1 over the harness-only pair: new contract, new adapter against new
@@ -26,7 +28,7 @@ Pure: pydantic and the trial model.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -155,6 +157,8 @@ def measure_generation(
     resamples: int = 2000,
     seed: int = 0,
     generation_of: dict[str, int] | None = None,
+    units: Mapping[str, str] | None = None,
+    unit: str = "task",
 ) -> GenerationCompounding:
     """A generation's compounding row from its sealed trials.
 
@@ -169,6 +173,8 @@ def measure_generation(
         attempts: sealed attempts per task and pair (recorded).
         resamples / seed: bootstrap settings.
         generation_of: trial id -> the generation that ran it (each pair's ``run_in``); None: not recorded.
+        units / unit: each task's unit and what a unit is (:func:`mindforge.evaluation.lift.paired_lift`;
+            None: the percentile bootstrap by task).
 
     Returns:
         the row; lifts are None (with a reason) where no task could be paired.
@@ -178,7 +184,8 @@ def measure_generation(
 
     def lift(base: PairRef, top: PairRef, baseline: Baseline = "parent"):
         return paired_lift(
-            records, base, top, tasks, measured_on=PoolSplit.SEALED, baseline=baseline, resamples=resamples, seed=seed
+            records, base, top, tasks, measured_on=PoolSplit.SEALED, baseline=baseline, resamples=resamples, seed=seed,
+            units=units, unit=unit,
         )
 
     def figure(report) -> tuple[dict | None, str]:

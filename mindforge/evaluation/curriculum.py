@@ -13,14 +13,19 @@ once, at lineage start, and never again (docs/design.md, "Three splits"):
   selection draws its own instances of the training families (sized by the gates' power);
 - hand-written tasks pinned to the sealed split (``--sealed-tasks``) stay whole tasks.
 
-The sealed side is then read three ways, never pooled (:class:`SealedReading`,
-:func:`classify_sealed`): *sealed instances* (unseen instances of the training families:
-in distribution), *sealed families* (out-of-family transfer) and *sealed tasks*
-(hand-written tasks: transfer to a human-written set). Sealed instances are further
-split into *copyable* (the reference solution equals a search instance's, byte for byte)
-and *needs adaptation* (:func:`copyable_instances`). The figures of each reading come with
-their own interval and counts (Endless Terminals reports its own dev set beside
-Terminal-Bench 2 in the same way: in-distribution gains are easy, transfer is hard).
+The sealed side is then read apart by provenance, never pooled (:class:`SealedReading`,
+:func:`classify_sealed`; each task's provenance is a :class:`SealedOrigin`): *sealed
+instances* (unseen instances of the training families: in distribution), *sealed
+families* (out-of-family transfer), *sealed tasks* (hand-written tasks pinned to the sealed
+split that nothing in the lineage restates: transfer to a human-written set), *restated
+tasks* (pinned tasks whose reference solution shares a command shape with what the lineage
+mined: :mod:`mindforge.evaluation.labels`) and *dealt tasks* (hand-written tasks dealt to
+the sealed split by fraction, their siblings on search: in distribution of the hand-written
+pool). Sealed instances are further split into *copyable* (the exact answer - the
+reference solution's commands - is on the search split or in the library) and *needs
+adaptation* (:func:`copyable_instances`). The figures of each reading come with their own
+interval and counts (Endless Terminals reports its own dev set beside Terminal-Bench 2 in
+the same way: in-distribution gains are easy, transfer is hard).
 
 Pure: stdlib and pydantic.
 """
@@ -37,20 +42,55 @@ from mindforge.evaluation.splits import PoolSplit, order_key
 
 
 class SealedReading(StrEnum):
-    """One of the three ways the sealed split is read (each with its own figures, never pooled)."""
+    """One way the sealed split is read (each with its own figures, never pooled)."""
 
     INSTANCES = "instances"
     FAMILIES = "families"
     TASKS = "tasks"
+    RESTATED = "restated"
+    DEALT = "dealt"
+
+
+class SealedOrigin(StrEnum):
+    """How a task got onto the sealed split (its provenance, recorded at lineage start).
+
+    ``pinned``: a hand-written task pinned sealed (``--sealed-tasks``, or a split override);
+    ``dealt``: a hand-written task of ``--tasks`` dealt to sealed by fraction (its siblings
+    sit on search); ``family_instance``: an instance of a training family dealt to sealed;
+    ``held_out_family``: an instance of a family the lineage holds out whole.
+    """
+
+    PINNED = "pinned"
+    DEALT = "dealt"
+    FAMILY_INSTANCE = "family_instance"
+    HELD_OUT_FAMILY = "held_out_family"
 
 
 #: the readings in the order every report shows them
-READING_ORDER: tuple[SealedReading, ...] = (SealedReading.INSTANCES, SealedReading.FAMILIES, SealedReading.TASKS)
+READING_ORDER: tuple[SealedReading, ...] = tuple(SealedReading)
+#: the readings every headline names, figure or not (the others only when the lineage has them)
+HEADLINE_READINGS: tuple[SealedReading, ...] = (SealedReading.INSTANCES, SealedReading.FAMILIES, SealedReading.TASKS)
 #: what each reading measures, in words (report headings)
 READING_TITLES: dict[SealedReading, str] = {
     SealedReading.INSTANCES: "sealed instances (unseen instances of the training families: in distribution)",
     SealedReading.FAMILIES: "sealed families (families the lineage never sees: out-of-family transfer)",
-    SealedReading.TASKS: "sealed tasks (hand-written tasks: transfer to a human-written set)",
+    SealedReading.TASKS: (
+        "sealed tasks (pinned hand-written tasks nothing in the lineage restates: transfer to a human-written set)"
+    ),
+    SealedReading.RESTATED: (
+        "restated tasks (pinned hand-written tasks that share a solution shape with the library: not transfer)"
+    ),
+    SealedReading.DEALT: (
+        "dealt tasks (hand-written tasks dealt to sealed by fraction, their siblings on search: in distribution)"
+    ),
+}
+#: each reading's short name
+READING_NAMES: dict[SealedReading, str] = {
+    SealedReading.INSTANCES: "sealed instances",
+    SealedReading.FAMILIES: "sealed families",
+    SealedReading.TASKS: "sealed tasks",
+    SealedReading.RESTATED: "restated tasks",
+    SealedReading.DEALT: "dealt tasks",
 }
 #: the two parts of the sealed-instances reading
 COPYABLE = "copyable"
@@ -75,14 +115,23 @@ class DrawnInstance(BaseModel):
 
 
 class ReadingsRecord(BaseModel):
-    """What a lineage records at start about its sealed readings (frozen with the sealed split).
+    """A lineage's sealed readings: recorded at start, relabelled as the lineage mines (the tasks stay frozen).
+
+    A record written before provenance was recorded has no ``origins``; it still loads, and
+    its *sealed tasks* are its hand-written sealed tasks whatever their provenance.
 
     Attributes:
         training_families: families searched and trained on.
         sealed_families: held-out families (their instances are all sealed).
         readings: reading -> sealed task content hashes, sorted.
-        copyable: sealed-instance hashes whose reference solution equals a search instance's.
+        copyable: sealed-instance hashes whose exact answer is on the search split or in the library.
         family_of: task content hash -> family name (family instances only).
+        origins: sealed task hash -> how it got there (:class:`SealedOrigin`).
+        task_ids: sealed task hash -> its task id (to name a task that moved).
+        restated: pinned task hash -> what restates it (library entries, search tasks' solutions).
+        moved_at: task hash -> the check that moved it (``lineage start``, ``generation 1: Discovery
+            admission``, ...) to the restated reading or to copyable.
+        checks: the checks run, oldest first.
     """
 
     training_families: list[str] = Field(default_factory=list)
@@ -90,6 +139,23 @@ class ReadingsRecord(BaseModel):
     readings: dict[SealedReading, list[str]] = Field(default_factory=dict)
     copyable: list[str] = Field(default_factory=list)
     family_of: dict[str, str] = Field(default_factory=dict)
+    origins: dict[str, SealedOrigin] = Field(default_factory=dict)
+    task_ids: dict[str, str] = Field(default_factory=dict)
+    restated: dict[str, list[str]] = Field(default_factory=dict)
+    moved_at: dict[str, str] = Field(default_factory=dict)
+    checks: list[str] = Field(default_factory=list)
+
+    def units_of(self, reading: SealedReading) -> tuple[dict[str, str], str]:
+        """Each task's independent unit on ``reading`` and its name: families for the family readings, else tasks."""
+        if reading in (SealedReading.INSTANCES, SealedReading.FAMILIES):
+            return {h: f for h, f in self.family_of.items() if h in self.tasks_of(reading)}, "family"
+        return {}, "task"
+
+    def pinned(self) -> set[str]:
+        """The pinned hand-written sealed tasks (without recorded origins: the hand-written ones)."""
+        if self.origins:
+            return {h for h, origin in self.origins.items() if origin == SealedOrigin.PINNED}
+        return self.tasks_of(SealedReading.TASKS) | self.tasks_of(SealedReading.RESTATED)
 
     def tasks_of(self, reading: SealedReading) -> set[str]:
         """The sealed task hashes of one reading (empty when the lineage has none)."""
@@ -164,23 +230,59 @@ def deal_instances(
     return out
 
 
-def copyable_instances(solutions: Mapping[str, tuple[str, PoolSplit, str]]) -> list[str]:
-    """Sealed instances whose reference solution equals a search instance's of the same family.
+def copyable_instances(answers: Mapping[str, str], reachable: Iterable[str]) -> list[str]:
+    """Sealed instances whose exact answer the lineage holds: copyable rather than needing adaptation.
+
+    The answer is compared as commands (:func:`mindforge.evaluation.labels.answer_key`:
+    each command of a reference solution or library entry with comments, ``set`` lines and
+    runs of white space dropped), not as bytes: a Discovery admission with the same
+    ``solve.sh`` under other wording, or a library entry whose commands are the instance's,
+    make it copyable. Command *shapes* (programs and options only) are not enough: every
+    instance of a family shares its family's shape, and copying a shape still needs the
+    paths and literals adapted.
 
     Args:
-        solutions: task hash -> ``(family, split, sha256 of solution/solve.sh)``.
+        answers: sealed instance hash -> its answer key.
+        reachable: the answer keys of the search split's reference solutions and the library's entries.
 
     Returns:
         the copyable sealed task hashes, sorted.
     """
-    on_search = {(family, sha) for family, split, sha in solutions.values() if split == PoolSplit.SEARCH}
-    return sorted(
-        h for h, (family, split, sha) in solutions.items() if split == PoolSplit.SEALED and (family, sha) in on_search
-    )
+    keys = set(reachable) - {""}
+    return sorted(h for h, key in answers.items() if key and key in keys)
+
+
+def sealed_origins(
+    sealed: Iterable[str], family_of: Mapping[str, str], sealed_families: Iterable[str], pinned: Iterable[str]
+) -> dict[str, SealedOrigin]:
+    """How each sealed task got there.
+
+    Args:
+        sealed: the sealed split's task hashes.
+        family_of: task hash -> family name, for family instances.
+        sealed_families: held-out families.
+        pinned: hand-written tasks pinned sealed; any other hand-written sealed task was dealt by fraction.
+
+    Returns:
+        task hash -> :class:`SealedOrigin`.
+    """
+    held_out, pinned = set(sealed_families), set(pinned)
+    out = {}
+    for task_hash in sorted(set(sealed)):
+        family = family_of.get(task_hash)
+        if family is not None:
+            out[task_hash] = SealedOrigin.HELD_OUT_FAMILY if family in held_out else SealedOrigin.FAMILY_INSTANCE
+        else:
+            out[task_hash] = SealedOrigin.PINNED if task_hash in pinned else SealedOrigin.DEALT
+    return out
 
 
 def classify_sealed(
-    sealed: Iterable[str], family_of: Mapping[str, str], sealed_families: Iterable[str]
+    sealed: Iterable[str],
+    family_of: Mapping[str, str],
+    sealed_families: Iterable[str],
+    origins: Mapping[str, SealedOrigin] | None = None,
+    restated: Iterable[str] = (),
 ) -> dict[SealedReading, list[str]]:
     """The reading each sealed task belongs to.
 
@@ -188,22 +290,27 @@ def classify_sealed(
         sealed: the sealed split's task hashes.
         family_of: task hash -> family name, for family instances.
         sealed_families: held-out families.
+        origins: task hash -> provenance (None: every hand-written task counts as pinned).
+        restated: pinned tasks that share a solution shape with what the lineage mined.
 
     Returns:
         reading -> sorted task hashes (every reading present, possibly empty): an instance
         of a held-out family is read as *sealed families*, of a training family as
-        *sealed instances*, and any other task as *sealed tasks*.
+        *sealed instances*; a hand-written task dealt by fraction as *dealt tasks*; a
+        pinned one as *restated tasks* when something restates it, else *sealed tasks*.
     """
-    held_out = set(sealed_families)
+    held_out, restated, origins = set(sealed_families), set(restated), origins or {}
     out: dict[SealedReading, list[str]] = {r: [] for r in READING_ORDER}
     for task_hash in sorted(set(sealed)):
         family = family_of.get(task_hash)
-        if family is None:
-            out[SealedReading.TASKS].append(task_hash)
-        elif family in held_out:
-            out[SealedReading.FAMILIES].append(task_hash)
+        if family is not None:
+            out[SealedReading.FAMILIES if family in held_out else SealedReading.INSTANCES].append(task_hash)
+        elif origins.get(task_hash) == SealedOrigin.DEALT:
+            out[SealedReading.DEALT].append(task_hash)
+        elif task_hash in restated:
+            out[SealedReading.RESTATED].append(task_hash)
         else:
-            out[SealedReading.INSTANCES].append(task_hash)
+            out[SealedReading.TASKS].append(task_hash)
     return out
 
 

@@ -2,20 +2,24 @@
 
 Both pairs run the same tasks with the same attempts in the same generation. The lift is
 the mean over tasks of ``successor score - parent score`` (scores from
-:func:`mindforge.evaluation.scoring.score_tasks`), with a 95% percentile bootstrap
-interval clustered by task (:func:`mindforge.evaluation.stats.bootstrap_lift`). Tasks
-lacking a usable attempt under either pair are left out of the pairing and counted.
+:func:`mindforge.evaluation.scoring.score_tasks`) with a 95% interval: given each task's
+unit (its family, or the task itself), the interval by unit of a sealed reading
+(:func:`mindforge.evaluation.intervals.clustered_lift_interval`); otherwise - the gates -
+the percentile bootstrap clustered by task (:func:`mindforge.evaluation.stats.bootstrap_lift`).
+Tasks lacking a usable attempt under either pair are left out of the pairing and counted.
 
 Pure: pydantic, numpy (through the statistics) and the trial model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mindforge.evaluation.intervals import METHOD as UNIT_METHOD
+from mindforge.evaluation.intervals import clustered_lift_interval
 from mindforge.evaluation.scoring import PairRef, score_tasks
 from mindforge.evaluation.splits import PoolSplit
 from mindforge.evaluation.stats import bootstrap_lift
@@ -23,6 +27,8 @@ from mindforge.trials.record import TrialRecord
 
 #: what a lift was measured against: the generation's parent pair, or generation 0's pair
 Baseline = Literal["parent", "root"]
+#: the gates' interval method, as figures print it
+BOOTSTRAP_METHOD = "percentile bootstrap by task"
 
 
 class LiftReport(BaseModel):
@@ -40,6 +46,10 @@ class LiftReport(BaseModel):
         parent_trials / successor_trials: usable attempts of each pair.
         excluded_trials: attempts without a real reward (both pairs).
         resamples / seed: bootstrap settings.
+        method: how the interval was made (:data:`BOOTSTRAP_METHOD`, or
+            :data:`mindforge.evaluation.intervals.METHOD` by unit).
+        unit / n_units: what the interval's independent unit is (``task`` or ``family``) and
+            how many of them the paired tasks hold.
         per_task: task hash -> ``{"parent": score, "successor": score}`` (paired tasks).
         trial_ids: every trial read (both pairs), sorted.
         parent / successor: the pairs compared.
@@ -62,6 +72,9 @@ class LiftReport(BaseModel):
     excluded_trials: int = 0
     resamples: int = 0
     seed: int = 0
+    method: str = BOOTSTRAP_METHOD
+    unit: str = "task"
+    n_units: int = 0
     per_task: dict[str, dict[str, float]] = Field(default_factory=dict)
     trial_ids: list[str] = Field(default_factory=list)
     parent: PairRef
@@ -69,7 +82,12 @@ class LiftReport(BaseModel):
     reason: str = ""
 
     def summary(self) -> dict[str, float | int | str | None]:
-        """The reported figure: ``{"mean", "lo", "hi", "n_tasks", "n_trials", "measured_on", "baseline"}``."""
+        """The reported figure.
+
+        Returns:
+            ``{"mean", "lo", "hi", "n_tasks", "n_trials", "measured_on", "baseline", "unit",
+            "n_units", "method"}``.
+        """
         return {
             "mean": self.mean,
             "lo": self.lo,
@@ -78,6 +96,9 @@ class LiftReport(BaseModel):
             "n_trials": self.n_trials,
             "measured_on": self.measured_on.value,
             "baseline": self.baseline,
+            "unit": self.unit,
+            "n_units": self.n_units,
+            "method": self.method,
         }
 
 
@@ -92,6 +113,8 @@ def paired_lift(
     resamples: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    units: Mapping[str, str] | None = None,
+    unit: str = "task",
 ) -> LiftReport:
     """The successor's lift over the parent on ``tasks``, paired by task.
 
@@ -101,7 +124,11 @@ def paired_lift(
         tasks: the split's task hashes.
         measured_on: the split ``tasks`` are.
         baseline: what ``parent`` is (the generation's parent, or generation 0's pair).
-        resamples / seed / confidence: bootstrap settings.
+        resamples / seed / confidence: bootstrap settings (``confidence`` also the level by unit).
+        units: task hash -> its unit (a task missing from it is its own unit); given, the
+            interval is by unit (:func:`~mindforge.evaluation.intervals.clustered_lift_interval`),
+            else the percentile bootstrap by task (the gates' rule).
+        unit: what a unit is, in words (``family`` or ``task``).
 
     Returns:
         the report; ``mean`` is None (with ``reason``) when no task has usable attempts
@@ -135,10 +162,20 @@ def paired_lift(
         return report
     parent_list = [p.scores[t] for t in paired]
     successor_list = [s.scores[t] for t in paired]
-    report.mean, report.lo, report.hi = bootstrap_lift(
-        parent_list, successor_list, n=resamples, seed=seed, confidence=confidence
-    )
+    report.n_trials = sum(p.counts[t] + s.counts[t] for t in paired)
+    if units is None:
+        report.n_units = len(paired)
+        report.mean, report.lo, report.hi = bootstrap_lift(
+            parent_list, successor_list, n=resamples, seed=seed, confidence=confidence
+        )
+    else:
+        interval = clustered_lift_interval(
+            parent_list, successor_list, [units.get(t, t) for t in paired],
+            parent_trials=sum(p.counts[t] for t in paired), child_trials=sum(s.counts[t] for t in paired),
+            confidence=confidence,
+        )
+        report.mean, report.lo, report.hi = interval.mean, interval.lo, interval.hi
+        report.method, report.unit, report.n_units = UNIT_METHOD, unit, interval.units
     report.parent_score = sum(parent_list) / len(paired)
     report.successor_score = sum(successor_list) / len(paired)
-    report.n_trials = sum(p.counts[t] + s.counts[t] for t in paired)
     return report

@@ -127,3 +127,145 @@ def size_selection(
         per_family=hi, tasks=hi * families + fixed_tasks, baseline=baseline, lift=lift, target_power=power,
         power=powers(hi), method="exact" if baseline <= 0 else f"simulated ({draws} draws, seed {seed})",
     )
+
+
+#: the lifts each gate's power is given at when re-sized at the parent's measured rate
+RESIZE_LIFTS = (0.10, 0.25)
+#: the most attempts a task :func:`resize_gates` considers
+MAX_ATTEMPTS = 8
+
+
+class GateAtRate(BaseModel):
+    """One gate's power at the parent's measured rate (:func:`resize_gates`).
+
+    Attributes:
+        gate: its name.
+        tasks / attempts / baseline_attempts / candidates: the gate as configured.
+        power_at: lift (as text, reward units) -> the chance it promotes a pair with that lift.
+        min_detectable_lift: the smallest lift it detects with the target power (None:
+            none up to a pair passing every trial).
+        attempts_for: lift (as text) -> the fewest attempts a task, for both pairs, with
+            which it reaches the target power there (None: more than :data:`MAX_ATTEMPTS`).
+    """
+
+    gate: str
+    tasks: int
+    attempts: int
+    baseline_attempts: int
+    candidates: int = 1
+    power_at: dict[str, float] = Field(default_factory=dict)
+    min_detectable_lift: float | None = None
+    attempts_for: dict[str, int | None] = Field(default_factory=dict)
+
+
+class GatesAtRate(BaseModel):
+    """Each gate of a generation re-sized at its parent's measured selection rate.
+
+    The selection split is drawn once at lineage start, so what can change is the attempts;
+    this records what the gates can detect now and the attempts that would reach the target
+    power (the lineage runs the attempts it was started with: ``--attempts``, ``--race-budget``).
+
+    Attributes:
+        generation: the generation whose gates these are.
+        parent_rate: the parent pair's pass rate over its usable selection trials (None:
+            it has none yet, as in generation 0).
+        parent_trials: those trials.
+        target_power: the power asked for.
+        gates: one per gate the lineage runs.
+        method: ``exact`` (a rate of 0) or ``simulated (<draws> draws, seed <seed>)``.
+        note: why there is no figure, when ``parent_rate`` is None.
+    """
+
+    generation: int
+    parent_rate: float | None = None
+    parent_trials: int = 0
+    target_power: float = TARGET_POWER
+    gates: list[GateAtRate] = Field(default_factory=list)
+    method: str = ""
+    note: str = ""
+
+    def lines(self) -> list[str]:
+        """The record in words: one line for the parent, one per gate."""
+        if self.parent_rate is None:
+            return [f"gates' power at the parent's measured rate: not computed ({self.note})"]
+        out = [
+            f"gates' power at the parent's measured selection rate {self.parent_rate:.2f} "
+            f"({self.parent_trials} trials; every task at that rate, {self.method}):"
+        ]
+        for g in self.gates:
+            powers = " / ".join(f"{p:.0%} at +{lift}" for lift, p in g.power_at.items())
+            mdl = f"{g.min_detectable_lift:.2f}" if g.min_detectable_lift is not None else "no lift up to 1.0"
+            needs = ", ".join(
+                f"+{lift}: {n} attempts a task" if n is not None else f"+{lift}: more than {MAX_ATTEMPTS} attempts"
+                for lift, n in g.attempts_for.items()
+            )
+            target = f"{self.target_power:.0%}"
+            out.append(
+                f"  {g.gate} ({g.attempts} attempt(s) x {g.tasks} tasks, the pair compared with "
+                f"{g.baseline_attempts}): power {powers}; detects {mdl} with {target} power; {target} power needs "
+                f"{needs}"
+            )
+        return out
+
+
+def resize_gates(
+    gates: list[GateRule],
+    parent_rate: float | None,
+    *,
+    generation: int,
+    parent_trials: int = 0,
+    lifts: tuple[float, ...] = RESIZE_LIFTS,
+    power: float = TARGET_POWER,
+    draws: int = 1000,
+    seed: int = 0,
+    note: str = "",
+) -> GatesAtRate:
+    """Each gate's power, detectable lift and the attempts it needs, at the parent's measured rate.
+
+    The power is exact at a rate of 0 and simulated otherwise (:func:`power_at`: every task
+    at the parent's rate, independent attempts, the gate's own rule).
+
+    Args:
+        gates: the gates as configured (:func:`mindforge.evaluation.power.configured_gates`).
+        parent_rate: the parent's per-trial pass rate on selection, in [0, 1] (None: unknown).
+        generation: the generation the gates decide in.
+        parent_trials: the trials the rate is measured on.
+        lifts: the lifts to give the power at.
+        power: the target power.
+        draws / seed: the simulation's settings.
+        note: why there is no rate, when ``parent_rate`` is None.
+
+    Returns:
+        the record; without a rate, only the note.
+    """
+    from mindforge.evaluation.power import min_detectable_lift, simulated_min_detectable_lift
+
+    out = GatesAtRate(generation=generation, parent_rate=parent_rate, parent_trials=parent_trials,
+                      target_power=power, note=note)
+    if parent_rate is None:
+        return out
+    rate = min(max(parent_rate, 0.0), 1.0)
+    out.method = "exact" if rate <= 0.0 else f"simulated ({draws} draws, seed {seed})"
+    for rule in gates:
+        top = [lift for lift in lifts if rate + lift <= 1.0]
+        row = GateAtRate(
+            gate=rule.gate, tasks=rule.tasks, attempts=rule.attempts, baseline_attempts=rule.baseline_attempts,
+            candidates=rule.candidates,
+            power_at={f"{lift:.2f}": power_at(rule, rate, lift, draws=draws, seed=seed) for lift in top},
+        )
+        if rule.tasks >= max(1, rule.min_tasks):
+            row.min_detectable_lift = (
+                min_detectable_lift(rule, power) if rate <= 0.0
+                else simulated_min_detectable_lift(rule, rate, power, draws=draws, seed=seed)
+            )
+        for lift in top:
+            row.attempts_for[f"{lift:.2f}"] = next(
+                (
+                    a for a in range(1, MAX_ATTEMPTS + 1)
+                    if power_at(rule.model_copy(update={"attempts": a, "baseline_attempts": a}), rate, lift,
+                                draws=draws, seed=seed) >= power
+                ),
+                None,
+            )
+        out.gates.append(row)
+    return out

@@ -11,7 +11,6 @@ from pydantic import BaseModel, Field
 
 from mindforge.discovery.records import ProposalBatch, ProposalVerdict
 from mindforge.domain import RunStatus
-from mindforge.evaluation.lift import LiftReport
 from mindforge.evaluation.scoring import PairRef
 from mindforge.evaluation.splits import PoolSplit
 from mindforge.payloads.spec import (
@@ -179,8 +178,9 @@ class GenerationResult(BaseModel):
     """Outcome of one generation: the pair the next one starts from, and what ran.
 
     Attributes:
-        sealed_lift: the reported figure (``LiftReport.summary()``) of the pair handed
-            on over the parent, or None when it was not measured.
+        sealed_lifts: sealed reading -> the figure (``LiftReport.summary()``) of the pair
+            handed on over the parent on that reading, or None when it was not measured
+            (:class:`SealedLiftResult`); never one reading under a general name.
         stage_sec: wall seconds of each part of the generation, in the order they ran
             (``discovery``, ``expansion.base``, ``expansion.search``, ``expansion.race``,
             ``update``, ``sealed``), read from the workflows' clocks.
@@ -196,7 +196,7 @@ class GenerationResult(BaseModel):
     admitted_tasks: int = 0
     successor_contract_hash: str | None = None
     update_outcome: str = ""
-    sealed_lift: dict[str, float | int | str | None] | None = None
+    sealed_lifts: dict[str, dict[str, float | int | str | None] | None] = Field(default_factory=dict)
     stage_sec: dict[str, float] = Field(default_factory=dict)
 
 
@@ -403,15 +403,14 @@ class SealedPlan(BaseModel):
 
 
 class SealedLiftResult(BaseModel):
-    """The sealed lifts of one generation: over its parent, and over generation 0.
+    """The sealed lifts of one generation, one per sealed reading (never one figure under a general name).
 
     Attributes:
-        parent: the successor over the parent (None with ``reason`` when not measured).
-        root: generation k's successor over generation 0's pair (None in generation 0
-            or when not measured).
-        reason: why ``parent`` is None.
+        lifts: reading (``instances``, ``families``, ``tasks``, ``restated``, ``dealt``) ->
+            the successor's lift over the parent on it (``LiftReport.summary()``), or None;
+            the three headline readings are always present.
+        reasons: reading -> why its lift is None.
     """
 
-    parent: LiftReport | None = None
-    root: LiftReport | None = None
-    reason: str = ""
+    lifts: dict[str, dict[str, float | int | str | None] | None] = Field(default_factory=dict)
+    reasons: dict[str, str] = Field(default_factory=dict)

@@ -137,10 +137,45 @@ def is_legacy(record: dict[str, Any]) -> bool:
 
 
 def sealed_reading_of(record: dict[str, Any]) -> str | None:
-    """The reading a record's ``sealed_lift`` was measured on (``sealed_reading``; ``tasks`` for an older record)."""
+    """The reading an older record's one ``sealed_lift`` was measured on (``sealed_reading``; ``tasks`` before that).
+
+    Records written since each reading has its own lift (``sealed_lifts``) have no single
+    reading: None.
+    """
+    if "sealed_lifts" in record:
+        return None
     if "readings" in record or "sealed_reading" in record:
         return record.get("sealed_reading")
     return LEGACY_READING if record.get("sealed_lift") or record.get("compounding") else None
+
+
+def generation_lifts(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A generation's sealed lift over its parent pair, per reading: ``reading -> {"lift", "reason", "vs_root"}``.
+
+    Read from ``sealed_lifts`` (with ``sealed_lift_reasons`` and ``sealed_lifts_vs_root``);
+    a record written before that gives each reading it has figures for from its
+    compounding rows, and one older still its one ``sealed_lift``, under the reading it
+    was measured on (:func:`sealed_reading_of`). ``{}``: not measured yet.
+    """
+    if "sealed_lifts" in record:
+        reasons, vs_root = record.get("sealed_lift_reasons") or {}, record.get("sealed_lifts_vs_root") or {}
+        return {
+            reading: {"lift": lift, "reason": reasons.get(reading, ""), "vs_root": vs_root.get(reading)}
+            for reading, lift in (record.get("sealed_lifts") or {}).items()
+        }
+    out = {}
+    for reading in record_readings(record):
+        row = reading_record(record, reading)
+        out[reading] = {
+            "lift": row.get("lift_vs_prev"), "reason": row.get("lift_vs_prev_reason", ""),
+            "vs_root": row.get("lift_vs_root") if row.get("root") else None,
+        }
+    if not out and ("sealed_lift" in record):
+        out[sealed_reading_of(record) or LEGACY_READING] = {
+            "lift": record.get("sealed_lift"), "reason": record.get("sealed_lift_reason", ""),
+            "vs_root": record.get("sealed_lift_vs_root"),
+        }
+    return out
 
 
 def _base(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -302,10 +337,25 @@ def _pair_row(g: Any, reading: str, contract_edit, library_entries) -> Compoundi
 
 
 def lift_text(lift: dict | None, reason: str = "") -> str:
-    """``+0.200 [-0.100, +0.500] n=5`` or ``- (reason)``."""
+    """``+0.200 [-0.100, +0.500] n=6 (2 families)``, ``... n=5`` when the unit is the task, or ``- (reason)``."""
     if not lift or lift.get("mean") is None:
         return f"- ({reason})" if reason else "-"
-    return f"{lift['mean']:+.3f} [{lift['lo']:+.3f}, {lift['hi']:+.3f}] n={lift.get('n_tasks', 0)}"
+    text = f"{lift['mean']:+.3f} [{lift['lo']:+.3f}, {lift['hi']:+.3f}] n={lift.get('n_tasks', 0)}"
+    if lift.get("unit") == "family":
+        text += f" ({families_text(int(lift.get('n_units') or 0))})"
+    return text
+
+
+def families_text(n: int) -> str:
+    """``1 family`` or ``N families``."""
+    return f"{n} {'family' if n == 1 else 'families'}"
+
+
+def method_text(lift: dict | None) -> str:
+    """How a lift's interval was made: its ``method`` (a figure recorded before methods were: the bootstrap)."""
+    if not lift or lift.get("mean") is None:
+        return ""
+    return str(lift.get("method") or "percentile bootstrap by task")
 
 
 def part_text(part: dict | None) -> str:

@@ -13,11 +13,12 @@ Three kinds of evidence, kept apart under their own names (docs/design.md, "Thre
   each with the split it read (``decided_on``) and its selection scores.
 - *experience library*: its entries by provenance, what each growth round added and
   rejected (:mod:`mindforge.reports.experience`).
-- *sealed readings*: the sealed split read three ways, never pooled (sealed instances,
-  with their copyable and needs-adaptation parts; sealed families; sealed tasks): per
-  reading, every pair's sealed success and its paired lifts over the pair before it and
-  over pair 0, with intervals and task counts (:mod:`mindforge.reports.readings`); the
-  record's ``sealed_lift`` is one of them, named by ``sealed_reading``.
+- *sealed readings*: the sealed split read apart by provenance, never pooled (sealed
+  instances, with their copyable and needs-adaptation parts; sealed families; sealed
+  tasks; restated tasks; dealt tasks): per reading, every pair's sealed success and its
+  paired lifts over the pair before it and over pair 0, with intervals by unit and task
+  counts (:mod:`mindforge.reports.readings`); each generation's sealed lift is one figure
+  per reading (``sealed_lifts``), never one reading under a general name.
 - *curriculum*: for a lineage drawn from task families, the families drawn and held out,
   the instances per split, and what validation kept and rejected.
 """
@@ -37,9 +38,9 @@ from mindforge.evaluation import Interval, PoolSplit, wilson_interval
 from mindforge.hcp import diff_contracts, format_diff, loads_contract
 from mindforge.reports.compounding import (
     edits_between,
+    generation_lifts,
     generation_readings,
     library_entries,
-    sealed_reading_of,
 )
 from mindforge.reports.experience import ExperienceReport, round_rows
 from mindforge.reports.readings import (
@@ -182,24 +183,22 @@ class GenerationEvidence(BaseModel):
         splits: tasks per split in the pool during this generation.
         decisions: the selection-split decisions (``kind``, ``decided_on``, outcome,
             reason, scores, ``trial_ids``).
-        sealed_lift: ``{"mean", "lo", "hi", "n_tasks", "n_trials", ...}`` of the pair
-            handed on over the parent on the reading ``sealed_reading``, or None (see
-            ``sealed_lift_reason``).
-        sealed_lift_reason: why there is no sealed lift.
-        sealed_lift_vs_root: the same against generation 0's pair (None in generation 0).
-        sealed_reading: the reading ``sealed_lift`` is of (the lineage's first reading with
-            tasks; ``tasks`` for a generation recorded before readings existed), or None.
+        sealed_lifts: reading -> ``{"lift", "reason", "vs_root"}``: the pair handed on over
+            the parent on that reading (``{"mean", "lo", "hi", "n_tasks", "n_trials", "unit",
+            "n_units", "method", ...}`` or None with the reason) and over generation 0's pair
+            (:func:`mindforge.reports.compounding.generation_lifts`; a generation recorded
+            before readings existed has its one figure under ``tasks``); ``{}``: not measured yet.
         scores: pass rates per pair on the selection split.
+        gate_power: each gate's power at the parent's measured selection rate, as the
+            generation recorded it when it started (``{}``: not recorded).
     """
 
     index: int
     splits: dict[str, int] = Field(default_factory=dict)
     decisions: list[dict[str, Any]] = Field(default_factory=list)
-    sealed_lift: dict[str, Any] | None = None
-    sealed_lift_reason: str = ""
-    sealed_lift_vs_root: dict[str, Any] | None = None
-    sealed_reading: str | None = None
+    sealed_lifts: dict[str, dict[str, Any]] = Field(default_factory=dict)
     scores: list[PairScoreRow] = Field(default_factory=list)
+    gate_power: dict[str, Any] = Field(default_factory=dict)
 
 
 class ReportData(BaseModel):
@@ -208,7 +207,7 @@ class ReportData(BaseModel):
     Attributes:
         generations: one object per generation: ``index``, ``status``, ``contract_hash``,
             ``adapter_revision_id``, ``stages_run``, ``splits``, ``decisions``,
-            ``sealed_lift`` (+ ``_reason``, ``_vs_root``) and ``sealed_reading``, then
+            ``sealed_lifts`` (reading -> ``{"lift", "reason", "vs_root"}``), ``gate_power``, then
             ``readings``: reading -> the figures of the pair the generation hands on
             (:func:`mindforge.reports.compounding.generation_figures`: ``sealed``,
             ``sealed_parent``, ``base``, ``kept``, ``lift_vs_prev``, ``lift_vs_root``,
@@ -287,10 +286,8 @@ def gather_report_data(session: Session, lineage_id: str) -> ReportData:
             "stages_run": list(g.stages_run),
             "splits": ev.splits,
             "decisions": ev.decisions,
-            "sealed_lift": ev.sealed_lift,
-            "sealed_lift_reason": ev.sealed_lift_reason,
-            "sealed_lift_vs_root": ev.sealed_lift_vs_root,
-            "sealed_reading": ev.sealed_reading,
+            "sealed_lifts": ev.sealed_lifts,
+            "gate_power": ev.gate_power,
             # per sealed reading, the figures of the pair this generation hands on (mindforge.reports.compounding)
             "readings": generation_readings(g.record),
             "record": {k: v for k, v in g.record.items() if k != "discovery"},
@@ -436,11 +433,9 @@ def _evidence(generation, members: list, trials: list[Trial], splits: dict[str, 
         index=generation.index,
         splits=counts,
         decisions=decisions,
-        sealed_lift=record.get("sealed_lift"),
-        sealed_lift_reason=record.get("sealed_lift_reason", "" if record.get("sealed_lift") else "not measured yet"),
-        sealed_lift_vs_root=record.get("sealed_lift_vs_root"),
-        sealed_reading=sealed_reading_of(record),
+        sealed_lifts=generation_lifts(record),
         scores=scores,
+        gate_power=record.get("gate_power") or {},
     )
 
 

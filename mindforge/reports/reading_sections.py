@@ -1,13 +1,14 @@
 """The report's sealed-reading sections: the pairs and their changes, one section per reading, the curriculum.
 
-The sealed split is read three ways, never pooled (:mod:`mindforge.reports.readings`):
-``compounding`` lists the pairs, where each change came from and the readings the lineage
-has; ``sealed-instances``, ``sealed-families`` and ``sealed-tasks`` each show one reading's
-table (every pair's sealed success, lifts over pair k-1 and pair 0 with 95% intervals and
-task counts, the harness and weights parts, pair 0 beside it), its plots (each pair's pass
-rate per generation with 95% Wilson intervals; each pair's score with pair 0 plus the
-paired lift) and, for the instances reading, the copyable / needs-adaptation parts;
-``curriculum`` shows the families a lineage drew and what their preparation kept.
+The sealed split is read apart by provenance, never pooled (:mod:`mindforge.reports.readings`):
+``compounding`` lists the pairs, where each change came from and every headline reading;
+``sealed-instances``, ``sealed-families``, ``sealed-tasks``, ``sealed-restated`` and
+``sealed-dealt`` each show one reading's table (every pair's sealed success, lifts over
+pair k-1 and pair 0 with 95% intervals by unit and task counts, the harness and weights
+parts, pair 0 beside it), its plots (each pair's pass rate per generation with 95% Wilson
+intervals; each pair's score with pair 0 plus the paired lift) and, for the instances
+reading, the copyable / needs-adaptation parts; ``curriculum`` shows the families a
+lineage drew and what their preparation kept.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 
 from mindforge.evaluation import wilson_interval
 from mindforge.evaluation.curriculum import READING_ORDER, SealedReading
+from mindforge.evaluation.intervals import METHOD
 from mindforge.reports import compounding, plots
 from mindforge.reports.blocks import Section
 from mindforge.reports.data import ReportData
-from mindforge.reports.readings import ABSENT, ReadingTable, reading_name
+from mindforge.reports.readings import ABSENT, ReadingTable, headline_lines, reading_name
 
 #: section id of each reading's section, in reading order
 READING_SECTION_IDS = {r.value: f"sealed-{r.value}" for r in READING_ORDER}
@@ -36,33 +38,26 @@ def compounding_section(data: ReportData) -> Section:
         return s.text("No generations recorded yet.")
     s.text(
         "Pair k is the pair generation k starts from (pair 0: the root; generation k hands on pair k+1). The sealed "
-        "split is frozen at lineage start and read three ways, each with its own figures, intervals and counts, "
-        "never pooled: in-distribution gains are easy, transfer is hard. A pair's sealed trials are run once per "
-        "lineage: a generation that kept its parent pair hands on the same pair, re-read (marked kept), not run again."
+        "split is frozen at lineage start and read apart by how each task got there, each reading with its own "
+        "figures, intervals and counts, never pooled: in-distribution gains are easy, transfer is hard. A pair's "
+        "sealed trials are run once per lineage: a generation that kept its parent pair hands on the same pair, "
+        "re-read (marked kept), not run again."
     )
     s.text(data.readings_record.header() + ".")
+    if data.readings_record.checks:
+        s.text(
+            "The labels are checked against what the lineage mined (its library and the search split's reference "
+            "solutions) at its start, after every Discovery admission and library growth: "
+            f"{data.readings_record.checks}."
+        )
     if not data.readings:
         return s.text("No sealed reading recorded yet (the lineage has no sealed task).")
-    for table in data.readings.values():
-        s.text(f"{reading_name(table.reading)}: {_headline(table)}")
+    s.text("Each reading's headline (the last pair measured over pair 0):")
+    for line in headline_lines(data.readings, data.readings_record):
+        s.text(line)
     rows = next(iter(data.readings.values())).rows
     s.text("The pairs and where each change came from (the selection evidence; no sealed figure is read here):")
     return s.table(compounding.PAIRS_HEADER, [compounding.change_cells(r, data.contract_ref) for r in rows])
-
-
-def _headline(table: ReadingTable) -> str:
-    """The last measured pair's lift over pair 0 on one reading, or why there is none."""
-    measured = [r for r in table.rows if r.sealed and r.pair and not r.kept]
-    if not measured:
-        return "no pair after the root measured yet"
-    last = measured[-1]
-    digests = {r.sealed_tasks_sha256 for r in table.rows if r.sealed_tasks_sha256}
-    same = "; every generation read the same tasks" if len(digests) == 1 else (
-        f"; the task set differs between generations ({len(digests)} sets): the figures do not compare"
-        if digests else ""
-    )
-    lift = compounding.lift_text(last.lift_vs_root, last.lift_vs_root_reason)
-    return f"pair {last.pair} over pair 0 {lift} ({table.n_tasks} tasks){same}"
 
 
 def reading_section(data: ReportData, reading: str, with_plots: bool) -> Section:
@@ -74,7 +69,9 @@ def reading_section(data: ReportData, reading: str, with_plots: bool) -> Section
     s.text(
         f"{table.header()}. Each pair's sealed success is the mean over the reading's tasks of its mean reward "
         "(passed / trials and tasks beside it); lifts are paired by task, mean reward difference with a 95% "
-        "bootstrap interval and the task count. The harness part is (new contract, old adapter) over (old "
+        f"interval by {'family' if table.n_families else 'task'} (the independent unit: "
+        f"{METHOD}, the families beside the task count) and the task count; a figure recorded before intervals by "
+        "unit has the percentile bootstrap by task. The harness part is (new contract, old adapter) over (old "
         "contract, old adapter); the weights part (new contract, new adapter) over (new contract, old adapter)."
     )
     if table.before_readings:

@@ -19,10 +19,17 @@ from collections.abc import Callable
 from typing import Any
 
 from mindforge.evaluation import PoolSplit
+from mindforge.evaluation.curriculum import HEADLINE_READINGS, READING_ORDER
 from mindforge.experience.validation import RejectionReason
 from mindforge.reports import experience, plots
 from mindforge.reports.blocks import Block, Section, Table
-from mindforge.reports.compounding import generation_readings, reused_text
+from mindforge.reports.compounding import (
+    families_text,
+    generation_lifts,
+    generation_readings,
+    method_text,
+    reused_text,
+)
 from mindforge.reports.data import ReportData
 from mindforge.reports.predictions import predictions_section
 from mindforge.reports.reading_sections import (
@@ -31,7 +38,7 @@ from mindforge.reports.reading_sections import (
     curriculum_section,
     reading_section,
 )
-from mindforge.reports.readings import reading_name
+from mindforge.reports.readings import headline_lines, reading_name
 
 __all__ = ["SECTION_IDS", "Block", "Section", "Table", "build_sections", "failed_sections", "guarded", "sealed_text"]
 
@@ -153,6 +160,10 @@ def _summary(data: ReportData) -> Section:
         )
     else:
         s.text("No model trials recorded yet.")
+    s.text("Sealed readings, never pooled (the last pair measured over pair 0; the in-distribution reading is "
+           "never the headline alone):")
+    for line in headline_lines(data.readings, data.readings_record):
+        s.text(line)
     for g in data.generations:
         s.text(f"Generation {g['index']}: {readings_text(g)}.")
     if data.split_warnings:
@@ -161,31 +172,45 @@ def _summary(data: ReportData) -> Section:
 
 
 def readings_text(generation: dict[str, Any]) -> str:
-    """A generation's sealed lift over its parent pair, per reading and named: ``sealed instances +0.200 (...)``."""
+    """A generation's sealed lift over its parent pair on every headline reading, each named.
+
+    ``sealed instances: sealed lift +0.200 (...); sealed families: none in this lineage; ...``:
+    the three headline readings always (one the generation has no figure for says so), any
+    other reading it measured after them.
+    """
+    lifts = generation.get("sealed_lifts")
+    if lifts is None:  # report data built without them (an older JSON report)
+        lifts = generation_lifts(generation.get("record") or {})
     readings = generation.get("readings")
-    if readings is None:  # report data built without them (an older JSON report)
+    if readings is None:
         readings = generation_readings(generation.get("record") or {})
-    if not readings:
+    if not lifts:
         return "not measured on the sealed split yet"
-    if all(figures.get("kept") for figures in readings.values()):
+    if readings and all(figures.get("kept") for figures in readings.values()):
         return "kept its parent pair: the pair it hands on is its own, re-read, not run again (no change to measure)"
     parts = []
-    for reading, figures in readings.items():
-        if figures.get("kept"):
-            parts.append(f"{reading_name(reading)}: kept its parent pair (re-read, no change to measure)")
+    for reading in READING_ORDER:
+        name = reading_name(reading.value)
+        entry = lifts.get(reading.value)
+        if entry is None:
+            if reading in HEADLINE_READINGS:
+                parts.append(f"{name}: none in this lineage")
             continue
-        lift = sealed_text(figures.get("lift_vs_prev"), figures.get("lift_vs_prev_reason", ""))
-        parts.append(f"{reading_name(reading)}: sealed lift {lift}")
+        if (readings.get(reading.value) or {}).get("kept"):
+            parts.append(f"{name}: kept its parent pair (re-read, no change to measure)")
+            continue
+        parts.append(f"{name}: sealed lift {sealed_text(entry.get('lift'), entry.get('reason', ''))}")
     return "; ".join(parts)
 
 
 def sealed_text(lift: dict | None, reason: str = "") -> str:
-    """A reported lift as ``+0.200 (95% CI -0.100..+0.500) on N tasks, M trials``, or the reason there is none."""
+    """A reported lift as ``+0.200 (95% CI -0.100..+0.500) on N tasks in F families, M trials; method``, or why none."""
     if not lift or lift.get("mean") is None:
         return f"not measured ({reason or 'no figure'})"
+    families = f" in {families_text(int(lift.get('n_units') or 0))}" if lift.get("unit") == "family" else ""
     return (
-        f"{lift['mean']:+.3f} (95% CI {lift['lo']:+.3f}..{lift['hi']:+.3f}) on {lift.get('n_tasks', 0)} sealed tasks, "
-        f"{lift.get('n_trials', 0)} trials"
+        f"{lift['mean']:+.3f} (95% CI {lift['lo']:+.3f}..{lift['hi']:+.3f}) on {lift.get('n_tasks', 0)} sealed "
+        f"tasks{families}, {lift.get('n_trials', 0)} trials; {method_text(lift)}"
     )
 
 
@@ -473,24 +498,30 @@ def _training(data: ReportData, with_plots: bool) -> Section:
 
 
 def _sealed(data: ReportData) -> Section:
-    s = Section(id="sealed-lift", title="Sealed lift per generation (the record's first reading, named)")
+    s = Section(id="sealed-lift", title="Sealed lift per generation and reading")
     if not data.evidence:
         return s.text("No sealed evaluation recorded yet.")
     s.text(
         "The lift of the pair each generation hands on over its parent (and over generation 0's pair), paired by task "
-        "on one sealed reading - the lineage's first reading with tasks, named in each row - mean reward difference "
-        "with a 95% bootstrap interval clustered by task. Every reading's figures are in its own section below; "
-        "the readings are never pooled."
+        "on each sealed reading apart - the three headline readings in every generation, a reading the lineage does "
+        "not have said so - mean reward difference with a 95% interval by unit (families for the family readings, "
+        "tasks otherwise; the method is named). Every reading's figures are in its own section below; the readings "
+        "are never pooled."
     )
-    rows = [
-        [
-            ev.index,
-            reading_name(ev.sealed_reading),
-            sealed_text(ev.sealed_lift, ev.sealed_lift_reason),
-            sealed_text(ev.sealed_lift_vs_root, "generation 0"),
-        ]
-        for ev in data.evidence
-    ]
+    rows = []
+    for ev in data.evidence:
+        for reading in READING_ORDER:
+            entry = ev.sealed_lifts.get(reading.value)
+            if entry is None:
+                if reading in HEADLINE_READINGS and ev.sealed_lifts:
+                    rows.append([ev.index, reading_name(reading.value), "none in this lineage", "-"])
+                continue
+            rows.append([
+                ev.index, reading_name(reading.value), sealed_text(entry.get("lift"), entry.get("reason", "")),
+                sealed_text(entry.get("vs_root"), "generation 0" if ev.index == 0 else "not measured"),
+            ])
+        if not ev.sealed_lifts:
+            rows.append([ev.index, "-", "not measured yet", "-"])
     return s.table(["generation", "reading", "sealed lift over parent", "sealed lift over generation 0"], rows)
 
 

@@ -81,6 +81,23 @@ def update_lineage(
     return lineage
 
 
+def merge_lineage_spec(*, session: Session, lineage_id: str, values: dict[str, Any]) -> Lineage:
+    """Merge ``values`` into a lineage's stored spec (top-level keys replaced; what the lineage records beside it).
+
+    Used for the records kept with the spec that a lineage updates as it runs - its sealed
+    readings (``readings``), relabelled as it mines - never for the settings it was started with.
+
+    Raises:
+        NotFoundError: no such lineage.
+    """
+    lineage = _require_lineage(session, lineage_id)
+    lineage.spec = {**(lineage.spec or {}), **values}  # a new dict: JSON columns do not track in-place changes
+    lineage.updated_at = utcnow()
+    session.add(lineage)
+    session.flush()
+    return lineage
+
+
 def create_generation(
     *,
     session: Session,

@@ -189,9 +189,11 @@ def test_decisions_are_the_same_with_and_without_the_sealed_split(temporal_env, 
     assert with_sealed.outcome == without.outcome == UpdateOutcome.PROMOTED
     assert with_sealed.contract_hash != without.contract_hash  # each names its own lineage's adapter
     # only the reported lift differs: measured (a drop) with the sealed split, absent without
-    lift = a["record"]["sealed_lift"]
-    assert lift["measured_on"] == "sealed" and lift["n_tasks"] == len(SEALED) and lift["mean"] == -1.0
-    assert b["record"]["sealed_lift"] is None and "no sealed tasks" in b["record"]["sealed_lift_reason"]
+    lifts = [lift for lift in a["record"]["sealed_lifts"].values() if lift is not None]  # one per reading
+    assert lifts and all(lift["measured_on"] == "sealed" and lift["mean"] == -1.0 for lift in lifts)
+    assert sum(lift["n_tasks"] for lift in lifts) == len(SEALED)
+    assert not any(b["record"]["sealed_lifts"].values())
+    assert "no sealed tasks" in b["record"]["sealed_lift_reasons"]["tasks"]
 
 
 def _sealed_evidence(settings, name: str) -> tuple[set[str], set[str]]:
@@ -235,7 +237,8 @@ def _store_texts(settings, name: str) -> dict[str, str]:
             # sealed task set) is where sealed trials belong
             measured = (
                 "sealed_lift", "sealed_lift_vs_root", "sealed_lift_reason", "evaluation", "compounding",
-                "readings", "reading_parts", "sealed_reading",
+                "readings", "reading_parts", "sealed_reading", "sealed_lifts", "sealed_lifts_vs_root",
+                "sealed_lift_reasons",
             )
             record = {k: v for k, v in dict(g.record).items() if k not in measured}
             out[f"generation {g.index} record"] = json.dumps(record, default=str)

@@ -264,21 +264,28 @@ def test_update_trains_registers_hands_off_promotes_on_selection_and_measures_se
     assert len(sealed) == 2 * len(SEALED) * spec.evaluation.attempts
     assert {r.task_hash for r in sealed} == sealed_tasks
     assert {(r.contract_hash, r.adapter) for r in sealed} == {(root.hash, ""), (result.contract_hash, ADAPTER)}
-    lift = record["sealed_lift"]
-    assert lift["measured_on"] == "sealed" and lift["baseline"] == "parent" and lift["n_tasks"] == len(SEALED)
+    # one lift per sealed reading, each named (the headline readings always), never pooled
+    assert {"instances", "families", "tasks"} <= set(record["sealed_lifts"])
+    lifts = {reading: lift for reading, lift in record["sealed_lifts"].items() if lift is not None}
+    assert lifts and sum(lift["n_tasks"] for lift in lifts.values()) == len(SEALED)
 
-    def score(adapter: str) -> float:  # mean over tasks of the mean real reward (errors are not zeros)
+    def score(adapter: str, tasks: set[str]) -> float:  # mean over tasks of the mean real reward (errors not zeros)
         per_task = [
             [r.reward for r in sealed if r.adapter == adapter and r.task_hash == t and r.reward is not None]
-            for t in sealed_tasks
+            for t in tasks
         ]
         return sum(sum(v) / len(v) for v in per_task) / len(per_task)
 
-    report = record["evaluation"]["parent"]
-    assert report["parent_score"] == pytest.approx(score(""))
-    assert report["successor_score"] == pytest.approx(score(ADAPTER))
-    assert lift["mean"] == pytest.approx(score(ADAPTER) - score(""))
-    assert lift["lo"] <= lift["mean"] <= lift["hi"] and lift["n_trials"] == len(sealed)
+    for reading, lift in lifts.items():
+        assert lift["measured_on"] == "sealed" and lift["baseline"] == "parent"
+        report = record["evaluation"][reading]["parent"]
+        tasks = set(report["per_task"])
+        assert tasks <= sealed_tasks and len(tasks) == lift["n_tasks"]
+        assert report["parent_score"] == pytest.approx(score("", tasks))
+        assert report["successor_score"] == pytest.approx(score(ADAPTER, tasks))
+        assert lift["mean"] == pytest.approx(score(ADAPTER, tasks) - score("", tasks))
+        assert lift["lo"] <= lift["mean"] <= lift["hi"]
+        assert lift["n_trials"] == sum(1 for r in sealed if r.task_hash in tasks)
     assert not set(promotion["trial_ids"]) & {r.trial_id for r in sealed}
 
 
@@ -430,22 +437,23 @@ def test_two_generations_decide_on_selection_only_and_the_report_shows_three_spl
     assert set(prom0["trial_ids"]) & set(prom1["trial_ids"])  # the promoted r0 pair, measured once
     for g, rec in zip(data.generations, gens, strict=True):
         assert g["splits"] == {"search": len(search), "selection": len(selection), "sealed": len(SEALED)}
-        lift = g["sealed_lift"]
-        assert (
-            lift["measured_on"] == "sealed"
-            and lift["lo"] <= lift["mean"] <= lift["hi"]
-            and lift["n_tasks"] == len(SEALED)
-        )
-        assert rec["sealed_lift"] == lift
-    assert data.generations[0]["sealed_lift_vs_root"] is None  # generation 0's parent is the root
-    vs_root = data.generations[1]["sealed_lift_vs_root"]
-    assert vs_root["measured_on"] == "sealed" and vs_root["baseline"] == "root" and vs_root["n_tasks"] == len(SEALED)
+        lifts = {r: entry["lift"] for r, entry in g["sealed_lifts"].items() if entry["lift"] is not None}
+        assert sum(lift["n_tasks"] for lift in lifts.values()) == len(SEALED)  # every sealed task, one reading each
+        for reading, lift in lifts.items():
+            assert lift["measured_on"] == "sealed" and lift["lo"] <= lift["mean"] <= lift["hi"]
+            assert rec["sealed_lifts"][reading] == lift
+    assert all(e["vs_root"] is None for e in data.generations[0]["sealed_lifts"].values())  # its parent is the root
+    roots = [e["vs_root"] for e in data.generations[1]["sealed_lifts"].values() if e["vs_root"]]
+    assert roots and all(v["measured_on"] == "sealed" and v["baseline"] == "root" for v in roots)
+    assert sum(v["n_tasks"] for v in roots) == len(SEALED)
     html = render_report(data, "html")
     md = render_report(data, "md")
     for section in ("splits", "selection-decisions", "sealed-lift"):
         assert f'id="{section}"' in html
     assert "search-set coverage" in md and "Decisions on the selection split" in md
     for g in data.generations:
-        lift = g["sealed_lift"]
-        assert f"{lift['mean']:+.3f} (95% CI {lift['lo']:+.3f}..{lift['hi']:+.3f}) on {len(SEALED)} sealed tasks" in md
+        for entry in g["sealed_lifts"].values():
+            if (lift := entry["lift"]) is not None:
+                interval = f"{lift['mean']:+.3f} (95% CI {lift['lo']:+.3f}..{lift['hi']:+.3f})"
+                assert f"{interval} on {lift['n_tasks']} sealed" in md
     assert "data:image/png;base64" in html

@@ -79,7 +79,7 @@ def test_lineage_status_json(store):
     assert doc["experience"] == {"entries": {"oracle": 0, "model": 0}, "rounds": [], "rejections": {}, "size": 0}
     # no readings recorded and no sealed task in the pool: no reading, and nothing measured
     assert doc["readings"] == {} and doc["readings_record"]["recorded"] is False
-    assert doc["readings_record"]["tasks"] == {"instances": 0, "families": 0, "tasks": 0}
+    assert doc["readings_record"]["tasks"] == {"instances": 0, "families": 0, "tasks": 0, "restated": 0, "dealt": 0}
     assert doc["generations"][0]["readings"] == {} and doc["generations"][0]["sealed_reading"] is None
     assert doc["spec"] == {"generations": 2} and doc["web_ui"].endswith("/workflows/lineage-night")
     first, second = doc["generations"]

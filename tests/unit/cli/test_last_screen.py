@@ -30,7 +30,9 @@ def test_one_row_per_reading_and_pair_with_counts_lift_and_parts(readings) -> No
     assert [c.header for c in sealed.columns] == list(READING_COLUMNS)
     reading, pair, success, lift, harness, weights = _cells(sealed)
     named = [r for r in reading if r]
-    assert [n.split(" (")[0] for n in named] == ["instances", "families", "tasks"]  # never pooled
+    assert [n.split(" (")[0] for n in named] == ["sealed instances", "sealed families", "sealed tasks"]  # never pooled
+    assert "in 2 families" in named[0] and "in 1 family" in named[1]  # the families beside the task count
+    assert any("(2 families)" in cell for cell in lift)
     pairs_per_reading = len(pair) // 3
     assert pair[:pairs_per_reading][0] == "0 (root)" and all("/" in s or s.startswith("=") for s in success)
     kept = [i for i, s in enumerate(success) if s.startswith("= pair")]
@@ -39,6 +41,19 @@ def test_one_row_per_reading_and_pair_with_counts_lift_and_parts(readings) -> No
     assert measured and all("[" in lift[i] and "n=" in lift[i] for i in measured)
     assert all(harness[i] != "" and weights[i] != "" for i in measured)
     assert len(generations.rows) >= 2
+
+
+def test_a_headline_reading_the_lineage_lacks_is_a_row_saying_why() -> None:
+    from mindforge.cli.last_screen import readings_rows
+    from mindforge.reports.readings import ReadingTable
+
+    only_instances = {"instances": ReadingTable(reading="instances", title="t", n_tasks=3, n_families=3)}
+    rows = readings_rows(only_instances)
+    # the in-distribution reading never stands alone: the transfer readings are named, with why there is none
+    assert [r[0] for r in rows if r[0]] == [
+        "sealed instances (3 tasks in 3 families)", "sealed families", "sealed tasks"
+    ]
+    assert rows[-2][2].startswith("none: it holds out no task family") and rows[-1][2].startswith("none: it pins no")
 
 
 def test_a_generation_row_says_what_decided_and_what_trained() -> None:

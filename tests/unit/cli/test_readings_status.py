@@ -63,15 +63,17 @@ def _status(*args: str):
 
 def _tables(text: str) -> dict[str, str]:
     """Reading -> the text of its table (from its title to the next reading's title, or the end)."""
-    starts = {r.value: text.index(READING_TITLES[r]) for r in SealedReading}
+    starts = {r.value: text.index(READING_TITLES[r]) for r in SealedReading if READING_TITLES[r] in text}
     ends = sorted(starts.values()) + [len(text)]
     return {r: text[i:ends[ends.index(i) + 1]] for r, i in starts.items()}
 
 
 def test_status_prints_one_table_per_reading_with_the_kept_mark(readings) -> None:
     text = _status(NAME)
-    assert "sealed readings, never pooled: sealed instances 4 tasks (copyable 2, needs adaptation 2; of alpha, " \
-        "beta); sealed families 3 tasks (held out: gamma); sealed tasks 3 tasks" in text
+    assert "sealed readings, never pooled: sealed instances 4 tasks in 2 families (copyable 2, needs adaptation 2; " \
+        "of alpha, beta); sealed families 3 tasks in 1 family (held out: gamma); sealed tasks 3 tasks" in text
+    # the headline: every reading, the families beside the task count, the interval's method named
+    assert "sealed families: pair 1 over pair 0 +0.333 [-1.000, +1.000] n=3 (1 family); MOVER-Wilson by unit" in text
     tables = _tables(text)
     assert text.index(READING_TITLES[SealedReading.INSTANCES]) < text.index(READING_TITLES[SealedReading.FAMILIES]) \
         < text.index(READING_TITLES[SealedReading.TASKS])
@@ -86,25 +88,30 @@ def test_status_prints_one_table_per_reading_with_the_kept_mark(readings) -> Non
     for table in tables.values():  # pair 2 is pair 1: marked, not shown as a new measurement
         assert "= pair 1 (kept;" in table  # Rich wraps the rest of the mark as the width allows
     # the per-generation table names each reading beside its lift over the parent pair
-    for line in ("instances: +0.75 [+0.25, +1.00], 4 tasks", "families: +0.33 [+0.00, +1.00], 3 tasks",
-                 "tasks: +0.33 [+0.00, +1.00], 3 tasks", "instances: kept its parent pair (re-read)"):
+    for line in ("sealed instances: +0.75 [-0.46, +1.00]", "sealed families: +0.33 [-1.00, +1.00]",
+                 "sealed tasks: +0.33 [-0.49, +0.94], 3 tasks", "sealed instances: kept its parent pair"):
         assert line in text, line
     assert "one frozen sealed split" not in text  # the pooled table's title is gone
 
 
 def test_status_json_carries_every_reading_per_generation(readings) -> None:
     doc = json.loads(_status(NAME, "--json"))
-    assert doc["readings_record"] == {
-        "recorded": True, "training_families": ["alpha", "beta"], "sealed_families": ["gamma"],
-        "tasks": {"instances": 4, "families": 3, "tasks": 3}, "copyable": 2, "needs_adaptation": 2,
+    record = doc["readings_record"]
+    assert {k: record[k] for k in ("recorded", "training_families", "sealed_families", "copyable")} == {
+        "recorded": True, "training_families": ["alpha", "beta"], "sealed_families": ["gamma"], "copyable": 2,
     }
+    assert record["tasks"] == {"instances": 4, "families": 3, "tasks": 3, "restated": 0, "dealt": 0}
+    assert record["families"] == {"instances": 2, "families": 1} and record["needs_adaptation"] == 2
+    assert record["checks"].endswith("the last: generation 1: before the sealed measurement")
     assert list(doc["readings"]) == ["instances", "families", "tasks"]
     for reading, table in doc["readings"].items():
         assert table["reading"] == reading and table["title"] == READING_TITLES[SealedReading(reading)]
         assert [r["pair"] for r in table["rows"]] == [0, 1, 2] and [r["kept"] for r in table["rows"]] == [0, 0, 1]
     assert doc["readings"]["families"]["families"] == ["gamma"] and doc["readings"]["tasks"]["n_tasks"] == 3
     first, second = doc["generations"]
-    assert first["sealed_reading"] == "instances" and list(first["readings"]) == ["instances", "families", "tasks"]
+    # one sealed lift per reading, never one under a general name
+    assert first["sealed_reading"] is None and list(first["readings"]) == ["instances", "families", "tasks"]
+    assert list(first["record"]["sealed_lifts"]) == ["instances", "families", "tasks"]
     for g, record in zip(doc["generations"], readings, strict=True):
         for reading, figures in g["readings"].items():
             stored = record["readings"][reading]
@@ -127,7 +134,9 @@ def test_status_json_carries_every_reading_per_generation(readings) -> None:
 
 def test_an_old_lineage_shows_its_sealed_split_as_sealed_tasks(old) -> None:
     text = _status(old)
-    assert "sealed readings, never pooled: sealed tasks 2 tasks (started before readings were recorded" in text
+    assert "sealed readings, never pooled: sealed instances: none (it draws no task families, so no unseen " \
+        "instance of a training family is sealed); sealed families: none (it holds out no task family); sealed " \
+        "tasks 2 tasks (started before readings were recorded" in text
     assert READING_TITLES[SealedReading.TASKS] in text
     assert READING_TITLES[SealedReading.INSTANCES] not in text and READING_TITLES[SealedReading.FAMILIES] not in text
     doc = json.loads(_status(old, "--json"))

@@ -39,7 +39,10 @@ def _lines(db_url: str, name: str):
 
 
 def _figure(lift: dict) -> str:
-    return f"{lift['mean']:+.3f} [{lift['lo']:+.3f}, {lift['hi']:+.3f}] n={lift['n_tasks']}"
+    families = {1: " (1 family)"}.get(lift.get("n_units"), f" ({lift.get('n_units')} families)")
+    return f"{lift['mean']:+.3f} [{lift['lo']:+.3f}, {lift['hi']:+.3f}] n={lift['n_tasks']}" + (
+        families if lift.get("unit") == "family" else ""
+    )
 
 
 def test_an_old_lineage_reads_its_whole_sealed_split_as_sealed_tasks(filled) -> None:
@@ -48,8 +51,9 @@ def test_an_old_lineage_reads_its_whole_sealed_split_as_sealed_tasks(filled) -> 
     table = compounding_lines(data)
     assert lines[-len(table):] == table and len(table) == 2 + 2 + 1 + 3 + 1 == 9
     assert "never pooled" in table[0] and "95% CI" in table[0]
-    assert table[1] == "  sealed readings, never pooled: sealed tasks 2 tasks (started before readings were " \
-        "recorded: its sealed split is read whole)"
+    assert table[1] == "  sealed readings, never pooled: sealed instances: none (it draws no task families, so no " \
+        "unseen instance of a training family is sealed); sealed families: none (it holds out no task family); " \
+        "sealed tasks 2 tasks (started before readings were recorded: its sealed split is read whole)"
     assert table[2] == f"{READING_TITLES[SealedReading.TASKS]}: 2 tasks:"
     assert "generation(s) 0, 1 measured before readings existed" in table[3]
     root, first, kept = table[4], table[5:8], table[8]
@@ -65,7 +69,9 @@ def test_an_old_lineage_reads_its_whole_sealed_split_as_sealed_tasks(filled) -> 
     assert kept.endswith(": = pair 1 (kept; re-read, not run again)")
     # the per-generation lines name the reading their sealed lift is of
     assert "  sealed lift over the parent pair (sealed tasks): +0.250 (95% CI +0.000..+0.500) on 2 sealed tasks, " \
-        "8 trials" in lines
+        "8 trials; percentile bootstrap by task" in lines
+    # every headline reading named, the ones an old lineage lacks too
+    assert "  sealed lift over the parent pair (sealed families): none in this lineage" in lines
 
 
 def test_each_reading_is_its_own_block_with_its_parts(readings) -> None:
@@ -75,12 +81,12 @@ def test_each_reading_is_its_own_block_with_its_parts(readings) -> None:
     titles = [i for i, line in enumerate(table) if line.startswith("sealed ") and line.endswith(":")]
     blocks = [table[a:b] for a, b in zip(titles, [*titles[1:], len(table)], strict=True)]
     assert [b[0] for b in blocks] == [
-        f"{READING_TITLES[SealedReading.INSTANCES]}: 4 tasks; training families alpha, beta:",
-        f"{READING_TITLES[SealedReading.FAMILIES]}: 3 tasks; held out: gamma:",
+        f"{READING_TITLES[SealedReading.INSTANCES]}: 4 tasks in 2 families; training families alpha, beta:",
+        f"{READING_TITLES[SealedReading.FAMILIES]}: 3 tasks in 1 family; held out: gamma:",
         f"{READING_TITLES[SealedReading.TASKS]}: 3 tasks:",
     ]
-    assert table[1] == "  sealed readings, never pooled: sealed instances 4 tasks (copyable 2, needs adaptation 2; " \
-        "of alpha, beta); sealed families 3 tasks (held out: gamma); sealed tasks 3 tasks"
+    assert table[1] == "  sealed readings, never pooled: sealed instances 4 tasks in 2 families (copyable 2, needs " \
+        "adaptation 2; of alpha, beta); sealed families 3 tasks in 1 family (held out: gamma); sealed tasks 3 tasks"
     instances, families, tasks = blocks
     rows = {r: data.readings[r].rows for r in data.readings}
     # each block its own figures: R passes 1 of 4 instances, 0 of 3 families, 1 of 3 tasks; P 4, 1 and 2
@@ -106,11 +112,12 @@ def test_each_reading_is_its_own_block_with_its_parts(readings) -> None:
     copyable = _figure(rows["instances"][1].parts["copyable"]["lift_vs_root"])
     assert instances[7:9] == [
         f"    copyable: sealed 1.000 (4/4 passed, 2 tasks); vs pair 0 {copyable}",
-        "    needs adaptation: sealed 1.000 (4/4 passed, 2 tasks); vs pair 0 +1.000 [+1.000, +1.000] n=2",
+        # two families: not the certainty of the bootstrap's [+1.000, +1.000] over two tasks
+        "    needs adaptation: sealed 1.000 (4/4 passed, 2 tasks); vs pair 0 +1.000 [-0.380, +1.000] n=2 (2 families)",
     ]
     assert not any("copyable" in line for line in families + tasks)
-    assert "  sealed lift over the parent pair (sealed instances): +0.750 (95% CI +0.250..+1.000) on 4 sealed " \
-        "tasks, 16 trials" in lines
+    assert "  sealed lift over the parent pair (sealed instances): +0.750 (95% CI -0.456..+0.999) on 4 sealed " \
+        "tasks in 2 families, 16 trials; MOVER-Wilson by unit" in lines
 
 
 def test_no_sealed_measurement_says_so(filled) -> None:

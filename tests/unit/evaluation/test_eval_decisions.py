@@ -63,7 +63,8 @@ def test_paired_lift_pairs_tasks_and_skips_errors():
     assert report.per_task["h-y"] == {"parent": 0.0, "successor": 1.0}  # the verifier error is not a 0
     assert report.summary() == {
         "mean": report.mean, "lo": report.lo, "hi": report.hi, "n_tasks": 2, "n_trials": 7,
-        "measured_on": "sealed", "baseline": "parent",
+        "measured_on": "sealed", "baseline": "parent", "unit": "task", "n_units": 2,
+        "method": "percentile bootstrap by task",
     }
 
 

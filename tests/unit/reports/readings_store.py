@@ -10,7 +10,7 @@ harness-only pair H (the successor contract, base weights) and the trained pair 
 it (so pair 2 is pair 1, read once). Each generation's record is written by the real
 measurement (:meth:`workers.evaluation_activities.EvaluationActivities._measure`):
 ``readings`` per reading, ``reading_parts`` (copyable / needs adaptation), the first
-reading's ``compounding`` and ``sealed_lift``.
+reading's lifts (``sealed_lifts``).
 
 Rewards per pair and task (two attempts each, the same reward) are :data:`PASSES`: on the
 sealed instances R passes 1 of 4, H 2 and P all 4; on the held-out family R and H pass 0

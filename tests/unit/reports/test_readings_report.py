@@ -46,7 +46,8 @@ def _section(text: str, section_id: str) -> str:
 def test_each_reading_has_its_table_from_its_own_records(filled: ReadingsStore, stored) -> None:
     data, records = stored
     assert list(data.readings) == ["instances", "families", "tasks"]
-    assert data.readings_record.tasks == {"instances": 4, "families": 3, "tasks": 3}
+    assert data.readings_record.tasks == {"instances": 4, "families": 3, "tasks": 3, "restated": 0, "dealt": 0}
+    assert data.readings_record.families == {"instances": 2, "families": 1}  # printed beside the task counts
     assert (data.readings_record.copyable, data.readings_record.needs_adaptation) == (2, 2)
     for reading, table in data.readings.items():
         assert table.title == READING_TITLES[SealedReading(reading)] and table.n_tasks == len(filled.tasks[reading])
@@ -123,10 +124,13 @@ def test_each_pair_is_one_row_with_its_re_reads_marked(stored) -> None:
 def test_markdown_names_every_figure_by_its_reading(stored) -> None:
     data, _records = stored
     md = render_report(data, "md")
-    assert "Generation 0: sealed instances: sealed lift +0.750 (95% CI +0.250..+1.000) on 4 sealed tasks, 16 trials; " \
-        "sealed families: sealed lift +0.333" in md
+    assert "Generation 0: sealed instances: sealed lift +0.750 (95% CI -0.456..+0.999) on 4 sealed tasks in 2 " \
+        "families, 16 trials; MOVER-Wilson by unit; sealed families: sealed lift +0.333" in md
     assert "Generation 1: kept its parent pair" in md
-    assert "| 0 | sealed instances | +0.750 (95% CI +0.250..+1.000) on 4 sealed tasks, 16 trials |" in md
+    assert "| 0 | sealed instances | +0.750 (95% CI -0.456..+0.999) on 4 sealed tasks in 2 families, 16 trials; " \
+        "MOVER-Wilson by unit |" in md
+    # the report's top names every headline reading, the families beside the task count and the method
+    assert "sealed families: pair 1 over pair 0 +0.333 [-1.000, +1.000] n=3 (1 family); MOVER-Wilson by unit" in md
     assert "| alpha | training | 2 | 1 | 2 |" in md and "| gamma | held out | 0 | 0 | 3 |" in md
     assert "| alpha-deadbeef | build_failed | docker build exited 1 |" in md
     assert "2 rejected (build_failed 1, nop_passed 1)" in md and "Warnings: family beta admits" in md
@@ -142,7 +146,8 @@ def test_json_carries_the_figures_per_generation_and_reading(stored) -> None:
     assert doc["readings_record"]["sealed_families"] == ["gamma"] and doc["curriculum"]["validated"] == 14
     assert [r["pair"] for r in doc["readings"]["families"]["rows"]] == [0, 1, 2]
     for g, record in zip(doc["generations"], records, strict=True):
-        assert list(g["readings"]) == ["instances", "families", "tasks"] and g["sealed_reading"] == "instances"
+        assert list(g["readings"]) == ["instances", "families", "tasks"]
+        assert list(g["sealed_lifts"]) == ["instances", "families", "tasks"]  # one figure per reading, each named
         for reading, figures in g["readings"].items():
             assert figures["sealed"]["score"] == record["readings"][reading]["successor"]["score"]
             assert figures["lift_vs_root"] == record["readings"][reading]["lift_vs_root"]

@@ -56,12 +56,13 @@ def test_gathered_numbers_match_the_store(filled: FilledStore, data: ReportData)
     gen0, gen1 = data.generations
     assert gen0["splits"] == {"search": filled.search_tasks, "selection": 2, "sealed": 2}
     assert [d["decided_on"] for d in gen0["decisions"]] == ["selection"]
-    assert gen0["sealed_lift"] == {
-        "mean": 0.25, "lo": 0.0, "hi": 0.5, "n_tasks": 2, "n_trials": 8, "measured_on": "sealed", "baseline": "parent"
-    }
-    assert gen1["sealed_lift"] is None and "kept its parent" in gen1["sealed_lift_reason"]
-    # measured before readings existed: the whole sealed split, read as the sealed-tasks reading
-    assert gen0["sealed_reading"] == gen1["sealed_reading"] == "tasks" and list(gen0["readings"]) == ["tasks"]
+    # measured before readings existed: the whole sealed split, read as the sealed-tasks reading, its figure
+    # from the stored compounding row (the percentile bootstrap by task it was measured with)
+    assert list(gen0["sealed_lifts"]) == list(gen1["sealed_lifts"]) == ["tasks"] and list(gen0["readings"]) == ["tasks"]
+    lift = gen0["sealed_lifts"]["tasks"]["lift"]
+    assert (lift["mean"], lift["lo"], lift["hi"], lift["n_tasks"], lift["n_trials"]) == (0.25, 0.0, 0.5, 2, 8)
+    kept = gen1["sealed_lifts"]["tasks"]
+    assert kept["lift"] is None and "kept its parent" in kept["reason"]
     assert list(data.readings) == ["tasks"] and data.readings["tasks"].before_readings == [0, 1]
     assert not data.readings_record.recorded and data.readings_record.tasks["tasks"] == 2 and data.curriculum is None
     assert data.discovery[0]["admitted"] == 1
@@ -81,7 +82,10 @@ def test_markdown_and_json_carry_the_same_sections_and_numbers(data: ReportData)
         in md
     )
     assert "full_coverage" in md and "csv-merge" in md and "no sealed trials" not in md.lower()
-    assert "Generation 0: sealed tasks: sealed lift +0.250 (95% CI +0.000..+0.500) on 2 sealed tasks, 8 trials" in md
+    # every headline reading named, the one this old lineage has with its figure and method
+    assert "Generation 0: sealed instances: none in this lineage; sealed families: none in this lineage; sealed " \
+        "tasks: sealed lift +0.250 (95% CI +0.000..+0.500) on 2 sealed tasks, 8 trials; percentile bootstrap by " \
+        "task." in md
     assert "Decisions on the selection split" in md and "| selection |" in md
     assert "data:image" not in md
     again = ReportData.model_validate_json(render_report(data, "json"))
