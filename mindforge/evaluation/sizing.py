@@ -146,6 +146,9 @@ class GateAtRate(BaseModel):
             none up to a pair passing every trial).
         attempts_for: lift (as text) -> the fewest attempts a task, for both pairs, with
             which it reaches the target power there (None: more than :data:`MAX_ATTEMPTS`).
+        why: why no detectable lift is given although the split holds the gate's tasks (a
+            gate configured below the fewest paired tasks a decision may rest on,
+            :func:`mindforge.evaluation.power.check_gate`); empty otherwise.
     """
 
     gate: str
@@ -156,6 +159,7 @@ class GateAtRate(BaseModel):
     power_at: dict[str, float] = Field(default_factory=dict)
     min_detectable_lift: float | None = None
     attempts_for: dict[str, int | None] = Field(default_factory=dict)
+    why: str = ""
 
 
 class GatesAtRate(BaseModel):
@@ -194,7 +198,10 @@ class GatesAtRate(BaseModel):
         ]
         for g in self.gates:
             powers = " / ".join(f"{p:.0%} at +{lift}" for lift, p in g.power_at.items())
-            mdl = f"{g.min_detectable_lift:.2f}" if g.min_detectable_lift is not None else "no lift up to 1.0"
+            mdl = (
+                f"{g.min_detectable_lift:.2f}" if g.min_detectable_lift is not None
+                else f"nothing ({g.why})" if g.why else "no lift up to 1.0"
+            )
             needs = ", ".join(
                 f"+{lift}: {n} attempts a task" if n is not None else f"+{lift}: more than {MAX_ATTEMPTS} attempts"
                 for lift, n in g.attempts_for.items()
@@ -238,7 +245,7 @@ def resize_gates(
     Returns:
         the record; without a rate, only the note.
     """
-    from mindforge.evaluation.power import min_detectable_lift, simulated_min_detectable_lift
+    from mindforge.evaluation.power import GateCannotPassError, min_detectable_lift, simulated_min_detectable_lift
 
     out = GatesAtRate(generation=generation, parent_rate=parent_rate, parent_trials=parent_trials,
                       target_power=power, note=note)
@@ -254,10 +261,13 @@ def resize_gates(
             power_at={f"{lift:.2f}": power_at(rule, rate, lift, draws=draws, seed=seed) for lift in top},
         )
         if rule.tasks >= max(1, rule.min_tasks):
-            row.min_detectable_lift = (
-                min_detectable_lift(rule, power) if rate <= 0.0
-                else simulated_min_detectable_lift(rule, rate, power, draws=draws, seed=seed)
-            )
+            try:
+                row.min_detectable_lift = (
+                    min_detectable_lift(rule, power) if rate <= 0.0
+                    else simulated_min_detectable_lift(rule, rate, power, draws=draws, seed=seed)
+                )
+            except GateCannotPassError as exc:  # a lineage started with fewer paired tasks than a gate needs
+                row.why = str(exc)
         for lift in top:
             row.attempts_for[f"{lift:.2f}"] = next(
                 (
