@@ -246,12 +246,39 @@ def _stone_table(state: SearchState, stone: int, cluster: str, base: dict[str, i
 class _Context:
     """Per-step precomputation shared by all cells: evidence, affinity tables, arm tags."""
 
-    def __init__(self, state: SearchState, root: HCPContract, unsolved: list[int]) -> None:
+    def __init__(
+        self, state: SearchState, root: HCPContract, unsolved: list[int], all_arms: list[Candidate] | None = None
+    ) -> None:
         self.state, self.root = state, root
         self.evidence = _evidence(state)
         use = state.config.use_audits
-        self.tables = {t: task_affinity_table(state.tasks[t]) if use else {} for t in unsolved}
         self._arm: dict[str, tuple[frozenset[str], list[int]]] = {}
+        self.tables = {t: task_affinity_table(state.tasks[t]) if use else {} for t in unsolved}
+        for t, table in self.tables.items():
+            if table and all_arms is not None and self._hint_refuted(t, table, all_arms):
+                self.tables[t] = {}  # the audit's hint failed here: every edit is as likely as any other
+
+    def _hint_refuted(self, task: int, table: dict[str, int], all_arms: list[Candidate]) -> bool:
+        """Whether every single edit the task's audit points at (affinity 1 or more) ran
+        ``max_attempts_per_cell`` usable attempts on the task with no pass and no progress.
+
+        Then the hint is spent for this task, and its prior would only keep exploration on
+        compositions of the edits that failed it, away from the edits the audit did not name
+        (a fix no rule points at: UCB1's rule that every arm is pulled once, kept for singles).
+        ``all_arms`` lists the known candidates first, at their state indices.
+        """
+        cap = self.state.config.max_attempts_per_cell
+        known = len(self.state.candidates)
+        fitting = [p for p, c in enumerate(all_arms) if len(c.edits) == 1 and affinity(table, self.arm(c)[0]) >= 1]
+        if not fitting:
+            return False
+        for position in fitting:
+            if position >= known:
+                return False
+            cell = self.state.cell(task, position)
+            if cell.usable < cap or cell.successes or cell.progress:
+                return False
+        return True
 
     def arm(self, cand: Candidate) -> tuple[frozenset[str], list[int]]:
         """The arm's edit tags and the indices of candidates whose edits are a proper subset of its."""
@@ -337,13 +364,13 @@ def pick_adaptive(
         planned: (task, contract hash) -> cells already planned this step; a cell at its
             attempt cap counting those is not picked.
     """
-    ctx = _Context(state, arms.root, unsolved)
+    all_arms = arms.all()
+    ctx = _Context(state, arms.root, unsolved, all_arms)
     factors = factors or {}
     planned = planned or {}
     cap = state.config.max_attempts_per_cell
     draws: list[tuple[float, int, int, Candidate]] = []
     existing = len(arms.pool.items)
-    all_arms = arms.all()
     for t in unsolved:
         composing = _singles_tried(ctx, t, all_arms, existing, per_cluster=True)
         stepping = composing or _singles_tried(ctx, t, all_arms, existing, top_only=True)
