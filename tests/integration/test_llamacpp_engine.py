@@ -397,9 +397,13 @@ def test_an_adapter_applies_to_its_own_requests_only(server, client, hf_model, t
 
 def test_adapter_names_bind_weights_and_unload(server, client, hf_model, tmp_path) -> None:
     url = server.base_url
-    a = make_adapter(hf_model, tmp_path / "a", scale=0.05)
-    b = make_adapter(hf_model, tmp_path / "b", scale=0.08)
-    base_before = chat(client, "smol", max_tokens=1).choices[0].logprobs.content[0].logprob
+    a = make_adapter(hf_model, tmp_path / "a", scale=0.08)  # changes the greedy reply (the test above)
+    b = make_adapter(hf_model, tmp_path / "b", scale=0.05)
+
+    def ids(model: str) -> list[int]:
+        return chat(client, model, max_tokens=10).model_dump()["choices"][0]["token_ids"]
+
+    base_before = ids("smol")
 
     def load(name: str, path: Path) -> httpx.Response:
         return post(f"{url}/load_lora_adapter", {"lora_name": name, "lora_path": str(path)})
@@ -412,13 +416,16 @@ def test_adapter_names_bind_weights_and_unload(server, client, hf_model, tmp_pat
     models = {m["id"]: m for m in httpx.get(f"{url}/models").json()["data"]}
     assert "rev1" in models and models["rev1"]["parent"] == "smol"
     assert chat(client, "rev1", max_tokens=1).model == "rev1"
+    assert ids("rev1") != base_before  # so a leak into base requests would show below
     assert post(f"{url}/unload_lora_adapter", {"lora_name": "rev1"}).status_code == 200
     with pytest.raises(openai.NotFoundError):
         chat(client, "rev1", max_tokens=1)
     assert post(f"{url}/unload_lora_adapter", {"lora_name": "rev1"}).status_code == 404
     assert load("rev1", b).status_code == 400  # the name stays bound to its weights
-    base_after = chat(client, "smol", max_tokens=1).choices[0].logprobs.content[0].logprob
-    assert base_after == pytest.approx(base_before, abs=1e-4)
+    # the base weights decode as before: greedy ids, not logprobs to 1e-4 - llama.cpp's kernels are not
+    # batch-invariant, so a prompt evaluated whole and one evaluated after a cached prefix differ by up
+    # to about 0.1 in a logprob (-1.914 against -2.020 in one run)
+    assert ids("smol") == base_before
 
 
 def test_unconvertible_adapters_are_refused_naming_the_field(server, hf_model, tmp_path) -> None:
