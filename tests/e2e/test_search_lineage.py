@@ -94,7 +94,8 @@ def test_search_reaches_full_coverage_and_the_report_shows_single_below_it(
             policy.base_url,
             generations=1,
             attempts=1,
-            search=SearchBudgetSpec(max_attempts=160, cells_per_step=8, seed=0),
+            # the last task (site-permissions: an edit no audit rule names) fell at trial 147 of 160 in one run
+            search=SearchBudgetSpec(max_attempts=200, cells_per_step=8, seed=0),
         )
         spec.tasks = [str(BUNDLED_TASKS / t) for t in UNLOCKS]
         spec.stages = [Stage.EXPANSION]
@@ -108,7 +109,7 @@ def test_search_reaches_full_coverage_and_the_report_shows_single_below_it(
     # the race (the default strategy) keeps racing once every task is covered: solved tasks stay in
     # its pool, and the budget ends it
     assert search["strategy"] == "race" and search["stop_reason"] == "budget_attempts"
-    assert search["spent"]["attempts"] == 160
+    assert search["spent"]["attempts"] == 200
     assert search["best_single"]["covered"] < search["covered"]
 
     eng = se.init_db(settings.db_url)
