@@ -129,11 +129,11 @@ def quickstart_command(
         help="Most generations to run; each after the first starts only if it is predicted to fit --time-budget.",
     ),
     time_budget: float = typer.Option(
-        1800.0, "--time-budget", min=0.0,
+        900.0, "--time-budget", min=0.0,
         help="Seconds from this command's start (set-up included) after which no new generation starts: one starts "
         "when the time so far plus the longest generation so far fits (0: no budget, run all --generations). A "
-        "started generation always finishes. On 2 cores a SmolLM2 generation of the default curriculum "
-        "takes 6 to 20 minutes (measured), so the default usually fits one; give more to run more.",
+        "started generation always finishes, so the run can pass the budget by up to one generation; "
+        "docs/main-job.md gives the measured length of a generation on 2 cores.",
     ),
     attempts: int = typer.Option(1, "--attempts", min=1, help="Base-evaluation trials per search task."),
     selection_attempts: int = typer.Option(

@@ -22,4 +22,4 @@ def test_the_default_budget_and_generations_are_in_the_help() -> None:
     app = typer.Typer()
     app.command()(quickstart_command)
     text = CliRunner().invoke(app, ["--help"], terminal_width=200, env={"COLUMNS": "200"}).output
-    assert "--time-budget" in text and "1800" in text and "--generations" in text
+    assert "--time-budget" in text and "900" in text and "--generations" in text
