@@ -18,10 +18,11 @@ the last pair, same pool and frozen sealed split) only when the time spent so fa
 the longest generation so far fits in ``--time-budget`` and fewer than ``--generations``
 ran. The budget is a prediction from measured generations, checked here between
 generations: no workflow reads a clock, and a generation that started always finishes.
-A SmolLM2 generation of the default curriculum took 6 to 20 minutes on 2 cores (16 to
-17 rollouts a minute, bound by decoding at about 44 tokens a second per slot); the
-selection split is sized for the gates to detect a lift of 0.25 with 80% power
-(``--target-lift``), which the harness gains of a worked-example library clear.
+A SmolLM2 generation of the default curriculum took 778 s on 2 cores (run ``mj5``,
+2026-12-05: 21.9 rollouts a minute, bound by prefilling prompts of 1,000 to 2,400 tokens),
+so the default 900 s budget fits one; the selection split is sized for the gates to detect
+a lift of 0.25 with 80% power (``--target-lift``), which the harness gains of a
+worked-example library clear.
 
 By default the model is SmolLM2-135M-Instruct (``--model smollm2``, bundled as a GGUF
 file) served by llama.cpp for generation, while the Update stage trains its LoRA adapter
