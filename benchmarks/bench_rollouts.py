@@ -18,6 +18,9 @@ One run on this machine prints, side by side:
    A stage's ceiling is the lower of the floor and the rollouts a minute the model allows
    a trial of the stage's mean computed prompt tokens and completion tokens at the served
    configuration's tokens a second (:func:`benchmarks.rollout_parts.model_per_minute`).
+   Beside it, the shared-core bound (:func:`benchmarks.rollout_parts.shared_core_bound`):
+   the rate if sandbox work and model work take turns on the same cores. Both are measured
+   with the whole machine to themselves, so the true ceiling lies between the two.
 2. **Arms** (skipped by ``--ceiling``): each change in turn, on a cold server process of its
    own, with the same fixed set of trials (same tasks, same sampling seeds) under each of
    two contracts - ``json`` (the main job's root, ``hcp_contracts/smollm2.toml``: JSON
@@ -82,6 +85,7 @@ from benchmarks.rollout_parts import (  # noqa: E402 - after the path
     per_minute,
     rate_text,
     run_seeded,
+    shared_core_bound,
     trial_cost,
 )
 
@@ -232,8 +236,10 @@ def stage_row(gen: str, stage: str, recs: list[Any], active: float, floor: float
     completion = sum(c.completion_tokens for c in seen) / max(len(seen), 1)
     allowed = model_per_minute(computed, completion, served.prefill_tps, served.decode_tps)
     rate, top = per_minute(len(recs), active), ceiling(floor, allowed)
+    shared = shared_core_bound(floor, allowed)
     return (f"  {gen:>3} {stage:<10} {len(recs):>6} {sum(1 for r in recs if r.passed):>6} {active:>8.0f} {rate:>6.1f} "
-            f"{computed:>6.0f} {completion:>5.0f} {len(seen):>11} {allowed:>12.1f} {top:>7.1f} {rate / top:>5.2f}x")
+            f"{computed:>6.0f} {completion:>5.0f} {len(seen):>11} {allowed:>12.1f} {top:>7.1f} {rate / top:>5.2f}x "
+            f"{shared:>6.1f} {rate / shared:>5.2f}x")
 
 
 def lineage_rows(name: str, floor: float, served: TokenRates) -> list[str]:
@@ -252,7 +258,8 @@ def lineage_rows(name: str, floor: float, served: TokenRates) -> list[str]:
             if row.started_at is not None and row.finished_at is not None:
                 groups.setdefault((row.generation_index or 0, row.stage), []).append(row.to_record())
     rows = [f"  {'gen':>3} {'stage':<10} {'trials':>6} {'passed':>6} {'active s':>8} {'/min':>6} {'prompt':>6} "
-            f"{'compl':>5} {'transcripts':>11} {'model allows':>12} {'ceiling':>7} {'x ceil':>6}"]
+            f"{'compl':>5} {'transcripts':>11} {'model allows':>12} {'ceiling':>7} {'x ceil':>6} "
+            f"{'shared':>6} {'x shr':>6}"]
     every: list[Any] = []
     total = 0.0
     for (gen, stage), recs in sorted(groups.items(), key=lambda kv: min(r.started_at for r in kv[1])):

@@ -95,6 +95,22 @@ def ceiling(floor_per_minute: float, model_allows: float) -> float:
     return min(floor_per_minute, model_allows)
 
 
+def shared_core_bound(floor_per_minute: float, model_allows: float) -> float:
+    """Rollouts a minute if Docker and the model each need the whole machine while they run.
+
+    The floor and the model's rate are each measured with all cores to themselves; on one
+    machine a trial's sandbox work and its model work take turns on the same cores, so a
+    trial costs the sum of both times: ``1 / (1 / floor + 1 / model)``. The true ceiling lies
+    between this and :func:`ceiling` (perfect overlap of the two).
+
+    Raises:
+        ValueError: a rate that is not positive.
+    """
+    if floor_per_minute <= 0 or model_allows <= 0:
+        raise ValueError(f"need positive rates: floor {floor_per_minute}, model {model_allows}")
+    return 1.0 / (1.0 / floor_per_minute + 1.0 / model_allows)
+
+
 def rate_text(successes: int, n: int) -> str:
     """``k/n = rate [lo, hi]`` with the Wilson 95% interval (Wilson 1927)."""
     from mindforge.evaluation import wilson_interval

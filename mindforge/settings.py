@@ -77,8 +77,9 @@ class Settings(BaseSettings):
             from other machines.
         trial_cpus: Ray CPUs one model trial asks for (``MINDFORGE_TRIAL_CPUS``), so a node
             runs ``CPUs / trial_cpus`` trials at once. A trial mostly waits, on the policy
-            endpoint and on Docker, so several share a core; the default was chosen by
-            ``benchmarks/bench_rollouts.py`` (rollouts a minute by trials at once).
+            endpoint and on Docker, so several share a core; the default, 1/6 (12 trials at
+            once on 2 CPUs), was chosen by ``benchmarks/bench_rollouts.py --slots``: 1.21x the
+            rollouts a minute of 8 at once, and 16 at once no faster.
         trial_sandboxes: units of the Ray resource ``sandbox`` one model trial asks for
             (``MINDFORGE_TRIAL_SANDBOXES``). 0 (default) asks for none, for a Ray without it
             (the dev stack's head, a local cluster); 1 where the nodes that run sandboxes
@@ -109,7 +110,7 @@ class Settings(BaseSettings):
     policy_url: str = "http://127.0.0.1:8000/v1"
     policy_api_key: SecretStr | None = None
     bind_host: str = "127.0.0.1"
-    trial_cpus: float = Field(default=0.25, gt=0.0, le=64.0)
+    trial_cpus: float = Field(default=1 / 6, gt=0.0, le=64.0)
     trial_sandboxes: float = Field(default=0.0, ge=0.0, le=64.0)
 
     @field_validator("database_url_file")

@@ -286,9 +286,8 @@ def test_the_head_takes_no_trial_and_trials_ask_for_the_sandbox_slots_only_worke
         assert not (group.get("resources") and {"num-cpus", "num-gpus", "memory", "resources"} & starts.keys())
     # the workers' settings make every trial ask for a slot (workers.trial_activities.run_trial_ref)
     env = _doc("ConfigMap", "mindforge-settings")["data"]
-    settings = Settings(
-        trial_sandboxes=env["MINDFORGE_TRIAL_SANDBOXES"], trial_cpus=env.get("MINDFORGE_TRIAL_CPUS", 0.25)
-    )
+    cpus = {"trial_cpus": env["MINDFORGE_TRIAL_CPUS"]} if "MINDFORGE_TRIAL_CPUS" in env else {}
+    settings = Settings(trial_sandboxes=env["MINDFORGE_TRIAL_SANDBOXES"], **cpus)
     assert 1 <= settings.trial_sandboxes <= float(sandbox["resources"]["sandbox"])
     # a sandbox pod's slots fit its CPUs at the trials' CPU request
     assert float(sandbox["resources"]["sandbox"]) * settings.trial_cpus <= ray_cpus(sandbox)

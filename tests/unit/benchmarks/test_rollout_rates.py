@@ -14,6 +14,7 @@ from benchmarks.rollout_parts import (
     paired_difference,
     per_minute,
     rate_text,
+    shared_core_bound,
     trial_cost,
 )
 from mindforge.agent.transcript import TranscriptWriter
@@ -98,3 +99,12 @@ def test_batch_rate_and_rewards_by_task() -> None:
     assert batch.per_minute == pytest.approx(6.0)
     assert batch.rewards() == {"a": [1.0, 0.0]}  # a trial without a real reward is left out
     assert batch.mean("docker_sec") == pytest.approx(1.0)
+
+
+def test_the_shared_core_bound_adds_the_times_and_lies_below_the_ceiling() -> None:
+    assert shared_core_bound(160.0, 40.0) == pytest.approx(32.0)  # 1 / (1/160 + 1/40): 0.375 + 1.5 s a trial
+    assert shared_core_bound(160.0, 40.0) < ceiling(160.0, 40.0)
+    assert shared_core_bound(60.0, 60.0) == pytest.approx(30.0)
+    assert shared_core_bound(160.0, math.inf) == pytest.approx(160.0)  # a trial of no tokens costs Docker only
+    with pytest.raises(ValueError, match="positive"):
+        shared_core_bound(0.0, 40.0)
