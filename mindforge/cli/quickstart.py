@@ -157,7 +157,7 @@ def quickstart_command(
         False, "--allow-small-splits", help="Run even with a split below the minimum (the report flags it)."
     ),
     search_attempts: int = typer.Option(
-        48, "--search-attempts", min=0, help="Configuration-search budget in trials per generation (0: none)."
+        72, "--search-attempts", min=0, help="Configuration-search budget in trials per generation (0: none)."
     ),
     iterations: int = typer.Option(
         2, "--iterations", min=0, help="Update: on-policy GRPO iterations under the training contract (0: offline)."

@@ -63,7 +63,9 @@ class SearchBudgetSpec(BaseModel):
         max_attempts: trials the search may run.
         max_tokens: prompt + completion tokens the search may spend.
         max_wall_sec: wall-clock seconds the search may take.
-        cells_per_step: (task, contract) cells planned per step.
+        cells_per_step: (task, contract) cells planned per step; a step's trials run at
+            once and the next step waits for the slowest, so the default is the trials a
+            2-CPU node runs at once (12, settings' ``trial_cpus``).
         seed: the allocator's seed.
         examples: the user's worked examples (``--examples DIR``) the search may add
             to a contract, one ``add_example`` edit each; none by default. Examples
@@ -74,7 +76,7 @@ class SearchBudgetSpec(BaseModel):
     max_attempts: int | None = Field(default=64, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
     max_wall_sec: float | None = Field(default=None, gt=0)
-    cells_per_step: int = Field(default=8, ge=1)
+    cells_per_step: int = Field(default=12, ge=1)
     seed: int = 0
     examples: list[WorkedExample] = Field(default_factory=list)
 
