@@ -412,24 +412,20 @@ def sealed_power_table(draws: int, seed: int) -> list[str]:
 
     At the main job's size (12 training families x 1 instance), the parent passing nothing
     (as the root does there), lifts that vary by family as in the coverage cells (each family
-    gains twice the lift or nothing), by attempts a task; the interval is the reported rule
-    (:func:`mindforge.evaluation.intervals.clustered_lift_bounds`, by family).
+    gains twice the lift or nothing), by attempts a task: the product's own simulation
+    (:func:`mindforge.evaluation.reading_power.reading_power`, which the main job sizes its
+    sealed-instances attempts with), on the reported interval.
     """
+    from mindforge.evaluation.reading_power import reading_power
+
     units, per = READINGS["sealed instances (12 families x 1)"]
-    unit_of = [u for u in range(units) for _ in range(per)]
     lines = [
         f"sealed instances ({units} families x {per}), parent passing 0: share of {draws} draws whose 95% lower "
         "bound (MOVER-Wilson by family) is above 0, by attempts a task (trials a pair: 12 x attempts)",
         "  lift  " + " ".join(f"{a:>2} attempt(s)" for a in POWER_ATTEMPTS),
     ]
     for lift in POWER_LIFTS:
-        cells = []
-        for attempts in POWER_ATTEMPTS:
-            rng = np.random.default_rng(seed)
-            parent, child = reading_draws(rng, "even", draws, units, per, 0.0, lift, attempts)
-            trials = units * per * attempts
-            _mean, lo, _hi = clustered_lift_bounds(parent, child, unit_of, parent_trials=trials, child_trials=trials)
-            cells.append(f"{float((lo > 0).mean()):>13.0%}")
+        cells = [f"{reading_power(units, per, a, lift, draws=draws, seed=seed):>13.0%}" for a in POWER_ATTEMPTS]
         lines.append(f"  {lift:.2f}  " + " ".join(cells))
     return lines
 

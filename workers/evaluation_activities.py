@@ -86,7 +86,8 @@ def pair_trial_batches(
         session: an open store session.
         lineage_id / generation: where the trials run.
         runtime: batch size and policy endpoint.
-        evaluation: attempts per task and pair.
+        evaluation: attempts per task and pair (on the sealed split, the sealed-instances
+            reading's tasks get ``sealed_instance_attempts`` when it is set).
         split: ``selection`` or ``sealed``.
         pairs: the pairs (a pair listed twice is planned once).
 
@@ -103,7 +104,13 @@ def pair_trial_batches(
     tasks = pool.list_pool_tasks(session=session, lineage_id=lineage_id, split=split)
     paths = {t.id: t.path for t in tasks}
     attempts = (evaluation.sealed_attempts or evaluation.attempts) if split == PoolSplit.SEALED else evaluation.attempts
-    planned = plan_pair_trials(pairs, [t.id for t in tasks], attempts=attempts, batch_size=runtime.trial_batch_size)
+    attempts_of = None
+    if split == PoolSplit.SEALED and evaluation.sealed_instance_attempts:
+        instances = current_readings(session, lineage_id).readings.get(SealedReading.INSTANCES, [])
+        attempts_of = dict.fromkeys(instances, evaluation.sealed_instance_attempts)
+    planned = plan_pair_trials(
+        pairs, [t.id for t in tasks], attempts=attempts, batch_size=runtime.trial_batch_size, attempts_of=attempts_of
+    )
     batches = [
         RunTrialsInput(
             lineage_id=lineage_id, generation=generation, stage=stage, contract_hash=batch[0].contract_hash,

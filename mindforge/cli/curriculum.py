@@ -120,3 +120,33 @@ def size_curriculum_selection(spec, fixed_tasks: int, gates_at, *, baseline: flo
         raise InputError(exc.field, "evaluation.splits", exc.reason) from None
     cur.selection_instances = size.per_family
     return size.describe()
+
+
+def size_sealed_instances(spec, *, lift: float) -> str:
+    """Set ``spec.evaluation.sealed_instance_attempts`` by the sealed-instances reading's power; returns the line.
+
+    The reading's units are the training families, each with the sealed share of its
+    instances; the attempts are the fewest (1 to 4) whose simulated 95% lower bound clears 0
+    with 80% power at ``lift`` over a root passing nothing
+    (:func:`mindforge.evaluation.reading_power.sealed_attempts_for_power`).
+
+    Args:
+        spec: the lineage spec, with a curriculum (changed in place).
+        lift: the lift the reading should show above 0 (reward units).
+    """
+    from mindforge.evaluation.reading_power import sealed_attempts_for_power
+
+    cur = spec.curriculum
+    per = min(cur.instances, int(cur.instances * cur.sealed_fraction + 0.5))
+    units = len(cur.training_families)
+    if not per or units < 2:
+        return f"sealed instances: {units} family(ies) x {per} instance(s): too few to size by power; attempts as set"
+    got = sealed_attempts_for_power(units, per, lift=lift, seed=spec.evaluation.seed)
+    spec.evaluation.sealed_instance_attempts = got.attempts
+    verdict = "" if got.reached else f" (the most it takes; 80% is not reached at {got.attempts})"
+    others = spec.evaluation.sealed_attempts or 1
+    return (
+        f"sealed instances sized by power: {got.attempts} attempt(s) on each of {units * per} tasks "
+        f"({units} families), so that a lift of {lift:.2f} over a root passing nothing shows a 95% lower bound "
+        f"above 0 in {got.power:.0%} of runs{verdict}; the other sealed readings: {others} attempt(s)"
+    )

@@ -141,6 +141,11 @@ def quickstart_command(
         2, "--selection-attempts", min=1, help="Attempts per selection task of the parent pair and the trained pair."
     ),
     sealed_attempts: int = typer.Option(1, "--sealed-attempts", min=1, help="Attempts per sealed task of each pair."),
+    sealed_instance_attempts: int = typer.Option(
+        None, "--sealed-instance-attempts", min=1,
+        help="Attempts per sealed-instances task of each pair (default with the curriculum: sized so that a lift of "
+        "--target-lift shows a lower bound above 0 with 80% power).",
+    ),
     race: int = typer.Option(1, "--race", min=1, help="Search contracts that race the parent on selection."),
     race_budget: int = typer.Option(
         2, "--race-budget", min=1, help="Attempts per selection task the racing contracts share."
@@ -210,9 +215,13 @@ def quickstart_command(
         target_lift=target_lift,
         evaluation={
             "attempts": selection_attempts, "sealed_attempts": sealed_attempts, "successor_candidates": race,
-            "race_budget": race_budget,
+            "race_budget": race_budget, "sealed_instance_attempts": sealed_instance_attempts,
         },
     )
+    if spec.curriculum is not None and sealed_instance_attempts is None:
+        from mindforge.cli.curriculum import size_sealed_instances
+
+        console.print(size_sealed_instances(spec, lift=target_lift), highlight=False)
     run_with_services(spec, settings, MainJobServices(model, engine, resolved), generations, time_budget, started)
 
 

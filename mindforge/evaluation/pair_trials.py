@@ -13,7 +13,7 @@ Pure: pydantic and the shared enums.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -52,7 +52,8 @@ def pair_stage(split: PoolSplit) -> TrialStage:
 
 
 def plan_pair_trials(
-    pairs: Iterable[PairRef], task_hashes: Sequence[str], *, attempts: int, batch_size: int
+    pairs: Iterable[PairRef], task_hashes: Sequence[str], *, attempts: int, batch_size: int,
+    attempts_of: Mapping[str, int] | None = None,
 ) -> list[list[PairTrial]]:
     """Batches of trials of every pair on every task, ``attempts`` attempts each.
 
@@ -61,6 +62,8 @@ def plan_pair_trials(
         task_hashes: the split's tasks, in the order their trials are planned.
         attempts: attempts per task and pair.
         batch_size: most trials per batch (>= 1); a batch holds one pair's trials.
+        attempts_of: task hash -> its own attempts per pair, in place of ``attempts`` (the
+            sealed-instances reading's tasks, sized by its power); other tasks keep ``attempts``.
 
     Returns:
         the batches, pair by pair; within a pair, task by task, then attempt by attempt.
@@ -71,7 +74,7 @@ def plan_pair_trials(
         planned = [
             PairTrial(contract_hash=contract_hash, adapter=adapter, task_hash=t, attempt=a)
             for t in task_hashes
-            for a in range(attempts)
+            for a in range((attempts_of or {}).get(t, attempts))
         ]
         batches += [planned[i : i + batch_size] for i in range(0, len(planned), batch_size)]
     return batches

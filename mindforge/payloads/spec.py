@@ -191,6 +191,10 @@ class EvaluationSpec(BaseModel):
         attempts: attempts per selection task per pair (the parent's, in the successor
             check, and both pairs' in the pair gate).
         sealed_attempts: attempts per sealed task per pair (None: ``attempts``).
+        sealed_instance_attempts: attempts per task and pair of the sealed-instances reading
+            (unseen instances of the training families), in place of ``sealed_attempts``
+            (None: the same). The main job sizes it by the reading's power
+            (:func:`mindforge.evaluation.reading_power.sealed_attempts_for_power`).
         successor_candidates: search contracts raced against the parent on the selection
             split for the successor (the search's best by pass rate first; one or two: each
             is judged at the Bonferroni level over how many race).
@@ -204,6 +208,7 @@ class EvaluationSpec(BaseModel):
     splits: SplitConfig = Field(default_factory=SplitConfig)
     attempts: int = Field(default=2, ge=1)
     sealed_attempts: int | None = Field(default=None, ge=1)
+    sealed_instance_attempts: int | None = Field(default=None, ge=1)
     successor_candidates: int = Field(default=2, ge=1)
     race_budget: int = Field(default=4, ge=1)
     lift_resamples: int = Field(default=2000, ge=1)

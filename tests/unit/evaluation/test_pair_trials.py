@@ -27,3 +27,14 @@ def test_no_tasks_plan_nothing_and_search_is_never_a_pair_split() -> None:
     assert pair_stage(PoolSplit.SEALED) == TrialStage.SEALED
     with pytest.raises(ValueError, match="not 'search'"):
         pair_stage(PoolSplit.SEARCH)
+
+
+def test_tasks_with_their_own_attempts_get_them_and_every_pair_the_same() -> None:
+    batches = plan_pair_trials([A, B], ["h-t0", "h-t1", "h-t2"], attempts=1, batch_size=16, attempts_of={"h-t1": 3})
+    for batch in batches:
+        assert [(t.task_hash, t.attempt) for t in batch] == [
+            ("h-t0", 0), ("h-t1", 0), ("h-t1", 1), ("h-t1", 2), ("h-t2", 0)
+        ]
+    assert plan_pair_trials([A], ["h-t0"], attempts=2, batch_size=4, attempts_of={}) == plan_pair_trials(
+        [A], ["h-t0"], attempts=2, batch_size=4
+    )
