@@ -4,9 +4,7 @@ Child ids derive from the lineage id (``<lineage>-gen-<i>-<stage>``). After the 
 stages, the generation measures the pair it hands on against its parent (and against
 generation 0's pair, and - when contract and adapter both changed - against the
 harness-only pair, for the attribution) on the sealed split: the only place sealed trials
-run, and nothing is decided on them. The parent's sealed trials depend on no stage, so they
-start with the generation and run beside its stages (in trial slots the stages' waves
-leave idle); the measurement waits for them.
+run, and nothing is decided on them.
 """
 
 from __future__ import annotations
@@ -39,9 +37,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.expansion import ExpansionWorkflow
     from workflows.update import UpdateWorkflow
 
-#: the patch marker of running the parent's sealed trials beside the stages (``workflow.patched``)
-PARENT_SEALED_PATCH = "parent-sealed-beside-stages"
-
 
 @workflow.defn(name="GenerationWorkflow")
 class GenerationWorkflow:
@@ -51,12 +46,6 @@ class GenerationWorkflow:
     async def run(self, inp: GenerationInput) -> GenerationResult:
         """Run the enabled stages in order, measure the sealed lift, and record the generation."""
         await self._record(inp, RunStatus.RUNNING)
-        # the parent's sealed trials need nothing the stages decide: they run beside the stages and fill
-        # the trial slots that the stages' waves leave idle; the sealed measurement at the end reads them
-        # (behind a patch marker: a generation whose history was recorded before runs them at the end)
-        parent_sealed = (
-            asyncio.create_task(self._parent_sealed(inp)) if workflow.patched(PARENT_SEALED_PATCH) else None
-        )
         ran: list[str] = []
         result = GenerationResult(index=inp.index, stages_run=ran, contract_hash=inp.contract_hash, adapter=inp.adapter)
         clock = workflow.now()
@@ -95,29 +84,12 @@ class GenerationWorkflow:
         # trained pair is handed on, else the contract Expansion's successor check chose)
         harness_contract = trained_under or result.successor_contract_hash
         harness = PairRef(contract_hash=harness_contract, adapter=inp.adapter) if harness_contract else None
-        if parent_sealed is not None:
-            await parent_sealed
         lift = await self._sealed(inp, PairRef(contract_hash=result.contract_hash, adapter=result.adapter), harness)
         result.sealed_lifts = lift.lifts  # one figure per sealed reading, each named
         self._lap(result, "sealed", clock)
         result.stages_run = ran
         await self._record(inp, RunStatus.COMPLETED, result)
         return result
-
-    async def _parent_sealed(self, inp: GenerationInput) -> None:
-        """Run the parent's sealed trials not yet stored (none when an earlier generation read it).
-
-        Started with the generation, beside its stages: no stage reads the sealed split, so
-        these trials change no decision; :meth:`_sealed` then finds them stored and plans
-        only the other pairs' trials.
-        """
-        parent = PairRef(contract_hash=inp.contract_hash, adapter=inp.adapter)
-        sealed = SealedEvaluationInput(
-            lineage_id=inp.lineage_id, generation=inp.index, runtime=inp.spec.runtime,
-            evaluation=inp.spec.evaluation, parent=parent, successor=parent,
-        )
-        plan: SealedPlan = await o.store_activity(o.PLAN_SEALED_TRIALS, sealed, SealedPlan)
-        await asyncio.gather(*(o.run_trials(b, inp.spec.runtime.heartbeat_timeout_sec) for b in plan.batches))
 
     async def _sealed(self, inp: GenerationInput, successor: PairRef, harness: PairRef | None) -> SealedLiftResult:
         """Run the parent, the successor, generation 0's pair and the harness-only pair on the sealed split.
